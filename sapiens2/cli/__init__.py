@@ -1,0 +1,1 @@
+"""The ``sapiens2-bench`` command line."""

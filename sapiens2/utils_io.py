@@ -1,0 +1,73 @@
+"""Small I/O helpers shared by every command: atomic writes and safe checkpoint reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
+    """Write a file atomically: ``write(tmp_path)`` then rename over ``path``.
+
+    Args:
+        path: final destination.
+        write: callable that writes the complete file to the temporary path it is given.
+
+    Returns:
+        The destination path.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+
+    def _w(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    return atomic_write(path, _w)
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any, indent: int = 2) -> Path:
+    """Write ``obj`` as JSON to ``path`` atomically (NaN is written as null)."""
+    return write_text_atomic(path, json.dumps(_nan_to_none(obj), indent=indent, allow_nan=False) + "\n")
+
+
+def _nan_to_none(obj: Any) -> Any:
+    if isinstance(obj, float) and obj != obj:
+        return None
+    if isinstance(obj, float) and obj in (float("inf"), float("-inf")):
+        return None
+    if isinstance(obj, dict):
+        return {k: _nan_to_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_nan_to_none(v) for v in obj]
+    return obj
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """Read a JSON file; a missing or malformed file raises an error naming the path."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: malformed JSON ({e})") from e
