@@ -10,14 +10,14 @@ and parameter counts (without the per-key state-dict shapes, which the tests rea
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
 DATA_DIR = Path(str(resources.files("sapiens2") / "data"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_json(name: str) -> dict:
     """Load one of the shipped reference JSON files by file name."""
     with open(DATA_DIR / name, encoding="utf-8") as f:

@@ -44,5 +44,6 @@ def run(args) -> int:
     n_fail = sum(not r.passed for r in results)
     print(f"{len(results) - n_fail} passed, {n_fail} failed")
     if args.json_out:
-        write_json_atomic(args.json_out, {"golden_dir": str(args.dir), "cases": [r.to_dict() for r in results]})
+        payload = {"golden_dir": str(args.dir), "cases": [r.to_dict() for r in results]}
+        write_json_atomic(args.json_out, payload)
     return 1 if n_fail or not results else 0

@@ -63,7 +63,9 @@ def _resolve(kind: str):
     return fn, ""
 
 
-def run_golden_set(root: str | Path, only: list[str] | None = None, verbose: bool = False) -> list[CaseResult]:
+def run_golden_set(
+    root: str | Path, only: list[str] | None = None, verbose: bool = False
+) -> list[CaseResult]:
     """Run every case of ``root/manifest.json``.
 
     Args:
