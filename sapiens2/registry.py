@@ -42,9 +42,10 @@ TRANSFORMS = Registry(
     locations=["sapiens2.datasets"],
 )
 # Backbones usable by the probing protocol (Sapiens2, v1, transformers baselines, pixels).
+# No parent: mmengine allows one child per scope, and MODELS already is the ``sapiens2`` child of
+# mmengine's MODELS.
 PROBE_BACKBONES = Registry(
     "probe backbone",
-    parent=MM_MODELS,
     scope="sapiens2",
     locations=["sapiens2.probe.backbones"],
 )

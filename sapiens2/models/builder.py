@@ -1,0 +1,85 @@
+"""Build official Sapiens2 models from a config dict or an official config name.
+
+Example:
+    >>> from sapiens2.models.builder import build_model
+    >>> model = build_model("sapiens2_0.4b_seg_shutterstock_goliath-1024x768", device="meta")
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+
+def official_config(name: str) -> dict:
+    """The ``model`` config dict of an official task config (see ``sapiens2.reference``)."""
+    from sapiens2.reference import official_task_configs
+
+    configs = official_task_configs()
+    if name not in configs:
+        raise KeyError(f"unknown official config {name!r}; known: {', '.join(sorted(configs))}")
+    return copy.deepcopy(configs[name]["model"])
+
+
+def _official_backbone(name: str) -> dict | None:
+    from sapiens2.reference import official_archs
+
+    for group, type_name in (("archs", "Sapiens2"), ("sapiens_v1_archs", "Sapiens")):
+        entry = official_archs().get(group, {}).get(name)
+        if entry is not None:
+            cfg = {"type": type_name, **copy.deepcopy(entry.get("constructor") or {})}
+            cfg.setdefault("arch", name)
+            return cfg
+    return None
+
+
+def substitute_arch(cfg: dict, arch_settings: Mapping[str, dict] | None) -> dict:
+    """Copy of ``cfg`` whose ``arch`` names (top level or in ``backbone``) found in ``arch_settings``
+    are replaced by their settings dicts."""
+    cfg = copy.deepcopy(cfg)
+    if not arch_settings:
+        return cfg
+    for node in (cfg, cfg.get("backbone")):
+        if isinstance(node, dict) and isinstance(node.get("arch"), str) and node["arch"] in arch_settings:
+            node["arch"] = dict(arch_settings[node["arch"]])
+    return cfg
+
+
+def build_model(cfg_or_name: str | Mapping, arch_settings: Mapping[str, dict] | None = None,
+                device: str | torch.device | None = None) -> nn.Module:
+    """Build a backbone or task model.
+
+    Args:
+        cfg_or_name: a config dict with ``type`` (e.g. an official ``model`` dict); an entry of
+            ``official_task_configs()`` (a dict with a ``model`` key); the name of an official task
+            config (``sapiens2.reference.official_task_configs()``); or an official backbone arch
+            name such as ``'sapiens2_0.4b'``, ``'sapiens2_1b_4k'`` or ``'sapiens_0.3b'`` (v1).
+        arch_settings: optional ``{arch name: settings dict}`` for archs that are not official
+            (e.g. a golden manifest's ``arch_settings``).
+        device: device to build on; ``'meta'`` allocates no memory (shapes and counts only).
+
+    Returns:
+        The built module (in train mode, as nn.Modules start).
+
+    Raises:
+        KeyError: an unknown config name or model type (the message lists the known ones).
+    """
+    from sapiens2.registry import MODELS, build_from_cfg_checked
+
+    if isinstance(cfg_or_name, str):
+        backbone = _official_backbone(cfg_or_name)
+        cfg = backbone if backbone is not None else official_config(cfg_or_name)
+    elif isinstance(cfg_or_name, Mapping):
+        cfg = dict(cfg_or_name)
+        if "type" not in cfg and isinstance(cfg.get("model"), Mapping):
+            cfg = dict(cfg["model"])
+    else:
+        raise TypeError(f"expected a config dict or name, got {type(cfg_or_name).__name__}")
+    cfg = substitute_arch(cfg, arch_settings)
+    if device is None:
+        return build_from_cfg_checked(MODELS, cfg)
+    with torch.device(device):
+        return build_from_cfg_checked(MODELS, cfg)
