@@ -1,0 +1,136 @@
+"""Contact sheet of a split: each image with its ground truth of every task, read through the readers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from sapiens2.reference import keypoints308, seg_classes29
+
+from .split import available_tasks, open_split
+
+COLUMNS = ("image + skeleton", "parts", "normal", "depth", "albedo")
+
+
+def _depth_rgb(z: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    import matplotlib
+
+    out = np.zeros(z.shape + (3,), dtype=np.uint8)
+    if mask.any():
+        lo, hi = np.percentile(z[mask], [1, 99])
+        t = np.clip((z - lo) / max(hi - lo, 1e-6), 0, 1)
+        rgb = (matplotlib.colormaps["turbo"](1 - t)[..., :3] * 255).astype(np.uint8)
+        out[mask] = rgb[mask]
+    return out
+
+
+def _draw_pose(img: np.ndarray, anns: list[dict], scale: float) -> np.ndarray:
+    from PIL import Image, ImageDraw
+
+    kp = keypoints308()
+    im = Image.fromarray(img)
+    d = ImageDraw.Draw(im)
+    for ann in anns:
+        k = np.asarray(ann["keypoints"], dtype=np.float64).reshape(-1, 3)
+        xy = k[:, :2] * scale
+        x, y, w, h = (v * scale for v in ann["bbox"])
+        d.rectangle([x, y, x + w, y + h], outline=(255, 255, 255))
+        for link in kp["skeleton"]:
+            a, b = link["link"]
+            if k[a, 2] > 0 and k[b, 2] > 0:
+                d.line([tuple(xy[a]), tuple(xy[b])], fill=tuple(link["color"]), width=2)
+        for i in range(len(k)):
+            if k[i, 2] > 0:
+                r = 1.5 if i in kp["parts"]["face"] else 2.5
+                fill = (255, 255, 255) if k[i, 2] == 2 else (90, 90, 90)
+                d.ellipse([xy[i, 0] - r, xy[i, 1] - r, xy[i, 0] + r, xy[i, 1] + r], fill=fill)
+    return np.asarray(im)
+
+
+def _resize(arr: np.ndarray, scale: float, nearest: bool = False) -> np.ndarray:
+    from PIL import Image
+
+    h, w = arr.shape[:2]
+    im = Image.fromarray(arr).resize(
+        (round(w * scale), round(h * scale)), Image.NEAREST if nearest else Image.BILINEAR
+    )
+    return np.asarray(im)
+
+
+def contact_sheet(
+    split_dir: str | os.PathLike, out: str | os.PathLike, n: int = 6, tile_height: int = 320
+) -> Path:
+    """Write a PNG with one row per image: skeleton, coloured parts, normals, depth, albedo.
+
+    Args:
+        split_dir: split folder (``split.json``).
+        out: PNG path.
+        n: number of images (rows).
+        tile_height: height of each tile in pixels.
+
+    Returns:
+        The written PNG path.
+    """
+    from PIL import Image, ImageDraw
+
+    from sapiens2.utils_io import atomic_write
+
+    tasks = available_tasks(split_dir)
+    readers = {t: open_split(split_dir, t) for t in tasks if t != "pose"}
+    coco = open_split(split_dir, "pose").coco if "pose" in tasks else None
+    ids = next(iter(readers.values())).records if readers else []
+    if coco is not None and not ids:
+        ids = [{"id": im["id"], "image": im["file_name"]} for im in coco["images"]]
+    if not ids:
+        raise ValueError(f"{split_dir}: no images to show")
+    palette = np.array(
+        [c["color"] for c in seg_classes29()["classes"]] + [[255, 255, 255]] * 227, dtype=np.uint8
+    )
+    rows = []
+    for row in range(min(n, len(ids))):
+        tiles = {}
+        base = None
+        for task, ds in readers.items():
+            s = ds[row]
+            img = (s["image"].permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
+            base = img if base is None else base
+            if task == "seg":
+                lab = s["label"].numpy()
+                col = palette[np.clip(lab, 0, 255)]
+                tiles["parts"] = np.where(
+                    (lab > 0)[..., None], (0.3 * img + 0.7 * col).astype(np.uint8), img // 3
+                )
+            elif task == "normal":
+                m = s["mask"].numpy()[..., None]
+                tiles["normal"] = (((s["normal"].permute(1, 2, 0).numpy() + 1) * 127.5) * m).astype(np.uint8)
+            elif task == "pointmap":
+                tiles["depth"] = _depth_rgb(s["pointmap"][2].numpy(), s["mask"].numpy())
+            elif task == "albedo":
+                m = s["mask"].numpy()[..., None]
+                tiles["albedo"] = (s["albedo"].permute(1, 2, 0).numpy() * 255 * m).round().astype(np.uint8)
+        if base is None:
+            from .io import read_rgb
+
+            base = read_rgb(Path(split_dir) / ids[row]["image"])
+        scale = tile_height / base.shape[0]
+        first = _resize(base, scale)
+        if coco is not None:
+            file_name = Path(ids[row]["image"]).name
+            im_ids = [im["id"] for im in coco["images"] if Path(im["file_name"]).name == file_name]
+            anns = [a for a in coco["annotations"] if im_ids and a["image_id"] == im_ids[0]]
+            first = _draw_pose(first, anns, scale)
+        cells = [first]
+        for name in COLUMNS[1:]:
+            cells.append(_resize(tiles[name], scale, nearest=True) if name in tiles else np.zeros_like(first))
+        rows.append(np.concatenate(cells, axis=1))
+    width = max(r.shape[1] for r in rows)
+    header = np.full((24, width, 3), 255, dtype=np.uint8)
+    sheet = Image.fromarray(np.concatenate([header] + rows, axis=0))
+    draw = ImageDraw.Draw(sheet)
+    tile_w = rows[0].shape[1] // len(COLUMNS)
+    for i, name in enumerate(COLUMNS):
+        draw.text((i * tile_w + 6, 6), name, fill=(0, 0, 0))
+    out = Path(out)
+    return atomic_write(out, lambda tmp: sheet.save(tmp, format="PNG"))

@@ -1,0 +1,66 @@
+"""Open the task datasets of a split folder (a ``split.json`` listing one manifest per task)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sapiens2.utils_io import read_json
+
+from .io import DatasetError
+
+TASK_TYPES = {
+    "pose": "PoseTopdownDataset",
+    "seg": "SegDataset",
+    "normal": "NormalDataset",
+    "pointmap": "PointmapDataset",
+    "albedo": "AlbedoDataset",
+}
+
+
+def split_info(split_dir: str | os.PathLike) -> dict:
+    """Read ``split.json`` of a split folder."""
+    path = Path(split_dir) / "split.json"
+    if not path.is_file():
+        raise DatasetError(
+            f"{split_dir}: not a split folder (no split.json); make one with `sapiens2-bench data synth`"
+        )
+    info = read_json(path)
+    if not isinstance(info.get("tasks"), dict):
+        raise DatasetError(f"{path}: 'tasks' must map task names to manifest files")
+    return info
+
+
+def available_tasks(split_dir: str | os.PathLike) -> list[str]:
+    """Tasks whose manifest exists in the split folder."""
+    info = split_info(split_dir)
+    return [t for t, m in info["tasks"].items() if (Path(split_dir) / m).is_file()]
+
+
+def open_split(split_dir: str | os.PathLike, task: str, **kwargs):
+    """Build the reader of ``task`` for a split folder.
+
+    Args:
+        split_dir: folder with ``split.json``.
+        task: one of pose, seg, normal, pointmap, albedo.
+        **kwargs: passed to the reader (e.g. ``input_size=(192, 256)`` for pose).
+
+    Returns:
+        The dataset.
+
+    Raises:
+        DatasetError: unknown task, or the split has no ground truth for it.
+    """
+    from sapiens2.registry import DATASETS
+
+    if task not in TASK_TYPES:
+        raise DatasetError(f"unknown task {task!r}; known: {sorted(TASK_TYPES)}")
+    info = split_info(split_dir)
+    manifest = info["tasks"].get(task)
+    if manifest is None or not (Path(split_dir) / manifest).is_file():
+        raise DatasetError(
+            f"{split_dir}: the split has no {task} ground truth (manifest {manifest!r} missing)"
+        )
+    DATASETS.import_from_location()
+    cls = DATASETS.get(TASK_TYPES[task])
+    return cls(ann_file=Path(split_dir) / manifest, **kwargs)

@@ -1,0 +1,248 @@
+"""Write synthetic splits in the reader formats, atomically, and cache the embedded default split."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from sapiens2.reference import keypoints308
+from sapiens2.utils_io import write_json_atomic
+
+from .scene import synth_sample
+
+GENERATOR_VERSION = 1  # bump when the renderer's output changes, so cached splits are remade
+TASK_MANIFESTS = {
+    "pose": "pose.json",
+    "seg": "seg.json",
+    "normal": "normal.json",
+    "pointmap": "pointmap.json",
+    "albedo": "albedo.json",
+}
+
+
+def _save_png(path: Path, arr: np.ndarray) -> None:
+    from PIL import Image
+
+    Image.fromarray(arr).save(path, compress_level=1)
+
+
+def _render_and_write(args: tuple) -> dict:
+    root, seed, index, hw = args
+    s = synth_sample(seed, index, hw)
+    sid = f"{index:06d}"
+    root = Path(root)
+    _save_png(root / "images" / f"{sid}.png", s["image"])
+    _save_png(root / "seg" / f"{sid}.png", s["label"])
+    _save_png(root / "mask" / f"{sid}.png", (s["mask"] * 255).astype(np.uint8))
+    _save_png(root / "albedo" / f"{sid}.png", s["albedo"])
+    np.save(root / "normal" / f"{sid}.npy", s["normal"])
+    np.save(root / "pointmap" / f"{sid}.npy", s["pointmap"])
+    return {
+        "id": sid,
+        "K": s["K"].tolist(),
+        "people": [
+            {"keypoints": p["keypoints"].tolist(), "bbox": p["bbox"], "area": p["area"]} for p in s["people"]
+        ],
+    }
+
+
+def _coco(results: list[dict], hw: tuple[int, int]) -> dict:
+    kp = keypoints308()
+    images, anns = [], []
+    for i, r in enumerate(results):
+        images.append({"id": i, "file_name": f"images/{r['id']}.png", "height": hw[0], "width": hw[1]})
+        for p in r["people"]:
+            k = np.asarray(p["keypoints"])
+            flat = np.round(k, 3).reshape(-1).tolist()
+            anns.append(
+                {
+                    "id": len(anns) + 1,
+                    "image_id": i,
+                    "category_id": 1,
+                    "bbox": p["bbox"],
+                    "area": float(p["area"]),
+                    "iscrowd": 0,
+                    "num_keypoints": int((k[:, 2] > 0).sum()),
+                    "keypoints": flat,
+                }
+            )
+    names = [k["name"] for k in kp["keypoints"]]
+    links = [[a + 1, b + 1] for a, b in (s["link"] for s in kp["skeleton"])]
+    return {
+        "info": {"description": "sapiens2-bench synthetic people", "version": GENERATOR_VERSION},
+        "images": images,
+        "annotations": anns,
+        "categories": [
+            {"id": 1, "name": "person", "supercategory": "person", "keypoints": names, "skeleton": links}
+        ],
+    }
+
+
+def generate_split(
+    out: str | os.PathLike,
+    n: int,
+    seed: int = 0,
+    size: tuple[int, int] = (256, 192),
+    workers: int = 1,
+    progress: bool = True,
+    overwrite: bool = False,
+) -> Path:
+    """Render ``n`` scenes and write all five tasks' ground truth under ``out``.
+
+    The split is written to a temporary folder next to ``out`` and renamed into place at the end,
+    so ``out`` either does not exist or is complete.
+
+    Args:
+        out: destination folder (must not exist unless ``overwrite``).
+        n: number of images.
+        seed: split seed; image ``i`` depends only on (seed, i) and ``size``.
+        size: (H, W) in pixels.
+        workers: processes used to render.
+        progress: show a progress bar.
+        overwrite: replace an existing ``out``.
+
+    Returns:
+        The split folder.
+    """
+    out = Path(out)
+    h, w = int(size[0]), int(size[1])
+    if n < 1 or h < 16 or w < 16 or h > 4096 or w > 4096:
+        raise ValueError(f"synth: need n >= 1 and 16 <= H, W <= 4096, got n={n}, size={h}x{w}")
+    if out.exists() and not overwrite:
+        raise ValueError(f"{out} already exists (pass overwrite / --overwrite to replace it)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for sub in ("images", "seg", "mask", "albedo", "normal", "pointmap"):
+            (tmp / sub).mkdir()
+        jobs = [(str(tmp), int(seed), i, (h, w)) for i in range(n)]
+        from tqdm import tqdm
+
+        bar = tqdm(total=n, desc=f"synth {out.name}", unit="img", disable=not progress)
+        if workers > 1:
+            with ProcessPoolExecutor(max_workers=workers) as ex:
+                results = []
+                for r in ex.map(_render_and_write, jobs, chunksize=4):
+                    results.append(r)
+                    bar.update()
+        else:
+            results = []
+            for job in jobs:
+                results.append(_render_and_write(job))
+                bar.update()
+        bar.close()
+        _write_manifests(tmp, results, (h, w), seed, out.name)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _write_manifests(root: Path, results: list[dict], hw: tuple[int, int], seed: int, name: str) -> None:
+    write_json_atomic(root / "pose.json", _coco(results, hw), indent=None)
+    recs = {t: [] for t in ("seg", "normal", "pointmap", "albedo")}
+    for r in results:
+        sid, img = r["id"], f"images/{r['id']}.png"
+        mask = f"mask/{sid}.png"
+        recs["seg"].append({"id": sid, "image": img, "label": f"seg/{sid}.png"})
+        recs["normal"].append({"id": sid, "image": img, "normal": f"normal/{sid}.npy", "mask": mask})
+        recs["pointmap"].append(
+            {"id": sid, "image": img, "pointmap": f"pointmap/{sid}.npy", "mask": mask, "K": r["K"]}
+        )
+        recs["albedo"].append({"id": sid, "image": img, "albedo": f"albedo/{sid}.png", "mask": mask})
+    for task, records in recs.items():
+        write_json_atomic(
+            root / TASK_MANIFESTS[task], {"task": task, "format_version": 1, "records": records}, indent=None
+        )
+    write_json_atomic(
+        root / "split.json",
+        {
+            "name": name,
+            "generator": "sapiens2-bench synth",
+            "generator_version": GENERATOR_VERSION,
+            "seed": int(seed),
+            "n": len(results),
+            "size": list(hw),
+            "tasks": TASK_MANIFESTS,
+            "num_people": sum(len(r["people"]) for r in results),
+        },
+    )
+
+
+def default_cache_root() -> Path:
+    """``$SAPIENS2_BENCH_CACHE/synth`` or ``~/.cache/sapiens2-bench/synth``."""
+    base = os.environ.get("SAPIENS2_BENCH_CACHE")
+    return (Path(base) if base else Path.home() / ".cache" / "sapiens2-bench") / "synth"
+
+
+def split_key(name: str, n: int, size: tuple[int, int], seed: int) -> str:
+    """Short hash of everything that determines a synthetic split's content."""
+    blob = json.dumps(
+        {
+            "name": name,
+            "n": int(n),
+            "size": [int(size[0]), int(size[1])],
+            "seed": int(seed),
+            "version": GENERATOR_VERSION,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def ensure_default_split(
+    name: str = "default",
+    n: int = 64,
+    size: tuple[int, int] = (256, 192),
+    seed: int = 0,
+    root: str | os.PathLike | None = None,
+    workers: int = 1,
+    progress: bool = True,
+) -> Path:
+    """Return the cached synthetic split folder, rendering it first if absent.
+
+    Args:
+        name: split name (part of the folder name).
+        n: number of images.
+        size: (H, W).
+        seed: split seed.
+        root: cache folder (default :func:`default_cache_root`).
+        workers: render processes.
+        progress: show a progress bar while rendering.
+
+    Returns:
+        ``<root>/<name>-<hash>``, complete (written atomically; concurrent callers are safe).
+    """
+    folder = Path(root) if root is not None else default_cache_root()
+    out = folder / f"{name}-{split_key(name, n, size, seed)}"
+    if (out / "split.json").is_file():
+        return out
+    try:
+        generate_split(out, n=n, seed=seed, size=size, workers=workers, progress=progress)
+    except (ValueError, OSError):
+        if (out / "split.json").is_file():  # another process finished first
+            return out
+        raise
+    return out
+
+
+def split_content_hash(split_dir: str | os.PathLike) -> str:
+    """SHA-256 over every file of a split (relative paths and bytes), for result provenance."""
+    root = Path(split_dir)
+    h = hashlib.sha256()
+    for p in sorted(q for q in root.rglob("*") if q.is_file()):
+        h.update(str(p.relative_to(root)).encode())
+        with open(p, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
