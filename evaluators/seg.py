@@ -1,0 +1,244 @@
+"""Body-part segmentation metrics (official ``seg_evaluator``/mmseg ``IoUMetric`` definitions).
+
+Everything comes from one dataset-level confusion matrix ``C x (C + 1)`` (rows: GT class, columns:
+predicted class, last column: pixels whose logits were NaN/Inf and so have no prediction), built
+with one ``bincount`` per batch. Per class: intersect = diagonal, GT area = row sum, predicted area
+= column sum, union = pred + GT - intersect. A class absent from both prediction and GT has a 0/0
+IoU: NaN, skipped by the means (``nan_to_num`` replaces NaNs per class before the means, as mmseg).
+
+Example:
+    >>> import torch
+    >>> gt = torch.tensor([[[0, 1], [1, 255]]])
+    >>> logits = torch.tensor([[[[5., 0.], [0., 0.]], [[0., 5.], [5., 0.]]]])  # 1 x 2 x 2 x 2
+    >>> ev = SegEvaluator(num_classes=2)
+    >>> ev.update(logits, gt, index=[0])
+    >>> r = ev.compute()
+    >>> r["mIoU"], r["aAcc"]
+    (100.0, 100.0)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from evaluators.base import Evaluator
+from evaluators.dense_common import as_tensor, check_bchw, nonfinite_pixels, resize_to
+
+PER_CLASS_METRICS = ("IoU", "Acc", "Dice", "Fscore", "Precision", "Recall")
+SUMMARY_KEYS = ("aAcc", "mIoU", "mAcc", "mDice", "mFscore", "mPrecision", "mRecall")
+
+
+def seg_labels_from_logits(logits: torch.Tensor, size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Resize logits bilinearly (align_corners=False) to ``size`` and take the argmax.
+
+    Args:
+        logits: B x C x h x w class scores.
+        size: GT size (H, W).
+
+    Returns:
+        (labels B x H x W int64 with -1 where any logit is NaN/Inf, nonfinite B x H x W bool).
+
+    Example:
+        >>> lab, bad = seg_labels_from_logits(torch.randn(2, 4, 3, 3), (6, 6))
+        >>> tuple(lab.shape), int(bad.sum())
+        ((2, 6, 6), 0)
+    """
+    up = resize_to(logits, size)
+    bad = nonfinite_pixels(up)
+    labels = torch.nan_to_num(up, nan=0.0, posinf=0.0, neginf=0.0).argmax(1)
+    labels[bad] = -1
+    return labels, bad
+
+
+def seg_confusion(
+    pred: torch.Tensor, gt: torch.Tensor, num_classes: int, ignore_index: int = 255
+) -> torch.Tensor:
+    """Per-sample confusion matrices ``B x C x (C + 1)`` (last column: no valid prediction).
+
+    Args:
+        pred: B x H x W predicted labels in [0, C) or -1 (no prediction).
+        gt: B x H x W GT labels in [0, C) or ``ignore_index``.
+        num_classes: C.
+        ignore_index: GT label of pixels that are not scored.
+
+    Returns:
+        int64 tensor B x C x (C + 1).
+
+    Raises:
+        ValueError: a GT label is outside [0, C) and is not ``ignore_index``.
+
+    Example:
+        >>> seg_confusion(torch.tensor([[[0, 1]]]), torch.tensor([[[0, 0]]]), 2)[0].tolist()
+        [[1, 1, 0], [0, 0, 0]]
+    """
+    c = num_classes
+    keep = gt != ignore_index
+    bad = keep & ((gt < 0) | (gt >= c))
+    if bad.any():
+        vals = gt[bad].unique()[:10].tolist()
+        raise ValueError(f"gt_seg: labels {vals} are outside [0, {c}) and not ignore_index {ignore_index}")
+    b = gt.shape[0]
+    pred_col = torch.where(pred < 0, torch.full_like(pred, c), pred)
+    sample = torch.arange(b, device=gt.device).view(b, 1, 1).expand_as(gt)
+    flat = (sample * (c * (c + 1)) + gt.clamp(0, c - 1) * (c + 1) + pred_col)[keep]
+    counts = torch.bincount(flat, minlength=b * c * (c + 1))
+    return counts.view(b, c, c + 1)
+
+
+def seg_metrics_from_confusion(
+    conf: torch.Tensor, beta: float = 1.0, nan_to_num: float | None = None
+) -> dict:
+    """Per-class metrics and their means from a (dataset-level) confusion matrix C x (C + 1).
+
+    Args:
+        conf: C x (C + 1) counts (rows GT, columns prediction, last column no prediction).
+        beta: F-score beta.
+        nan_to_num: replace per-class NaNs by this value before the means (None: keep NaN, skipped).
+
+    Returns:
+        dict with ``aAcc`` (fraction) and per-class float64 tensors ``IoU``, ``Acc``, ``Dice``,
+        ``Fscore``, ``Precision``, ``Recall`` (fractions, NaN for 0/0) and ``area_*`` totals.
+
+    Example:
+        >>> m = seg_metrics_from_confusion(torch.tensor([[3, 1, 0], [0, 4, 0]]))
+        >>> [round(v, 4) for v in m["IoU"].tolist()]
+        [0.75, 0.8]
+    """
+    conf = conf.to(torch.float64)
+    c = conf.shape[0]
+    intersect = conf.diagonal()
+    area_label = conf.sum(1)
+    area_pred = conf[:, :c].sum(0)
+    union = area_pred + area_label - intersect
+    precision = intersect / area_pred
+    recall = intersect / area_label
+    out = {
+        "aAcc": float(intersect.sum() / area_label.sum()),
+        "IoU": intersect / union,
+        "Acc": recall.clone(),
+        "Dice": 2 * intersect / (area_pred + area_label),
+        "Fscore": (1 + beta**2) * precision * recall / (beta**2 * precision + recall),
+        "Precision": precision,
+        "Recall": recall,
+        "area_intersect": intersect,
+        "area_union": union,
+        "area_pred_label": area_pred,
+        "area_label": area_label,
+    }
+    if nan_to_num is not None:
+        for k in PER_CLASS_METRICS:
+            out[k] = torch.nan_to_num(out[k], nan=nan_to_num)
+    return out
+
+
+def _nanmean(x: torch.Tensor) -> float:
+    v = x[~torch.isnan(x)]
+    return float(v.mean()) if v.numel() else math.nan
+
+
+class SegEvaluator(Evaluator):
+    """Streaming body-part segmentation evaluator (29 classes by default).
+
+    Args:
+        num_classes: number of classes C.
+        ignore_index: GT label that is not scored (255).
+        nan_to_num: per-class NaN replacement before the means (None: NaN classes are skipped;
+            the official config uses 0.0).
+        beta: F-score beta.
+        class_names: names for the per-class table (default: the 29 Sapiens2 classes when C == 29).
+    """
+
+    task = "seg"
+
+    def __init__(
+        self,
+        num_classes: int = 29,
+        ignore_index: int = 255,
+        nan_to_num: float | None = None,
+        beta: float = 1.0,
+        class_names: list[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.num_classes, self.ignore_index, self.nan_to_num, self.beta = (
+            num_classes,
+            ignore_index,
+            nan_to_num,
+            beta,
+        )
+        if class_names is None:
+            class_names = [str(i) for i in range(num_classes)]
+            if num_classes == 29:
+                from sapiens2.reference import seg_classes29
+
+                class_names = [c["name"] for c in seg_classes29()["classes"]]
+        if len(class_names) != num_classes:
+            raise ValueError(f"class_names: expected {num_classes} names, got {len(class_names)}")
+        self.class_names = list(class_names)
+        self.add_state("confusion", torch.zeros(num_classes, num_classes + 1, dtype=torch.int64))
+        self.add_state("nonfinite_pred_pixels", torch.zeros((), dtype=torch.int64))
+        self.conventions = {
+            "pooling": "dataset-level per-class intersection/union totals (confusion matrix)",
+            "ignore_index": ignore_index,
+            "num_classes": num_classes,
+            "nan_policy": "classes with 0/0 are NaN and skipped by the means"
+            + (f"; nan_to_num={nan_to_num} per class before the means" if nan_to_num is not None else ""),
+            "nonfinite_predictions": "pixels with NaN/Inf logits count as 'no prediction' (a miss for the GT "
+            "class, no predicted class), reported as nonfinite_pred_pixels",
+            "resize": "logits bilinear (align_corners=False) to GT size, then argmax",
+            "units": "summary metrics in percent, unrounded (the official evaluator prints 2 decimals); "
+            "per-class values are fractions",
+            "fscore_beta": beta,
+        }
+
+    def batch_stats(self, pred, gt, pred_is_labels: bool = False) -> dict[str, torch.Tensor]:
+        """Per-sample confusion matrices.
+
+        Args:
+            pred: B x C x h x w logits, or B x H x W integer labels with ``pred_is_labels=True``.
+            gt: B x H x W integer GT labels (``ignore_index`` allowed).
+            pred_is_labels: ``pred`` holds labels already (must be at GT size).
+        """
+        gt = as_tensor(gt, "gt_seg")
+        if gt.dim() == 4 and gt.shape[1] == 1:
+            gt = gt[:, 0]
+        if gt.dim() != 3 or gt.is_floating_point():
+            raise ValueError(f"gt_seg: expected integer labels B x H x W, got {tuple(gt.shape)} {gt.dtype}")
+        gt = gt.to(torch.int64)
+        if pred_is_labels:
+            labels = as_tensor(pred, "pred_labels")
+            if tuple(labels.shape) != tuple(gt.shape) or labels.is_floating_point():
+                raise ValueError(
+                    f"pred_labels: expected integer labels of the GT shape {tuple(gt.shape)}, "
+                    f"got {tuple(labels.shape)} {labels.dtype}"
+                )
+            labels = labels.to(torch.int64).to(gt.device)
+            if ((labels < -1) | (labels >= self.num_classes)).any():
+                raise ValueError(f"pred_labels: labels outside [0, {self.num_classes})")
+            bad = labels < 0
+        else:
+            logits = check_bchw(pred, "pred_logits", channels=self.num_classes)
+            if logits.shape[0] != gt.shape[0]:
+                raise ValueError(f"pred_logits has batch {logits.shape[0]} but gt_seg has {gt.shape[0]}")
+            labels, bad = seg_labels_from_logits(logits, tuple(gt.shape[-2:]))
+            gt = gt.to(labels.device)
+        conf = seg_confusion(labels, gt, self.num_classes, self.ignore_index)
+        scored = gt != self.ignore_index
+        return {"confusion": conf, "nonfinite_pred_pixels": (bad & scored).flatten(1).sum(1)}
+
+    def compute_from_state(self, state: dict[str, torch.Tensor]) -> dict:
+        conf = state["confusion"]
+        if int(conf.sum()) == 0:
+            raise ValueError(
+                "SegEvaluator: no scored pixel (every GT pixel is ignore_index or no sample seen)"
+            )
+        m = seg_metrics_from_confusion(conf, beta=self.beta, nan_to_num=self.nan_to_num)
+        out = {"aAcc": 100.0 * m["aAcc"]}
+        for k in PER_CLASS_METRICS:
+            out["m" + k] = 100.0 * _nanmean(m[k])
+        out["nonfinite_pred_pixels"] = float(state["nonfinite_pred_pixels"])
+        out["per_class"] = {
+            k: {name: float(v) for name, v in zip(self.class_names, m[k].tolist())} for k in PER_CLASS_METRICS
+        }
+        return out

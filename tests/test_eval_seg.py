@@ -1,0 +1,105 @@
+"""Seg evaluator: golden parity, mmseg IoUMetric agreement, NaN logits, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from evaluators.seg import PER_CLASS_METRICS, SegEvaluator, seg_labels_from_logits
+
+
+def _random_case(seed: int, b=3, c=6, h=20, w=16):
+    g = torch.Generator().manual_seed(seed)
+    gt = torch.randint(0, c - 2, (b, h, w), generator=g)  # class c-2, c-1 never in GT
+    gt[torch.rand(b, h, w, generator=g) > 0.85] = 255
+    logits = torch.randn(b, c, h // 2, w // 2, generator=g)
+    logits[:, c - 1] -= 100  # class c-1 never predicted: absent from both -> NaN
+    return logits, gt
+
+
+@pytest.mark.parametrize("nan_to_num", [None, 0.0])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_matches_mmseg_iou_metric(seed, nan_to_num):
+    IoUMetric = pytest.importorskip("mmseg.evaluation.metrics").IoUMetric
+    c = 6
+    logits, gt = _random_case(seed, c=c)
+    ev = SegEvaluator(num_classes=c, nan_to_num=nan_to_num)
+    ev.update(logits[:2], gt[:2], index=[0, 1])
+    ev.update(logits[2:], gt[2:], index=[2])
+    ours = ev.compute()
+
+    labels, _ = seg_labels_from_logits(logits, gt.shape[-2:])
+    ref = IoUMetric(ignore_index=255, iou_metrics=["mIoU", "mDice", "mFscore"], nan_to_num=nan_to_num)
+    ref.dataset_meta = {"classes": [f"c{i}" for i in range(c)]}
+    ref.process(
+        {},
+        [{"pred_sem_seg": {"data": labels[i][None]}, "gt_sem_seg": {"data": gt[i][None]}} for i in range(3)],
+    )
+    areas = [sum(r[k] for r in ref.results) for k in range(4)]
+    per_class = IoUMetric.total_area_to_metrics(*areas, ["mIoU", "mDice", "mFscore"], nan_to_num, 1)
+    assert abs(ours["aAcc"] / 100 - float(per_class["aAcc"])) <= 1e-6
+    for k in PER_CLASS_METRICS:
+        theirs = np.asarray(per_class[k], dtype=np.float64)
+        mine = np.array(list(ours["per_class"][k].values()))
+        assert np.array_equal(np.isnan(theirs), np.isnan(mine)), k
+        assert np.nanmax(np.abs(theirs - mine)) <= 1e-6, k
+        assert abs(ours["m" + k] - np.nanmean(theirs) * 100) <= 1e-6 * 100, k
+    summary = ref.compute_metrics(ref.results)
+    for k, v in summary.items():
+        assert abs(round(ours[k], 2) - float(v)) <= 1e-6, k
+    if nan_to_num is None:
+        assert math.isnan(ours["per_class"]["IoU"]["5"])  # absent from prediction and GT
+    else:
+        assert ours["per_class"]["IoU"]["5"] == 0.0
+
+
+def test_golden_seg_cases(golden_metrics):
+    from evaluators.parity import run_metric_case
+    from sapiens2.utils_io import read_json
+
+    manifest = read_json(golden_metrics / "manifest.json")
+    cases = [c for c in manifest["cases"] if c.get("task") == "seg"]
+    assert cases
+    for case in cases:
+        res = run_metric_case(case, golden_metrics, manifest)
+        assert res.passed, res.message
+        assert res.errors["per_class.IoU"] <= 1e-4
+
+
+def test_nonfinite_logits_are_counted_as_misses():
+    gt = torch.randint(0, 4, (1, 8, 8), generator=torch.Generator().manual_seed(3))
+    logits = 10.0 * torch.nn.functional.one_hot(gt, 4).permute(0, 3, 1, 2).float()  # perfect, at GT size
+    logits[0, :, 0, :3] = float("nan")
+    logits[0, 1, 5, 5] = float("inf")
+    ev = SegEvaluator(num_classes=4)
+    ev.update(logits, gt)
+    r = ev.compute()
+    assert r["nonfinite_pred_pixels"] == 4.0
+    assert abs(r["aAcc"] - 100.0 * 60 / 64) < 1e-9
+    assert all(math.isfinite(r[k]) for k in ("aAcc", "mIoU", "mAcc"))
+    assert r["mPrecision"] == 100.0 and r["mRecall"] < 100.0
+
+
+def test_bad_inputs_name_the_tensor():
+    ev = SegEvaluator(num_classes=4)
+    with pytest.raises(ValueError, match="pred_logits"):
+        ev.update(torch.randn(1, 3, 4, 4), torch.zeros(1, 8, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match="gt_seg"):
+        ev.update(torch.randn(1, 4, 4, 4), torch.zeros(1, 8, 8))
+    with pytest.raises(ValueError, match="gt_seg: labels"):
+        ev.update(torch.randn(1, 4, 4, 4), torch.full((1, 8, 8), 7, dtype=torch.long))
+    with pytest.raises(ValueError, match="batch"):
+        ev.update(torch.randn(2, 4, 4, 4), torch.zeros(1, 8, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match="pred_labels"):
+        ev.update(
+            torch.zeros(1, 4, 4, dtype=torch.long),
+            torch.zeros(1, 8, 8, dtype=torch.long),
+            pred_is_labels=True,
+        )
+    with pytest.raises(ValueError, match="no scored pixel"):
+        e2 = SegEvaluator(num_classes=4)
+        e2.update(torch.randn(1, 4, 4, 4), torch.full((1, 8, 8), 255, dtype=torch.long))
+        e2.compute()
