@@ -1,0 +1,114 @@
+"""Pictures of predictions: skeleton overlay, coloured parts, normal map, depth, albedo.
+
+Every function takes the RGB image (H x W x 3 uint8) and a prediction at image resolution and returns an
+RGB uint8 picture (the input and the prediction side by side for dense tasks). ``label_random`` stamps
+a banner on pictures of randomly initialised models so they cannot be mistaken for real predictions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+RANDOM_BANNER = "RANDOM WEIGHTS - NOT A TRAINED MODEL"
+
+
+def draw_pose(image: np.ndarray, keypoints: np.ndarray, scores: np.ndarray, score_thr: float = 0.3,
+              bbox: tuple[float, float, float, float] | None = None) -> np.ndarray:
+    """Skeleton of the 308-keypoint vocabulary over ``image``.
+
+    Args:
+        image: H x W x 3 uint8 RGB.
+        keypoints: K x 2 image pixels.
+        scores: K confidences; keypoints below ``score_thr`` and their links are not drawn.
+        score_thr: minimum score drawn.
+        bbox: optional person box (x1, y1, x2, y2) to outline.
+
+    Returns:
+        H x W x 3 uint8 picture.
+    """
+    import cv2
+
+    from sapiens2.reference import keypoints308
+
+    vocab = keypoints308()
+    out = np.ascontiguousarray(image.copy())
+    radius = max(1, round(min(out.shape[:2]) / 200))
+    if bbox is not None:
+        x1, y1, x2, y2 = (int(round(v)) for v in bbox)
+        cv2.rectangle(out, (x1, y1), (x2, y2), (255, 255, 255), radius)
+    pts = np.round(np.asarray(keypoints, dtype=np.float64)).astype(int)
+    ok = np.asarray(scores) >= score_thr
+    for link in vocab["skeleton"]:
+        a, b = link["link"]
+        if a < len(pts) and b < len(pts) and ok[a] and ok[b]:
+            cv2.line(out, tuple(map(int, pts[a])), tuple(map(int, pts[b])), tuple(link["color"]), radius,
+                     cv2.LINE_AA)
+    colors = [kp.get("color", [255, 0, 0]) for kp in vocab["keypoints"]]
+    for i in np.flatnonzero(ok):
+        color = tuple(int(c) for c in colors[i]) if i < len(colors) else (255, 0, 0)
+        cv2.circle(out, tuple(map(int, pts[i])), radius, color, -1, cv2.LINE_AA)
+    return out
+
+
+def seg_palette() -> np.ndarray:
+    """29 x 3 uint8 class colours of ``seg_classes29.json``."""
+    from sapiens2.reference import seg_classes29
+
+    classes = seg_classes29()["classes"]
+    palette = np.zeros((len(classes), 3), np.uint8)
+    for c in classes:
+        palette[c["id"]] = c["color"]
+    return palette
+
+
+def draw_seg(image: np.ndarray, labels: np.ndarray, alpha: float = 0.6) -> np.ndarray:
+    """Input and the part labels blended over it in the class colours, side by side."""
+    palette = seg_palette()
+    colored = palette[np.clip(labels, 0, len(palette) - 1)]
+    blend = (alpha * colored + (1 - alpha) * image).astype(np.uint8)
+    return side_by_side(image, blend)
+
+
+def draw_normal(image: np.ndarray, normals: np.ndarray) -> np.ndarray:
+    """Unit normals (3 x H x W, camera frame) as RGB ``(n + 1) / 2``, next to the input."""
+    rgb = ((np.transpose(normals, (1, 2, 0)) + 1.0) * 127.5).clip(0, 255).astype(np.uint8)
+    return side_by_side(image, rgb)
+
+
+def draw_depth(image: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Depth (the z channel of a 3 x H x W pointmap) colour-mapped between its 2nd and 98th percentile."""
+    from matplotlib import colormaps
+
+    z = np.asarray(points[2], dtype=np.float64)
+    finite = np.isfinite(z)
+    lo, hi = (np.percentile(z[finite], [2, 98]) if finite.any() else (0.0, 1.0))
+    norm = np.clip((z - lo) / max(hi - lo, 1e-12), 0, 1)
+    rgb = (colormaps["turbo"](np.where(finite, norm, 0.0))[..., :3] * 255).astype(np.uint8)
+    return side_by_side(image, rgb)
+
+
+def draw_albedo(image: np.ndarray, albedo: np.ndarray) -> np.ndarray:
+    """Albedo (3 x H x W in [0, 1]) as RGB, next to the input."""
+    rgb = (np.transpose(albedo, (1, 2, 0)).clip(0, 1) * 255).round().astype(np.uint8)
+    return side_by_side(image, rgb)
+
+
+def side_by_side(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Concatenate two H x W x 3 pictures horizontally with a 4-pixel white gap."""
+    gap = np.full((left.shape[0], 4, 3), 255, np.uint8)
+    return np.concatenate([left, gap, right], axis=1)
+
+
+def label_random(picture: np.ndarray) -> np.ndarray:
+    """Stamp :data:`RANDOM_BANNER` in a red bar on top of ``picture``."""
+    import cv2
+
+    h, w = picture.shape[:2]
+    scale = max(0.3, w / 1400)
+    thickness = max(1, round(scale * 2))
+    (tw, th), base = cv2.getTextSize(RANDOM_BANNER, cv2.FONT_HERSHEY_SIMPLEX, scale, thickness)
+    bar = np.zeros((th + base + 8, w, 3), np.uint8)
+    bar[:] = (200, 0, 0)
+    cv2.putText(bar, RANDOM_BANNER, (max(2, (w - tw) // 2), th + 4), cv2.FONT_HERSHEY_SIMPLEX, scale,
+                (255, 255, 255), thickness, cv2.LINE_AA)
+    return np.concatenate([bar, picture], axis=0)
