@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-# (module under sapiens2.cli, one-line help) in the order shown by --help.
+# Modules under sapiens2.cli, in the order shown by --help.
 COMMANDS = [
     "run",
     "parity",
@@ -23,6 +23,7 @@ COMMANDS = [
     "probe",
     "leaderboard",
     "reproduce",
+    "system",
 ]
 
 

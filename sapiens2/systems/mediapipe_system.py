@@ -1,0 +1,370 @@
+"""MediaPipe 0.10.21 as an off-the-shelf reference system (pose landmarks, person masks).
+
+``mediapipe`` 0.10.21 is the last release whose wheel ships its legacy "solutions" models:
+BlazePose GHUM full (``modules/pose_landmark/pose_landmark_full.tflite``, 33 landmarks and a
+person segmentation mask, with the ``modules/pose_detection`` person detector) and the selfie
+segmenter (``modules/selfie_segmentation``). Only ``model_complexity=1`` is used: the lite and
+heavy landmark models are not in the wheel and MediaPipe would try to download them. Nothing is
+downloaded at run time.
+
+What MediaPipe shares with our vocabularies is evaluated with our evaluators:
+
+- pose: the landmarks in :data:`LANDMARK_MAP` (27 of 33, mapped by name onto ``keypoints308``),
+  scored with ``PoseEvaluator`` on a keypoint subset (own names, sigmas and parts), top-down on
+  the ground-truth person boxes like the official Sapiens2 protocol;
+- segmentation: person vs background (GT: label > 0), ``SegEvaluator`` with 2 classes, for the
+  pose landmarker's mask (one person per image) and the selfie segmenter.
+
+The mapping, the landmarks left out and why are in ``docs/reference_systems.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+MEDIAPIPE_VERSION = "0.10.21"
+INSTALL_HINT = (
+    f"mediapipe {MEDIAPIPE_VERSION} is not installed; run `bash scripts/install_mediapipe.sh` "
+    "(installs the wheel without its heavy declared deps, see scripts/requirements-mediapipe.txt)"
+)
+POSE_PROTOCOL_ID = "shared27-gtbox-v1"
+SEG_PROTOCOL_ID = "person-vs-background-v1"
+POSE_MODEL_NAME = f"mediapipe-pose-landmarker-full ({MEDIAPIPE_VERSION})"
+SELFIE_MODEL_NAME = f"mediapipe-selfie-segmentation ({MEDIAPIPE_VERSION})"
+# Model files of the wheel each system uses (relative to the mediapipe package folder's parent).
+POSE_MODEL_FILES = (
+    "mediapipe/modules/pose_detection/pose_detection.tflite",
+    "mediapipe/modules/pose_landmark/pose_landmark_full.tflite",
+)
+SELFIE_MODEL_FILES = ("mediapipe/modules/selfie_segmentation/selfie_segmentation.tflite",)
+
+# (MediaPipe landmark index, MediaPipe PoseLandmark name, keypoints308 name, our part).
+# Left/right are the subject's in both vocabularies. Hands: BlazePose's pinky/index landmarks
+# are the first knuckles (MCP joints), i.e. our "*_third_joint" (counted from the fingertip).
+LANDMARK_MAP: tuple[tuple[int, str, str, str], ...] = (
+    (0, "NOSE", "nose", "body"),
+    (2, "LEFT_EYE", "left_eye", "body"),
+    (5, "RIGHT_EYE", "right_eye", "body"),
+    (7, "LEFT_EAR", "left_ear", "body"),
+    (8, "RIGHT_EAR", "right_ear", "body"),
+    (11, "LEFT_SHOULDER", "left_shoulder", "body"),
+    (12, "RIGHT_SHOULDER", "right_shoulder", "body"),
+    (13, "LEFT_ELBOW", "left_elbow", "body"),
+    (14, "RIGHT_ELBOW", "right_elbow", "body"),
+    (15, "LEFT_WRIST", "left_wrist", "body"),
+    (16, "RIGHT_WRIST", "right_wrist", "body"),
+    (23, "LEFT_HIP", "left_hip", "body"),
+    (24, "RIGHT_HIP", "right_hip", "body"),
+    (25, "LEFT_KNEE", "left_knee", "body"),
+    (26, "RIGHT_KNEE", "right_knee", "body"),
+    (27, "LEFT_ANKLE", "left_ankle", "body"),
+    (28, "RIGHT_ANKLE", "right_ankle", "body"),
+    (29, "LEFT_HEEL", "left_heel", "foot"),
+    (30, "RIGHT_HEEL", "right_heel", "foot"),
+    (31, "LEFT_FOOT_INDEX", "left_big_toe", "foot"),
+    (32, "RIGHT_FOOT_INDEX", "right_big_toe", "foot"),
+    (9, "MOUTH_LEFT", "l_outer_corner_of_mouth", "face"),
+    (10, "MOUTH_RIGHT", "r_outer_corner_of_mouth", "face"),
+    (17, "LEFT_PINKY", "left_pinky_finger_third_joint", "left_hand"),
+    (19, "LEFT_INDEX", "left_forefinger_third_joint", "left_hand"),
+    (18, "RIGHT_PINKY", "right_pinky_finger_third_joint", "right_hand"),
+    (20, "RIGHT_INDEX", "right_forefinger_third_joint", "right_hand"),
+)
+# MediaPipe landmarks with no unambiguous counterpart in keypoints308, and why.
+LEFT_OUT: dict[str, str] = {
+    "LEFT_EYE_INNER": "our eye corners come as both lash-line and eyelid-line ends; no single point",
+    "LEFT_EYE_OUTER": "our eye corners come as both lash-line and eyelid-line ends; no single point",
+    "RIGHT_EYE_INNER": "our eye corners come as both lash-line and eyelid-line ends; no single point",
+    "RIGHT_EYE_OUTER": "our eye corners come as both lash-line and eyelid-line ends; no single point",
+    "LEFT_THUMB": "BlazePose's 'thumb #2 knuckle' may be the MCP or the IP joint (thumb2 or thumb3)",
+    "RIGHT_THUMB": "BlazePose's 'thumb #2 knuckle' may be the MCP or the IP joint (thumb2 or thumb3)",
+}
+
+
+def shared_meta() -> dict:
+    """Keypoint metadata of the shared subset for ``PoseEvaluator`` (names, sigmas, parts, flips).
+
+    The subset keeps the order of :data:`LANDMARK_MAP`; sigmas are those of ``keypoints308``.
+    """
+    from sapiens2.reference import keypoints308
+
+    vocab = keypoints308()
+    ids = {k["name"]: k["id"] for k in vocab["keypoints"]}
+    names = [ours for _, _, ours, _ in LANDMARK_MAP]
+    missing = [n for n in names if n not in ids]
+    if missing:
+        raise KeyError(f"LANDMARK_MAP names not in keypoints308: {missing}")
+    parts: dict[str, list[int]] = {}
+    for j, (_, _, _, part) in enumerate(LANDMARK_MAP):
+        parts.setdefault(part, []).append(j)
+    pos = {n: j for j, n in enumerate(names)}
+    swap = {k["name"]: k["swap"] for k in vocab["keypoints"]}
+    flips = [(pos[n], pos[swap[n]]) for n in names if swap.get(n) in pos]
+    return {
+        "name": f"keypoints308-shared-mediapipe{len(names)}",
+        "keypoints": names,
+        "sigmas": [vocab["sigmas"][ids[n]] for n in names],
+        "parts": parts,
+        "flip_pairs": flips,
+    }
+
+
+def vocabulary_ids() -> list[int]:
+    """keypoints308 ids of the shared subset, in subset order."""
+    from sapiens2.reference import keypoints308
+
+    ids = {k["name"]: k["id"] for k in keypoints308()["keypoints"]}
+    return [ids[ours] for _, _, ours, _ in LANDMARK_MAP]
+
+
+def require_mediapipe():
+    """Import mediapipe and check that the wheel's models are there.
+
+    Returns:
+        The ``mediapipe`` module.
+
+    Raises:
+        RuntimeError: not installed (with the install line), or its model files are missing.
+    """
+    try:
+        import mediapipe as mp
+    except ImportError as e:
+        raise RuntimeError(f"{INSTALL_HINT} (import failed: {e})") from e
+    missing = [p for p in POSE_MODEL_FILES + SELFIE_MODEL_FILES if not model_path(mp, p).is_file()]
+    if missing:
+        raise RuntimeError(
+            f"mediapipe {installed_version()} lacks the model files {missing} (releases after "
+            f"{MEDIAPIPE_VERSION} ship no models); {INSTALL_HINT}"
+        )
+    return mp
+
+
+def installed_version() -> str | None:
+    """The installed mediapipe distribution version, or None."""
+    try:
+        return importlib.metadata.version("mediapipe")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def model_path(mp_module, rel: str) -> Path:
+    """Absolute path of a wheel-relative model file (``mediapipe/modules/...``)."""
+    return Path(mp_module.__file__).resolve().parent.parent / rel
+
+
+def model_files_info(mp_module, rels: tuple[str, ...]) -> list[dict]:
+    """``[{"path": wheel-relative path, "sha256": ..., "bytes": ...}]`` of the given model files."""
+    out = []
+    for rel in rels:
+        p = model_path(mp_module, rel)
+        digest = hashlib.sha256(p.read_bytes()).hexdigest()
+        out.append({"path": rel, "sha256": digest, "bytes": p.stat().st_size})
+    return out
+
+
+def to_uint8_rgb(image) -> np.ndarray:
+    """H x W x 3 uint8 RGB (contiguous) from a 3 x H x W float tensor/array in [0, 1] or uint8 HWC."""
+    arr = image.detach().cpu().numpy() if hasattr(image, "detach") else np.asarray(image)
+    if arr.ndim == 3 and arr.shape[0] == 3 and arr.shape[-1] != 3:
+        arr = arr.transpose(1, 2, 0)
+    if arr.ndim != 3 or arr.shape[-1] != 3:
+        raise ValueError(f"image: expected 3 x H x W or H x W x 3 RGB, got shape {arr.shape}")
+    if arr.dtype != np.uint8:
+        arr = (np.clip(arr.astype(np.float32), 0.0, 1.0) * 255.0).round().astype(np.uint8)
+    return np.ascontiguousarray(arr)
+
+
+@dataclass
+class PoseResult:
+    """One MediaPipe pose on an image.
+
+    Attributes:
+        landmarks: 33 x 2 landmark positions in pixels (pixel centres at integer coordinates).
+        visibility: 33 MediaPipe visibility scores in [0, 1].
+        mask: H x W person probability, or None when segmentation is off.
+    """
+
+    landmarks: np.ndarray
+    visibility: np.ndarray
+    mask: np.ndarray | None
+
+    def shared(self) -> tuple[np.ndarray, np.ndarray]:
+        """(K x 2 keypoints, K scores) of the shared subset, in :data:`LANDMARK_MAP` order."""
+        idx = [m for m, _, _, _ in LANDMARK_MAP]
+        return self.landmarks[idx], self.visibility[idx]
+
+
+class MediaPipeSystem:
+    """MediaPipe pose landmarker (full) and selfie segmenter on single images, CPU.
+
+    Args:
+        min_detection_confidence: person detector threshold of the pose solution.
+        enable_segmentation: also return the pose landmarker's person mask.
+        selfie_model: selfie segmenter model (0 general 256 x 256, 1 landscape 144 x 256).
+
+    Use as a context manager (closes the MediaPipe graphs).
+    """
+
+    def __init__(self, min_detection_confidence: float = 0.5, enable_segmentation: bool = True,
+                 selfie_model: int = 0) -> None:
+        self.mp = require_mediapipe()
+        self._pose = self.mp.solutions.pose.Pose(
+            static_image_mode=True, model_complexity=1, enable_segmentation=enable_segmentation,
+            min_detection_confidence=min_detection_confidence,
+        )
+        self._selfie = None
+        self.selfie_model = selfie_model
+        self.config = {"mediapipe_version": installed_version(), "api": "mediapipe.solutions (legacy)",
+                       "model_complexity": 1, "static_image_mode": True,
+                       "min_detection_confidence": min_detection_confidence, "selfie_model": selfie_model}
+
+    def pose(self, image) -> PoseResult | None:
+        """Run the pose landmarker on one RGB image; None when no person is detected."""
+        img = to_uint8_rgb(image)
+        res = self._pose.process(img)
+        if res.pose_landmarks is None:
+            return None
+        h, w = img.shape[:2]
+        lms = res.pose_landmarks.landmark
+        # MediaPipe normalises by the image extent [0, W]; our pixel centres sit at integers.
+        xy = np.array([[lm.x * w - 0.5, lm.y * h - 0.5] for lm in lms], dtype=np.float64)
+        vis = np.array([lm.visibility for lm in lms], dtype=np.float64)
+        mask = None if res.segmentation_mask is None else np.asarray(res.segmentation_mask, np.float32)
+        return PoseResult(xy, vis, mask)
+
+    def selfie_mask(self, image) -> np.ndarray:
+        """Person probability H x W of the selfie segmenter."""
+        if self._selfie is None:
+            self._selfie = self.mp.solutions.selfie_segmentation.SelfieSegmentation(
+                model_selection=self.selfie_model
+            )
+        return np.asarray(self._selfie.process(to_uint8_rgb(image)).segmentation_mask, np.float32)
+
+    def close(self) -> None:
+        for g in (self._pose, self._selfie):
+            if g is not None:
+                g.close()
+        self._pose = self._selfie = None
+
+    def __enter__(self) -> MediaPipeSystem:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def first_image_ids(coco: dict, n: int | None) -> set:
+    """Ids of the first ``n`` images of a COCO dict (all when n is None)."""
+    ids = [im["id"] for im in coco["images"]]
+    return set(ids if n is None else ids[:n])
+
+
+def shared_gt(coco: dict, anns: list[dict], keep_images: set) -> dict:
+    """COCO GT restricted to the shared keypoints and to ``keep_images``."""
+    vids = vocabulary_ids()
+    out = []
+    for ann in anns:
+        if ann["image_id"] not in keep_images:
+            continue
+        kps = np.asarray(ann["keypoints"], dtype=np.float64).reshape(-1, 3)[vids]
+        x, y, w, h = (float(v) for v in ann["bbox"])
+        out.append({"id": ann["id"], "image_id": ann["image_id"], "category_id": 1, "bbox": [x, y, w, h],
+                    "area": float(ann.get("area", w * h)), "iscrowd": int(ann.get("iscrowd", 0)),
+                    "keypoints": kps.reshape(-1).tolist(), "num_keypoints": int((kps[:, 2] > 0).sum())})
+    images = [im for im in coco["images"] if im["id"] in keep_images]
+    return {"images": images, "annotations": out, "categories": [{"id": 1, "name": "person"}]}
+
+
+def evaluate_pose(split_dir, system: MediaPipeSystem, n: int | None = None,
+                  input_size: tuple[int, int] = (192, 256), progress: bool = True) -> tuple[dict, dict]:
+    """Top-down pose on the GT person boxes, scored on the shared keypoints.
+
+    Each GT person is cropped like the Sapiens2 top-down pipeline (UDP affine, padding 1.25, at
+    ``input_size`` (w, h)); MediaPipe runs on the crop; a crop where it detects nobody gives no
+    prediction (a miss for that person).
+
+    Returns:
+        (``PoseEvaluator.compute()`` output, info with counts and seconds).
+    """
+    from tqdm import tqdm
+
+    from evaluators.pose import PoseEvaluator
+    from sapiens2.datasets import open_split
+
+    ds = open_split(split_dir, "pose", input_size=tuple(input_size))
+    keep = first_image_ids(ds.coco, n)
+    gt = shared_gt(ds.coco, ds.anns, keep)
+    ev = PoseEvaluator(meta=shared_meta(), gt=gt)
+    todo = [i for i, ann in enumerate(ds.anns) if ann["image_id"] in keep]
+    if not todo:
+        raise ValueError(f"{split_dir}: no person with a labelled keypoint in the images evaluated")
+    t0, missed = time.perf_counter(), 0
+    for i in tqdm(todo, desc="mediapipe pose", disable=not progress, leave=False):
+        s = ds[i]
+        res = system.pose(s["image"])
+        if res is None:
+            missed += 1
+            continue
+        kps, scores = res.shared()
+        ev.update(kps[None], scores[None], image_ids=[s["image_id"]], index=[i],
+                  bbox_scores=[s["bbox_score"]], areas=[s["area"]], affine=s["crop"]["inv_affine"][None])
+    if missed == len(todo):
+        raise RuntimeError(f"{split_dir}: MediaPipe detected no person in any of the {len(todo)} crops")
+    metrics = ev.compute()
+    info = {"num_instances": len(todo), "num_images": len(gt["images"]), "missed_instances": missed,
+            "seconds": time.perf_counter() - t0}
+    return metrics, info
+
+
+def person_labels(label) -> np.ndarray:
+    """Person vs background GT: label > 0 -> 1, 0 -> 0, 255 (ignore) stays 255."""
+    lab = label.numpy() if hasattr(label, "numpy") else np.asarray(label)
+    return np.where(lab == 255, 255, (lab > 0).astype(np.int64))
+
+
+def evaluate_masks(split_dir, system: MediaPipeSystem, n: int | None = None,
+                   progress: bool = True) -> tuple[dict[str, dict], dict]:
+    """Person vs background IoU of the pose landmarker's mask and the selfie segmenter's mask.
+
+    A mask is thresholded at 0.5; an image where the pose landmarker detects nobody is predicted
+    all background.
+
+    Returns:
+        ({"pose": SegEvaluator output, "selfie": SegEvaluator output}, info).
+    """
+    import torch
+    from tqdm import tqdm
+
+    from evaluators.seg import SegEvaluator
+    from sapiens2.datasets import open_split
+
+    ds = open_split(split_dir, "seg")
+    count = len(ds) if n is None else min(n, len(ds))
+    if count == 0:
+        raise ValueError(f"{split_dir}: the seg manifest has no records")
+    evs = {k: SegEvaluator(num_classes=2, class_names=["background", "person"]) for k in ("pose", "selfie")}
+    t0, no_person = time.perf_counter(), 0
+    for i in tqdm(range(count), desc="mediapipe masks", disable=not progress, leave=False):
+        s = ds[i]
+        gt = torch.from_numpy(person_labels(s["label"]))[None]
+        res = system.pose(s["image"])
+        if res is None or res.mask is None:
+            no_person += 1
+            pose_mask = np.zeros(gt.shape[1:], np.float32)
+        else:
+            pose_mask = res.mask
+        for key, prob in (("pose", pose_mask), ("selfie", system.selfie_mask(s["image"]))):
+            if prob.shape != tuple(gt.shape[1:]):
+                raise ValueError(
+                    f"{s['image_path']}: {key} mask {prob.shape} does not match GT {tuple(gt.shape[1:])}"
+                )
+            pred = torch.from_numpy((prob > 0.5).astype(np.int64))[None]
+            evs[key].update(pred, gt, pred_is_labels=True, index=[i])
+    info = {"num_images": count, "pose_no_person": no_person, "seconds": time.perf_counter() - t0}
+    return {k: ev.compute() for k, ev in evs.items()}, info
