@@ -1,0 +1,245 @@
+"""Read COCO keypoint ground truth and results into the AP engine's arrays, with validation.
+
+Every error names the file (or ``source`` label) and the offending record.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluators.pose.coco_ap import KeypointDetections, KeypointGroundTruth, planar_keypoints
+from sapiens2.utils_io import read_json
+
+
+def _load(obj_or_path: Any, what: str) -> tuple[Any, str]:
+    if isinstance(obj_or_path, (str, Path)):
+        return read_json(obj_or_path), str(obj_or_path)
+    return obj_or_path, f"<{what}>"
+
+
+def _kpt_array(values: Any, num_keypoints: int | None, src: str, rec: str) -> np.ndarray:
+    if not isinstance(values, (list, tuple, np.ndarray)):
+        raise ValueError(f"{src}: {rec}: 'keypoints' must be a list of numbers, got {type(values).__name__}")
+    try:
+        arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{src}: {rec}: 'keypoints' holds non-numeric values ({e})") from e
+    if arr.size % 3 or (num_keypoints is not None and arr.size != 3 * num_keypoints):
+        want = f"{3 * num_keypoints} (3 x {num_keypoints} keypoints)" if num_keypoints else "a multiple of 3"
+        raise ValueError(f"{src}: {rec}: 'keypoints' has {arr.size} values, expected {want}")
+    if not np.isfinite(arr).all():
+        bad = int(np.nonzero(~np.isfinite(arr))[0][0])
+        raise ValueError(f"{src}: {rec}: keypoint {bad // 3} has a NaN or Inf value")
+    return arr.reshape(-1, 3)
+
+
+def _kpt_batch(lists: list, num_keypoints: int, src: str, recs) -> np.ndarray:
+    """Convert many equal-length keypoint lists at once; on failure, name the first bad record."""
+    if not lists:
+        return np.zeros((0, num_keypoints, 3))
+    try:  # lengths were checked per record; one pass over all values is the fastest conversion
+        arr = np.fromiter(chain.from_iterable(lists), np.float64, count=len(lists) * 3 * num_keypoints)
+    except (TypeError, ValueError):
+        for j, values in enumerate(lists):
+            _kpt_array(values, num_keypoints, src, recs(j))
+        raise
+    arr = arr.reshape(len(lists), 3 * num_keypoints)
+    finite = np.isfinite(arr)
+    if not finite.all():
+        row, col = np.argwhere(~finite)[0]
+        raise ValueError(f"{src}: {recs(int(row))}: keypoint {col // 3} has a NaN or Inf value")
+    return planar_keypoints(arr, num_keypoints)
+
+
+def _bbox_batch(boxes: list, src: str, recs) -> np.ndarray:
+    """G x 4 boxes; a non-numeric or non-finite box raises an error naming its record."""
+    try:
+        arr = np.array(boxes, dtype=np.float64).reshape(-1, 4)
+    except (TypeError, ValueError):
+        arr = None
+    bad = None if arr is None else np.nonzero(~np.isfinite(arr).all(1))[0]
+    if arr is None or bad.size:
+        for j, bbox in enumerate(boxes):
+            if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in bbox):
+                raise ValueError(f"{src}: {recs(j)}: 'bbox' must hold 4 finite numbers, got {bbox!r}")
+    return arr
+
+
+def _number_batch(values: list, key: str, src: str, recs, allow_nan: bool = False) -> np.ndarray:
+    """Float64 array of per-record numbers; a non-number or non-finite value names its record."""
+    ok = True
+    try:
+        arr = np.array(values, dtype=np.float64).reshape(-1)
+        ok = arr.shape[0] == len(values)
+    except (TypeError, ValueError):
+        arr, ok = None, False
+    bad_types = [j for j, v in enumerate(values) if isinstance(v, bool) or not isinstance(v, (int, float))]
+    if not ok or bad_types:
+        j = bad_types[0] if bad_types else 0
+        raise ValueError(f"{src}: {recs(j)}: {key!r} must be a finite number, got {values[j]!r}")
+    bad = ~np.isfinite(arr) & ~(np.isnan(arr) if allow_nan else False)
+    if bad.any():
+        j = int(np.nonzero(bad)[0][0])
+        raise ValueError(f"{src}: {recs(j)}: {key!r} must be a finite number, got {values[j]!r}")
+    return arr
+
+
+def _check_len(values: Any, num_keypoints: int | None, src: str, rec: str) -> int:
+    """Cheap per-record check of the keypoint list length; returns K."""
+    if not isinstance(values, (list, tuple)):
+        return _kpt_array(values, num_keypoints, src, rec).shape[0]
+    n = len(values)
+    if n % 3 or n == 0 or (num_keypoints is not None and n != 3 * num_keypoints):
+        _kpt_array(values, num_keypoints, src, rec)
+        raise ValueError(f"{src}: {rec}: 'keypoints' has {n} values")
+    return n // 3
+
+
+def load_coco_gt(
+    obj_or_path: Any, num_keypoints: int | None = None, use_area: bool = True
+) -> tuple[KeypointGroundTruth, int]:
+    """Read a COCO keypoint ground-truth dataset.
+
+    Args:
+        obj_or_path: path of the JSON file or the loaded dict.
+        num_keypoints: expected K (None: taken from the first annotation).
+        use_area: require an ``area`` on every annotation (what ``use_area=True`` needs).
+
+    Returns:
+        ``(ground truth arrays, K)``. Annotations of images not listed in ``images`` are skipped,
+        as COCOeval skips them.
+    """
+    data, src = _load(obj_or_path, "ground truth")
+    if not isinstance(data, dict):
+        raise ValueError(f"{src}: a COCO ground truth must be a JSON object, got {type(data).__name__}")
+    for key in ("images", "annotations"):
+        if not isinstance(data.get(key), list):
+            raise ValueError(f"{src}: missing the {key!r} list")
+    image_ids = []
+    for i, img in enumerate(data["images"]):
+        if not isinstance(img, dict) or "id" not in img:
+            raise ValueError(f"{src}: images[{i}] has no 'id'")
+        image_ids.append(img["id"])
+    image_ids = sorted(set(image_ids))
+    pos = {iid: i for i, iid in enumerate(image_ids)}
+    cats = data.get("categories")
+    if isinstance(cats, list) and cats:
+        category_ids = sorted({c["id"] for c in cats if isinstance(c, dict) and "id" in c})
+    else:
+        category_ids = sorted({a.get("category_id", 1) for a in data["annotations"] if isinstance(a, dict)})
+
+    anns = data["annotations"]
+
+    def rec_name(i: int) -> str:
+        a = anns[i]
+        return f"annotations[{i}] (id {a.get('id', '?') if isinstance(a, dict) else '?'})"
+
+    k_expected = num_keypoints
+    n3 = None if num_keypoints is None else 3 * num_keypoints
+    img, cat, areas, boxes, crowd, kps, kept = [], [], [], [], [], [], []
+    for i, ann in enumerate(anns):
+        try:
+            iid, kp = ann["image_id"], ann["keypoints"]
+        except (KeyError, TypeError):
+            raise ValueError(f"{src}: {rec_name(i)} needs 'image_id' and 'keypoints'") from None
+        if type(kp) is not list or len(kp) != n3:
+            k_expected = _check_len(kp, k_expected, src, rec_name(i))
+            n3 = 3 * k_expected
+        aid = ann.get("id", 0)
+        if isinstance(aid, (int, float)) and aid < 0:
+            raise ValueError(f"{src}: {rec_name(i)}: annotation ids must be >= 0")
+        p = pos.get(iid)
+        if p is None:
+            continue
+        bbox = ann.get("bbox")
+        if not isinstance(bbox, (list, tuple)) or len(bbox) != 4:
+            raise ValueError(f"{src}: {rec_name(i)}: 'bbox' must be [x, y, w, h], got {bbox!r}")
+        area = ann.get("area")
+        if area is None:
+            if use_area:
+                raise ValueError(f"{src}: {rec_name(i)}: no 'area' (needed with use_area=True)")
+            area = float("nan")
+        img.append(p)
+        cat.append(ann.get("category_id", 1))
+        areas.append(area)
+        boxes.append(bbox)
+        crowd.append(ann.get("iscrowd", 0))
+        kps.append(kp)
+        kept.append(i)
+    k = k_expected or 0
+
+    def kept_name(j: int) -> str:
+        return rec_name(kept[j])
+
+    gt = KeypointGroundTruth(
+        image_ids=image_ids,
+        category_ids=category_ids,
+        image_index=np.array(img, dtype=np.int64),
+        category=np.array(cat),
+        keypoints=_kpt_batch(kps, k, src, kept_name),
+        area=_number_batch(areas, "area", src, kept_name, allow_nan=not use_area),
+        bbox=_bbox_batch(boxes, src, kept_name),
+        iscrowd=np.array([bool(c) for c in crowd], dtype=bool),
+    )
+    return gt, k
+
+
+def load_coco_results(obj_or_path: Any, gt: KeypointGroundTruth, num_keypoints: int) -> KeypointDetections:
+    """Read COCO keypoint results (a list of ``{image_id, category_id, keypoints, score}``).
+
+    Like ``COCO.loadRes``: when the first result has a non-empty ``bbox``, every result's area is
+    its box area; otherwise the area is that of the box around its keypoints.
+
+    Args:
+        obj_or_path: path of the JSON file or the loaded list.
+        gt: the ground truth (result image ids must be among its images).
+        num_keypoints: K.
+
+    Returns:
+        Detection arrays.
+    """
+    data, src = _load(obj_or_path, "results")
+    if not isinstance(data, list):
+        raise ValueError(f"{src}: COCO results must be a JSON list of objects, got {type(data).__name__}")
+    pos = {iid: i for i, iid in enumerate(gt.image_ids)}
+    use_bbox = bool(data) and isinstance(data[0], dict) and bool(data[0].get("bbox"))
+    n3 = 3 * num_keypoints
+
+    def rec_name(i: int) -> str:
+        r = data[i]
+        return f"result[{i}] (image_id {r.get('image_id')!r})" if isinstance(r, dict) else f"result[{i}]"
+
+    img, cat, kps, score, area = [], [], [], [], []
+    for i, r in enumerate(data):
+        try:
+            iid, kp, sc = r["image_id"], r["keypoints"], r["score"]
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"{src}: {rec_name(i)} is not an object with 'image_id', 'keypoints' and 'score'"
+            ) from None
+        p = pos.get(iid)
+        if p is None:
+            raise ValueError(f"{src}: {rec_name(i)}: image id not in the ground truth's images")
+        if type(kp) is not list or len(kp) != n3:
+            _check_len(kp, num_keypoints, src, rec_name(i))
+        kps.append(kp)
+        score.append(sc)
+        img.append(p)
+        cat.append(r.get("category_id", 1))
+        if use_bbox:
+            bb = r.get("bbox")
+            if not isinstance(bb, (list, tuple)) or len(bb) != 4:
+                raise ValueError(f"{src}: {rec_name(i)}: 'bbox' must be [x, y, w, h] (result[0] has one)")
+            area.append(float(bb[2]) * float(bb[3]))
+    return KeypointDetections(
+        image_index=np.array(img, dtype=np.int64),
+        category=np.array(cat),
+        keypoints=_kpt_batch(kps, num_keypoints, src, rec_name),
+        score=_number_batch(score, "score", src, rec_name),
+        area=np.array(area, dtype=np.float64) if use_bbox else None,
+    )

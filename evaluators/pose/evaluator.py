@@ -1,0 +1,293 @@
+"""``PoseEvaluator``: COCO keypoint AP/AR per part, streaming, mergeable and distributed.
+
+The state is the per-instance prediction (keypoints, keypoint scores, box score, area, image id)
+and, when no COCO GT file is given, the instance's GT, keyed by dataset index: an index seen
+twice (``DistributedSampler`` padding, or two merged evaluators) counts once, first holder wins.
+``compute`` runs the official pipeline (instance score = box score x mean keypoint score above
+0.2, OKS-NMS at 0.9 per image) and the COCO keypoint AP engine for the whole set and each part.
+
+Example:
+    >>> ev = PoseEvaluator(meta="coco17")
+    >>> ev.update(pred_xy, pred_scores, image_ids=[1, 1], index=[0, 1],
+    ...           gt_keypoints=gt_xyv, gt_bboxes=gt_boxes, gt_areas=gt_areas)  # doctest: +SKIP
+    >>> ev.compute()["AP"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from evaluators import distributed as D
+from evaluators.base import Evaluator
+from evaluators.pose.coco_ap import STAT_NAMES, evaluate_keypoints
+from evaluators.pose.coco_io import load_coco_gt, load_coco_results
+from evaluators.pose.metadata import KeypointMeta, load_meta
+from evaluators.pose.pipeline import to_coco_results
+
+
+def _np(x: Any, dtype=np.float64) -> np.ndarray | None:
+    if x is None:
+        return None
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=dtype)
+
+
+class PoseEvaluator(Evaluator):
+    """COCO keypoint AP/AR (xtcocotools ``use_area=True`` semantics) for the whole set and its parts.
+
+    Args:
+        meta: keypoint metadata (built-in name, JSON path or dict); default ``keypoints308``.
+        gt: optional COCO GT (path or dict) with image ids matching the ``image_ids`` passed to
+            ``update``; without it the GT comes from ``update(gt_keypoints=...)``, one per sample.
+        keypoint_score_thr: keypoint scores above this enter the instance score.
+        nms_thr: OKS-NMS threshold (None: no NMS).
+        use_area: OKS scale from the GT area (True) or from 0.53 x box area.
+        max_dets: detections per image kept by COCOeval.
+    """
+
+    task = "pose"
+
+    def __init__(
+        self,
+        meta: str | Path | dict | KeypointMeta | None = None,
+        gt: str | Path | dict | None = None,
+        keypoint_score_thr: float = 0.2,
+        nms_thr: float | None = 0.9,
+        use_area: bool = True,
+        max_dets: int = 20,
+    ) -> None:
+        self.meta = meta if isinstance(meta, KeypointMeta) else load_meta(meta)
+        self.gt_source = gt
+        self.keypoint_score_thr = keypoint_score_thr
+        self.nms_thr = nms_thr
+        self.use_area = use_area
+        self.max_dets = max_dets
+        super().__init__()
+        self.conventions = {
+            "metric": "COCO keypoint OKS AP/AR, xtcocotools COCOeval(iouType='keypoints') semantics",
+            "use_area": use_area,
+            "max_dets": max_dets,
+            "area_ranges": {"all": [0, 1e10], "medium": [32**2, 96**2], "large": [96**2, 1e10]},
+            "instance_score": f"bbox_score * mean(keypoint scores > {keypoint_score_thr})",
+            "nms": f"OKS-NMS per image, threshold {nms_thr}, mean area of the pair" if nms_thr else "none",
+            "nms_area": "areas given to update, else GT area, else GT box w*h, else keypoint extent",
+            "keypoint_set": self.meta.name,
+            "parts": {k: len(v) for k, v in self.meta.parts.items()},
+            "dedup": "one prediction per dataset index (first holder wins)",
+        }
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        super().reset()
+        self._records: dict[int, dict] = {}
+        self._unindexed: list[dict] = []
+
+    def update(
+        self,
+        keypoints,
+        keypoint_scores,
+        image_ids,
+        index=None,
+        bbox_scores=None,
+        areas=None,
+        category_ids=None,
+        affine=None,
+        gt_keypoints=None,
+        gt_bboxes=None,
+        gt_areas=None,
+        gt_iscrowd=None,
+    ) -> None:
+        """Add a batch of B predicted instances.
+
+        Args:
+            keypoints: B x K x 2 predicted keypoints, in image pixels (or crop pixels with ``affine``).
+            keypoint_scores: B x K scores.
+            image_ids: B image ids (of the COCO GT when one is given).
+            index: B dataset indices for dedup (None: never deduplicated).
+            bbox_scores: B detector box scores (default 1, i.e. GT boxes).
+            areas: B instance areas for OKS-NMS (default: see ``conventions['nms_area']``).
+            category_ids: B category ids (default 1).
+            affine: B x 2 x 3 crop-to-image affine transforms applied to ``keypoints``.
+            gt_keypoints: B x K x 3 GT (x, y, visibility) in image pixels, when no GT file is used.
+            gt_bboxes: B x 4 GT boxes (x, y, w, h).
+            gt_areas: B GT areas (default: box w * h).
+            gt_iscrowd: B crowd flags (default 0).
+        """
+        if self._synced:
+            raise RuntimeError("PoseEvaluator: update() after sync(); call reset() first")
+        kps = _np(keypoints)
+        k = self.meta.num_keypoints
+        if kps is None or kps.ndim != 3 or kps.shape[1:] != (k, 2):
+            raise ValueError(
+                f"keypoints: expected B x {k} x 2, got shape {None if kps is None else kps.shape}"
+            )
+        b = kps.shape[0]
+        ks = _np(keypoint_scores)
+        if ks.shape != (b, k):
+            raise ValueError(f"keypoint_scores: expected {(b, k)}, got {ks.shape}")
+        for name, arr in (("keypoints", kps), ("keypoint_scores", ks)):
+            if not np.isfinite(arr).all():
+                raise ValueError(f"{name}: {int((~np.isfinite(arr)).sum())} NaN/Inf values in this batch")
+        if affine is not None:
+            aff = _np(affine).reshape(b, 2, 3)
+            kps = np.einsum("bij,bkj->bki", aff[:, :, :2], kps) + aff[:, None, :, 2]
+        ids = image_ids.tolist() if isinstance(image_ids, (torch.Tensor, np.ndarray)) else list(image_ids)
+        if len(ids) != b:
+            raise ValueError(f"image_ids: expected {b} ids, got {len(ids)}")
+        bs = np.ones(b) if bbox_scores is None else _np(bbox_scores).reshape(b)
+        cats = [1] * b if category_ids is None else [int(c) for c in category_ids]
+        gk = _np(gt_keypoints)
+        if gk is not None and gk.shape != (b, k, 3):
+            raise ValueError(f"gt_keypoints: expected {(b, k, 3)}, got {gk.shape}")
+        gb = None if gt_bboxes is None else _np(gt_bboxes).reshape(b, 4)
+        if gk is not None and gb is None:
+            raise ValueError("gt_bboxes are needed with gt_keypoints")
+        ga = None if gt_areas is None else _np(gt_areas).reshape(b)
+        if ga is None and gb is not None:
+            ga = gb[:, 2] * gb[:, 3]
+        ar = None if areas is None else _np(areas).reshape(b)
+        if ar is None:
+            ext = np.ptp(kps[..., 0], axis=1) * np.ptp(kps[..., 1], axis=1)
+            ar = ga if ga is not None else ext
+        crowd = np.zeros(b, bool) if gt_iscrowd is None else _np(gt_iscrowd, bool).reshape(b)
+        idx = (
+            None
+            if index is None
+            else [int(i) for i in (index.tolist() if hasattr(index, "tolist") else index)]
+        )
+        if idx is not None and len(idx) != b:
+            raise ValueError(f"index: expected {b} dataset indices, got {len(idx)}")
+        for j in range(b):
+            rec = {
+                "image_id": ids[j],
+                "category_id": cats[j],
+                "keypoints": kps[j],
+                "keypoint_scores": ks[j],
+                "bbox_score": float(bs[j]),
+                "area": float(ar[j]),
+            }
+            if gk is not None:
+                rec["gt"] = {
+                    "keypoints": gk[j],
+                    "bbox": gb[j],
+                    "area": float(ga[j]),
+                    "iscrowd": bool(crowd[j]),
+                }
+            if idx is None:
+                self._unindexed.append(rec)
+            elif idx[j] not in self._records:
+                self._records[idx[j]] = rec
+        self._state["num_samples"] = torch.tensor(len(self._records) + len(self._unindexed))
+
+    def merge(self, other: PoseEvaluator) -> PoseEvaluator:
+        """Fold ``other``'s instances in (an index already held here keeps this one's record)."""
+        if not isinstance(other, PoseEvaluator):
+            raise TypeError(f"cannot merge {type(other).__name__} into PoseEvaluator")
+        if other.conventions != self.conventions:
+            raise ValueError("PoseEvaluator.merge: evaluators use different conventions")
+        for i, rec in other._records.items():
+            self._records.setdefault(i, rec)
+        self._unindexed.extend(other._unindexed)
+        self._state["num_samples"] = torch.tensor(len(self._records) + len(self._unindexed))
+        return self
+
+    def sync(self) -> None:
+        """Gather every rank's instances (rank order, first holder of an index wins)."""
+        if self._synced or not D.is_distributed():
+            return
+        gathered: list = [None] * D.get_world_size()
+        dist.all_gather_object(gathered, (self._records, self._unindexed))
+        records: dict[int, dict] = {}
+        unindexed: list[dict] = []
+        for recs, extra in gathered:
+            for i, rec in recs.items():
+                records.setdefault(i, rec)
+            unindexed.extend(extra)
+        self._records, self._unindexed = records, unindexed
+        self._state["num_samples"] = torch.tensor(len(records) + len(unindexed))
+        self._synced = True
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"num_samples": torch.tensor(len(self._records) + len(self._unindexed))}
+
+    # ------------------------------------------------------------------ compute
+    def _instances(self) -> list[dict]:
+        return [self._records[i] for i in sorted(self._records)] + list(self._unindexed)
+
+    def coco_gt(self) -> dict:
+        """The COCO GT dict the evaluation uses (the given one, or one built from the samples)."""
+        if self.gt_source is not None:
+            from sapiens2.utils_io import read_json
+
+            return read_json(self.gt_source) if isinstance(self.gt_source, (str, Path)) else self.gt_source
+        insts = self._instances()
+        missing = sum("gt" not in r for r in insts)
+        if missing:
+            raise ValueError(
+                f"PoseEvaluator: {missing} samples lack gt_keypoints and no COCO GT file was given"
+            )
+        images = sorted({r["image_id"] for r in insts}, key=lambda v: (str(type(v)), v))
+        anns = []
+        for n, r in enumerate(insts):
+            g = r["gt"]
+            anns.append(
+                {
+                    "id": n + 1,
+                    "image_id": r["image_id"],
+                    "category_id": r["category_id"],
+                    "keypoints": g["keypoints"].reshape(-1).tolist(),
+                    "bbox": g["bbox"].tolist(),
+                    "area": g["area"],
+                    "iscrowd": int(g["iscrowd"]),
+                    "num_keypoints": int((g["keypoints"][:, 2] > 0).sum()),
+                }
+            )
+        cats = sorted({r["category_id"] for r in insts})
+        return {
+            "images": [{"id": i} for i in images],
+            "annotations": anns,
+            "categories": [{"id": c, "name": "person"} for c in cats],
+        }
+
+    def coco_results(self) -> list[dict]:
+        """COCO keypoint results after instance scoring and OKS-NMS."""
+        insts = self._instances()
+        if not insts:
+            return []
+        return to_coco_results(
+            [r["image_id"] for r in insts],
+            np.stack([r["keypoints"] for r in insts]),
+            np.stack([r["keypoint_scores"] for r in insts]),
+            np.array([r["bbox_score"] for r in insts]),
+            np.array([r["area"] for r in insts]),
+            self.meta.sigmas,
+            category_ids=[r["category_id"] for r in insts],
+            keypoint_score_thr=self.keypoint_score_thr,
+            nms_thr=self.nms_thr,
+        )
+
+    def compute_parts(self) -> dict[str, dict[str, float]]:
+        """``{"wholebody": {ten stats}, "<part>": {...}, ...}``."""
+        gt, k = load_coco_gt(self.coco_gt(), self.meta.num_keypoints, use_area=self.use_area)
+        dets = load_coco_results(self.coco_results(), gt, k)
+        return {
+            part: evaluate_keypoints(gt, dets, self.meta.sigmas, ids, self.max_dets, self.use_area).stats
+            for part, ids in self.meta.groups().items()
+        }
+
+    def compute(self) -> dict[str, Any]:
+        """Flat metrics: wholebody stats under their official names, parts as ``<part>/<stat>``."""
+        parts = self.compute_parts()
+        out: dict[str, Any] = dict(parts["wholebody"])
+        for part, stats in parts.items():
+            if part != "wholebody":
+                out.update({f"{part}/{name}": stats[name] for name in STAT_NAMES})
+        out["num_samples"] = float(len(self._records) + len(self._unindexed))
+        out["conventions"] = dict(self.conventions)
+        return out

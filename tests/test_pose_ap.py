@@ -1,0 +1,187 @@
+"""COCO keypoint AP engine: golden case, equality with stock xtcocotools, parts, bad input, CLI."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from evaluators.pose.coco_ap import STAT_NAMES, evaluate_keypoints
+from evaluators.pose.coco_io import load_coco_gt, load_coco_results
+from evaluators.pose.metadata import load_meta, meta_for_count
+from evaluators.pose.synthetic import make_keypoint_case, restrict_to_keypoints, xtcocotools_stats
+from sapiens2.utils_io import read_json
+
+pytest.importorskip("xtcocotools", reason="stock xtcocotools is the reference")
+
+
+def _ours(gt, results, sigmas, ids=None, use_area=True):
+    g, k = load_coco_gt(copy.deepcopy(gt), use_area=use_area)
+    d = load_coco_results(copy.deepcopy(results), g, k)
+    return evaluate_keypoints(g, d, sigmas, ids, use_area=use_area).stats
+
+
+def _max_err(a, b):
+    return max(abs(a[s] - b[s]) for s in STAT_NAMES)
+
+
+def test_golden_pose_ap(golden_metrics):
+    from evaluators.pose.parity import run_pose_case
+
+    manifest = read_json(golden_metrics / "manifest.json")
+    cases = [c for c in manifest["cases"] if c.get("kind") == "metric" and c.get("task") == "pose"]
+    if not cases:
+        pytest.skip("no pose metric case in the golden manifest")
+    for case in cases:
+        res = run_pose_case(case, golden_metrics, manifest)
+        print(case["name"], "max abs err", res.max_abs_err)
+        assert res.passed, res.message
+        assert len(res.errors) == sum(len(v) for v in case["expected"].values())
+
+
+@pytest.mark.parametrize(
+    "seed,num_kpts,cats", [(0, 17, (1,)), (1, 5, (1, 2)), (2, 12, (1,)), (3, 17, (1, 3))]
+)
+def test_equals_xtcocotools_on_edge_cases(seed, num_kpts, cats):
+    gt, results = make_keypoint_case(60, num_kpts, seed=seed, categories=cats)
+    anns = gt["annotations"]
+    # the generated data really holds the edge cases
+    assert any(a["iscrowd"] for a in anns) or seed % 2
+    assert any(a["num_keypoints"] == 0 for a in anns) or seed % 2
+    img_with_gt = {a["image_id"] for a in anns}
+    img_with_res = {r["image_id"] for r in results}
+    assert len(img_with_gt - img_with_res) > 0  # images without results
+    scores = [r["score"] for r in results]
+    assert len(set(scores)) < len(scores)  # score ties
+    sigmas = np.random.default_rng(seed).uniform(0.025, 0.107, num_kpts)
+    for use_area in (True, False):
+        ref = xtcocotools_stats(gt, results, sigmas, use_area=use_area)
+        ours = _ours(gt, results, sigmas, use_area=use_area)
+        assert _max_err(ours, ref) <= 1e-6, (use_area, ours, ref)
+    ids = [0, 2, 4]
+    ref = xtcocotools_stats(*restrict_to_keypoints(gt, results, ids), sigmas[ids])
+    assert _max_err(_ours(gt, results, sigmas, ids), ref) <= 1e-6
+
+
+def test_degenerate_cases_equal_xtcocotools():
+    gt, results = make_keypoint_case(12, 6, seed=7)
+    sig = np.full(6, 0.05)
+    # results only in images without GT
+    no_gt_images = [{"id": 1000 + i} for i in range(3)]
+    gt2 = {**gt, "images": gt["images"] + no_gt_images}
+    res2 = [{**r, "image_id": 1000 + i % 3} for i, r in enumerate(results[:10])]
+    assert _max_err(_ours(gt2, res2, sig), xtcocotools_stats(gt2, res2, sig)) <= 1e-6
+    # every GT crowd: no stat defined
+    gt3 = copy.deepcopy(gt)
+    for a in gt3["annotations"]:
+        a["iscrowd"] = 1
+    ours = _ours(gt3, results, sig)
+    assert all(v == -1 for v in ours.values())
+    assert _max_err(ours, xtcocotools_stats(gt3, results, sig)) <= 1e-6
+    # no results at all
+    g, k = load_coco_gt(gt)
+    d = load_coco_results([], g, k)
+    ours = evaluate_keypoints(g, d, sig).stats
+    assert ours["AP"] == 0 and ours["AR"] == 0
+    # more than 20 results in one image with identical scores (maxDets cut + ties)
+    res4 = [{**copy.deepcopy(results[0]), "score": 0.5} for _ in range(30)] + results
+    assert _max_err(_ours(gt, res4, sig), xtcocotools_stats(gt, res4, sig)) <= 1e-6
+
+
+def test_results_with_bbox_use_box_area():
+    gt, results = make_keypoint_case(30, 8, seed=11)
+    sig = np.full(8, 0.06)
+    rng = np.random.default_rng(0)
+    res = [
+        {**r, "bbox": [0.0, 0.0, float(rng.uniform(10, 400)), float(rng.uniform(10, 400))]} for r in results
+    ]
+    assert _max_err(_ours(gt, res, sig), xtcocotools_stats(gt, res, sig)) <= 1e-6
+
+
+def test_parts_of_keypoints308_and_builtin_meta():
+    meta = load_meta(None)
+    assert meta.num_keypoints == 308 and meta_for_count(308).name == meta.name
+    assert sum(len(v) for v in meta.parts.values()) == 308
+    coco = load_meta("coco17")
+    assert coco.num_keypoints == 17 and coco.sigmas[0] == pytest.approx(0.026)
+    with pytest.raises(ValueError, match="no built-in"):
+        meta_for_count(5)
+    with pytest.raises(ValueError, match="sigmas"):
+        load_meta({"keypoints": ["a", "b"], "sigmas": [0.1]})
+
+
+def _write(tmp_path, name, obj):
+    p = tmp_path / name
+    p.write_text(obj if isinstance(obj, str) else json.dumps(obj))
+    return p
+
+
+def test_bad_input_errors_name_file_and_record(tmp_path):
+    gt, results = make_keypoint_case(5, 4, seed=1, edge_cases=False)
+    gt_p = _write(tmp_path, "gt.json", gt)
+    g, k = load_coco_gt(gt_p)
+    bad = _write(tmp_path, "broken.json", '[{"image_id": 1,')
+    with pytest.raises(ValueError, match="broken.json.*malformed JSON"):
+        load_coco_results(bad, g, k)
+    cases = {
+        "missing_img.json": ({"image_id": 12345}, r"result\[0\].*12345.*not in the ground truth"),
+        "short.json": ({"keypoints": [1.0, 2.0, 1.0]}, r"result\[0\].*3 values.*expected 12"),
+        "nan.json": (
+            {"keypoints": [float("nan")] + results[0]["keypoints"][1:]},
+            r"result\[0\].*keypoint 0.*NaN",
+        ),
+        "score.json": ({"score": None}, r"result\[0\].*'score' must be a finite number"),
+        "text.json": ({"keypoints": ["x"] * 12}, r"result\[0\].*non-numeric"),
+    }
+    for name, (patch, pattern) in cases.items():
+        rec = {**results[0], **patch}
+        p = _write(tmp_path, name, json.dumps([rec]))  # json writes NaN as a bare NaN token
+        with pytest.raises(ValueError, match=f"{name}.*{pattern}"):
+            load_coco_results(p, g, k)
+    gt_bad = copy.deepcopy(gt)
+    del gt_bad["annotations"][1]["area"]
+    with pytest.raises(ValueError, match=r"gt_bad.json: annotations\[1\].*no 'area'"):
+        load_coco_gt(_write(tmp_path, "gt_bad.json", gt_bad))
+    gt_bad = copy.deepcopy(gt)
+    gt_bad["annotations"][2]["keypoints"] = gt_bad["annotations"][2]["keypoints"][:-3]
+    with pytest.raises(ValueError, match=r"annotations\[2\].*9 values.*expected 12"):
+        load_coco_gt(_write(tmp_path, "gt_short.json", gt_bad))
+    with pytest.raises(ValueError, match="not a JSON list|must be a JSON list"):
+        load_coco_results(_write(tmp_path, "obj.json", {"a": 1}), g, k)
+
+
+def test_cli_writes_json_per_part(tmp_path, capsys):
+    from evaluators.pose.cli import run_pose_eval
+
+    meta = {
+        "name": "tiny",
+        "keypoints": [f"k{i}" for i in range(6)],
+        "sigmas": [0.05] * 6,
+        "parts": {"upper": [0, 1, 2], "lower": [3, 4, 5]},
+    }
+    gt, results = make_keypoint_case(20, 6, seed=2)
+    args = argparse.Namespace(
+        gt=str(_write(tmp_path, "gt.json", gt)),
+        results=str(_write(tmp_path, "r.json", results)),
+        meta=str(_write(tmp_path, "meta.json", meta)),
+        json_out=str(tmp_path / "out" / "m.json"),
+    )
+    assert run_pose_eval(args) == 0
+    out = read_json(tmp_path / "out" / "m.json")
+    assert list(out) == ["wholebody", "upper", "lower"]
+    assert list(out["wholebody"]) == list(STAT_NAMES)
+    ref = xtcocotools_stats(*restrict_to_keypoints(gt, results, [3, 4, 5]), np.full(3, 0.05))
+    assert _max_err(out["lower"], ref) <= 1e-6
+    assert "wholebody" in capsys.readouterr().out
+
+
+def test_keypoints308_parts_equal_xtcocotools():
+    meta = load_meta(None)
+    gt, results = make_keypoint_case(15, 308, seed=5)
+    for part, ids in meta.groups().items():
+        sub = list(range(308)) if ids is None else ids
+        ref = xtcocotools_stats(*restrict_to_keypoints(gt, results, sub), meta.sigmas[sub])
+        assert _max_err(_ours(gt, results, meta.sigmas, ids), ref) <= 1e-6, part
