@@ -1,0 +1,127 @@
+"""What a probing task defines: targets, loss, oracle features and the evaluator adapter.
+
+Each task is a small :class:`ProbeTask` subclass in its own module. Losses are means over samples of
+per-sample means, so that DDP's gradient averaging over equal per-rank batches equals the
+single-process gradient of the global batch.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def per_sample_masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``values`` (B x ... x H x W, channels averaged) over each sample's mask pixels -> B."""
+    if values.dim() == 4:
+        values = values.mean(dim=1)
+    m = mask.to(values.dtype)
+    return (values * m).flatten(1).sum(1) / m.flatten(1).sum(1).clamp_min(1.0)
+
+
+def image_gradients(x: torch.Tensor, mask: torch.Tensor):
+    """Finite differences along x and y, with masks where both neighbours are valid."""
+    gx = x[..., :, 1:] - x[..., :, :-1]
+    gy = x[..., 1:, :] - x[..., :-1, :]
+    mx = mask[..., :, 1:] & mask[..., :, :-1]
+    my = mask[..., 1:, :] & mask[..., :-1, :]
+    return gx, gy, mx, my
+
+
+def gradient_l1(pred: torch.Tensor, gt: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per-sample L1 between the image gradients of ``pred`` and ``gt`` over the mask -> B."""
+    px, py, mx, my = image_gradients(pred, mask)
+    gx, gy, _, _ = image_gradients(gt, mask)
+    return 0.5 * (per_sample_masked_mean((px - gx).abs(), mx) + per_sample_masked_mean((py - gy).abs(), my))
+
+
+def resize_to(pred: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Bilinear resize of B x C x h x w maps to ``size`` (no-op when equal)."""
+    if tuple(pred.shape[-2:]) == tuple(size):
+        return pred
+    return F.interpolate(pred, size=tuple(size), mode="bilinear", align_corners=False)
+
+
+def loss_grid(pred: torch.Tensor, gt_size: tuple[int, int], stride: int) -> torch.Tensor:
+    """``pred`` bilinearly upsampled to ``gt_size`` and read at every ``stride``-th pixel (offset stride//2).
+
+    Equals ``resize_to(pred, gt_size)[..., o::stride, o::stride]`` but only computes the picked pixels.
+    """
+    if stride <= 1:
+        return resize_to(pred, gt_size)
+    h, w = gt_size
+    o = stride // 2
+    ys = (2 * (torch.arange(o, h, stride, dtype=pred.dtype, device=pred.device) + 0.5) / h) - 1
+    xs = (2 * (torch.arange(o, w, stride, dtype=pred.dtype, device=pred.device) + 0.5) / w) - 1
+    grid = torch.stack(torch.meshgrid(ys, xs, indexing="ij")[::-1], dim=-1)
+    grid = grid[None].expand(pred.shape[0], -1, -1, -1)
+    return F.grid_sample(pred, grid, mode="bilinear", padding_mode="border", align_corners=False)
+
+
+def subsample(t: torch.Tensor, stride: int) -> torch.Tensor:
+    """Every ``stride``-th pixel (offset stride//2) of the last two dims."""
+    if stride <= 1:
+        return t
+    o = stride // 2
+    return t[..., o::stride, o::stride]
+
+
+class ProbeTask:
+    """Base class of the five probing tasks.
+
+    Attributes:
+        name: task name.
+        out_channels: maps the decoder predicts.
+        global_channels: scalars the decoder predicts from pooled features (0: none).
+        required_keys: sample keys the task needs (checked before any training).
+    """
+
+    name = ""
+    out_channels = 0
+    global_channels = 0
+    required_keys: tuple = ()
+
+    def __init__(self, protocol):
+        self.protocol = protocol
+        self.settings = protocol.task(self.name)
+
+    # ---------------------------------------------------------------- data
+    def targets(self, samples: list[dict]) -> dict[str, torch.Tensor]:
+        """Stack the GT of ``samples`` into tensors (first dim = sample)."""
+        raise NotImplementedError
+
+    def check_samples(self, samples: list[dict], where: str) -> None:
+        """Raise a ValueError naming ``where`` when a sample lacks this task's GT."""
+        for s in samples[:1]:
+            missing = [k for k in self.required_keys if k not in s or s[k] is None]
+            if missing:
+                raise ValueError(
+                    f"{where}: samples lack the {self.name} ground truth {missing} (sample keys: {sorted(s)})"
+                )
+
+    def output_size(self, image_size: tuple[int, int], stride: int) -> tuple[int, int]:
+        """Decoder output size for an unpadded image of ``image_size`` at ``stride``."""
+        return (-(-image_size[0] // stride), -(-image_size[1] // stride))
+
+    # ---------------------------------------------------------------- training
+    def loss(self, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict) -> tuple[torch.Tensor, dict]:
+        """(scalar loss, {term: float}) for a batch; terms are per-sample means averaged over the batch."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- evaluation
+    def make_evaluator(self):
+        """The ``evaluators`` object scoring this task."""
+        raise NotImplementedError
+
+    def update_evaluator(self, evaluator, maps, glob, tgt: dict, index: torch.Tensor) -> None:
+        """Feed one batch of predictions (decoder outputs) and GT to ``evaluator``."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- sanity check
+    def oracle_features(self, tgt: dict) -> tuple[torch.Tensor, torch.Tensor | None, int]:
+        """Features computed from the GT itself: (B x C x h x w, CLS B x C or None, patch size).
+
+        A linear decoder can map them to the targets exactly, so a probe trained on them shows the
+        ceiling that decoding and evaluation allow.
+        """
+        raise NotImplementedError

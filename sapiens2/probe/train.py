@@ -1,0 +1,148 @@
+"""Decoder training on cached features: AdamW, warm-up + cosine schedule, resumable, DDP-ready.
+
+The global batch of iteration ``it`` is a deterministic function of ``(seed, it)``, so a resumed run
+and a run on N ranks see exactly the batches of an uninterrupted single-process run; each rank
+takes an equal slice of every global batch and DDP averages the gradients.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from sapiens2.probe import distributed as dist_utils
+from sapiens2.probe.decoders import ProbeDecoder
+from sapiens2.utils_io import atomic_write
+
+
+def build_decoder(task, features, protocol, seed: int) -> ProbeDecoder:
+    """The task's decoder for ``features``, initialised from ``seed`` (same on every rank)."""
+    settings = protocol.task(task.name)
+    in_ch, pooled_ch = features.channels(protocol.cls_concat)
+    torch.manual_seed(seed)
+    return ProbeDecoder(
+        settings.decoder,
+        in_ch,
+        task.out_channels,
+        features.patch_size,
+        min(settings.output_stride, features.patch_size),
+        hidden=protocol.decoder_channels,
+        min_hidden=protocol.decoder_min_channels,
+        pooled_channels=pooled_ch,
+        global_channels=task.global_channels,
+    )
+
+
+def batch_indices(n: int, batch_size: int, seed: int, it: int) -> torch.Tensor:
+    """Indices of the global batch of iteration ``it`` (sampled without replacement when n >= batch)."""
+    g = torch.Generator().manual_seed(seed * 1_000_003 + it)
+    if n >= batch_size:
+        return torch.randperm(n, generator=g)[:batch_size]
+    return torch.randint(0, n, (batch_size,), generator=g)
+
+
+def lr_factor(it: int, protocol) -> float:
+    """Learning-rate multiplier: linear warm-up, then cosine decay to ``min_lr_ratio``."""
+    if it < protocol.warmup_iters:
+        return (it + 1) / protocol.warmup_iters
+    span = max(1, protocol.iterations - protocol.warmup_iters)
+    t = min(1.0, (it - protocol.warmup_iters) / span)
+    return protocol.min_lr_ratio + (1 - protocol.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
+
+
+def select(tgt: dict, idx: torch.Tensor) -> dict:
+    """Rows ``idx`` of every target tensor."""
+    return {k: v[idx] for k, v in tgt.items()}
+
+
+def forward(decoder, task, features, idx, protocol):
+    """Decoder outputs (maps, global) for the feature rows ``idx``."""
+    x, pooled = features.batch(idx, protocol.cls_concat)
+    stride = min(protocol.task(task.name).output_stride, features.patch_size)
+    out_size = task.output_size(features.image_size, stride)
+    return decoder(x, pooled, out_size, features.valid_frac)
+
+
+def train_decoder(
+    task,
+    features,
+    targets: dict,
+    protocol,
+    seed: int,
+    ckpt_path: str | os.PathLike | None = None,
+    desc: str = "train",
+    ckpt_every: int = 50,
+) -> tuple[ProbeDecoder, dict]:
+    """Train a fresh decoder (or resume it from ``ckpt_path``) for ``protocol.iterations`` iterations.
+
+    Args:
+        task: the :class:`~sapiens2.probe.tasks.ProbeTask`.
+        features: train :class:`~sapiens2.probe.features.FeatureSet`.
+        targets: the task's train targets (first dim = sample).
+        protocol: the protocol.
+        seed: decoder initialisation and batch-order seed.
+        ckpt_path: resumable checkpoint (written by rank 0 every ``ckpt_every`` iterations).
+        desc: progress-bar label.
+
+    Returns:
+        (decoder in eval mode, {"train_s", "final_loss", "resumed_from"}).
+    """
+    from tqdm.auto import tqdm
+
+    world, rank = dist_utils.world_size(), dist_utils.rank()
+    if protocol.batch_size % world:
+        raise ValueError(f"global batch size {protocol.batch_size} is not divisible by {world} processes")
+    decoder = build_decoder(task, features, protocol, seed).to(features.feats.device)
+    opt = torch.optim.AdamW(
+        decoder.parameters(), lr=protocol.lr, betas=tuple(protocol.betas), weight_decay=protocol.weight_decay
+    )
+    start = 0
+    if ckpt_path is not None and Path(ckpt_path).is_file():
+        state = torch.load(ckpt_path, map_location=features.feats.device, weights_only=True)
+        decoder.load_state_dict(state["decoder"])
+        opt.load_state_dict(state["optimizer"])
+        start = int(state["iteration"])
+    model: nn.Module = decoder
+    if world > 1:
+        dev = features.feats.device
+        model = nn.parallel.DistributedDataParallel(decoder, device_ids=[dev] if dev.type == "cuda" else None)
+    decoder.train()
+    n = features.feats.shape[0]
+    t0 = time.perf_counter()
+    loss_val = float("nan")
+    bar = tqdm(
+        range(start, protocol.iterations),
+        desc=desc,
+        unit="it",
+        disable=rank != 0,
+        leave=False,
+        mininterval=1.0,
+    )
+    for it in bar:
+        for group in opt.param_groups:
+            group["lr"] = protocol.lr * lr_factor(it, protocol)
+        idx = batch_indices(n, protocol.batch_size, seed, it)[rank::world]
+        maps, glob = forward(model, task, features, idx, protocol)
+        loss, terms = task.loss(maps, glob, select(targets, idx))
+        if not torch.isfinite(loss):
+            raise RuntimeError(f"{desc}: non-finite loss at iteration {it} ({terms})")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if protocol.grad_clip:
+            nn.utils.clip_grad_norm_(decoder.parameters(), protocol.grad_clip)
+        opt.step()
+        loss_val = float(loss.detach())
+        if it % 10 == 0:
+            bar.set_postfix(loss=f"{loss_val:.4f}", refresh=False)
+        done = it + 1
+        if ckpt_path is not None and rank == 0 and (done % ckpt_every == 0 or done == protocol.iterations):
+            state = {"decoder": decoder.state_dict(), "optimizer": opt.state_dict(), "iteration": done}
+            atomic_write(ckpt_path, lambda tmp, s=state: torch.save(s, tmp))
+    bar.close()
+    decoder.eval()
+    return decoder, {"train_s": time.perf_counter() - t0, "final_loss": loss_val, "resumed_from": start}

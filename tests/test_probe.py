@@ -1,0 +1,257 @@
+"""Probe unit tests: protocol id, backbone plug-ins, decoders, bad input, resume."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _probe_toy import make_toy_data  # noqa: E402
+
+from sapiens2.probe.protocol import ProbeProtocol, quick_protocol  # noqa: E402
+
+HF_TINY = [
+    "dinov2_small_tiny",
+    "dinov2_small_reg_tiny",
+    "dinov3_vits16_tiny",
+    "mae_base_tiny",
+    "clip_b16_tiny",
+    "siglip_b16_tiny",
+]
+
+
+def test_protocol_id_hashes_every_knob():
+    p = ProbeProtocol()
+    assert p.protocol_id() == ProbeProtocol().protocol_id()
+    assert ProbeProtocol.from_dict(p.to_dict()).protocol_id() == p.protocol_id()
+    changed = [
+        p.replace(lr=1e-2),
+        p.replace(cls_concat=False),
+        p.replace(input_size=(128, 96)),
+        p.replace(tasks={"seg": {"decoder": "linear"}}),
+        p.replace(iterations=201),
+        p.replace(padding="resize"),
+    ]
+    ids = {c.protocol_id() for c in changed}
+    assert p.protocol_id() not in ids and len(ids) == len(changed)
+
+
+def test_tapped_layers_evenly_spaced_last_included():
+    p = ProbeProtocol()
+    assert p.tapped_layers(12) == [2, 5, 8, 11]
+    assert p.tapped_layers(24) == [5, 11, 17, 23]
+    assert p.tapped_layers(3) == [0, 1, 2]
+    assert p.tapped_layers(1) == [0]
+
+
+def test_protocol_rejects_bad_values():
+    with pytest.raises(ValueError, match="padding"):
+        ProbeProtocol(padding="mirror")
+    with pytest.raises(ValueError, match="decoder"):
+        ProbeProtocol().replace(tasks={"seg": {"decoder": "mlp"}})
+    with pytest.raises(ValueError, match="unknown keys"):
+        ProbeProtocol.from_dict({"learning_rate": 1.0})
+
+
+@pytest.mark.parametrize("name", ["sapiens2_tiny", "sapiens_tiny", "pixels", *HF_TINY])
+def test_backbones_return_declared_features(name):
+    from sapiens2.probe.backbones import build_probe_backbone
+
+    bb = build_probe_backbone(name, img_size=(50, 40))
+    assert not any(p.requires_grad for p in bb.parameters()) and not bb.training
+    layers = ProbeProtocol().tapped_layers(bb.num_layers)
+    feats, cls = bb.extract(torch.rand(2, 3, 50, 40), layers, "pad")  # 50x40 is padded to the patch grid
+    gh, gw = -(-50 // bb.patch_size), -(-40 // bb.patch_size)
+    assert [tuple(f.shape) for f in feats] == [(2, bb.embed_dims, gh, gw)] * len(layers)
+    assert (cls is not None) == bb.has_cls
+    if cls is not None:
+        assert [tuple(c.shape) for c in cls] == [(2, bb.embed_dims)] * len(layers)
+
+
+def test_random_init_is_seeded():
+    from sapiens2.probe.backbones import build_probe_backbone
+
+    a = build_probe_backbone("dinov2_small_tiny")
+    b = build_probe_backbone("dinov2_small_tiny")
+    c = build_probe_backbone("dinov2_small_tiny", init_seed=1)
+    x = torch.rand(1, 3, 32, 32)
+    fa, fb, fc = (m.extract(x, [2])[0][0] for m in (a, b, c))
+    assert torch.equal(fa, fb) and not torch.allclose(fa, fc)
+
+
+def test_hf_backbone_from_local_folder(tmp_path):
+    import transformers
+
+    from sapiens2.probe.backbones import build_probe_backbone
+
+    cfg = transformers.Dinov2Config(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        patch_size=16,
+        image_size=64,
+    )
+    torch.manual_seed(3)
+    transformers.Dinov2Model(cfg).save_pretrained(tmp_path / "dino")
+    bb = build_probe_backbone({"type": "HFViTProbe", "family": "dinov2"}, checkpoint=tmp_path / "dino")
+    ref = transformers.Dinov2Model.from_pretrained(tmp_path / "dino").eval()
+    x = torch.rand(1, 3, 64, 48)
+    feats, cls = bb.extract(x, [1])
+    with torch.no_grad():
+        want = ref(pixel_values=bb.prepare(x)).last_hidden_state
+    torch.testing.assert_close(cls[0], want[:, 0])
+    torch.testing.assert_close(feats[0].flatten(2).transpose(1, 2), want[:, 1:])
+    assert bb.describe()["weights"] == str(tmp_path / "dino")
+
+
+def test_user_backbone_plugin_worked_example(tmp_path):
+    """The docs/probing.md example: register one small class, probe it by name."""
+    import torch.nn.functional as F
+
+    from sapiens2.probe.api import run_probe
+    from sapiens2.probe.backbones import ProbeBackbone
+    from sapiens2.registry import PROBE_BACKBONES
+
+    @PROBE_BACKBONES.register_module(force=True)
+    class MeanColourPatches(ProbeBackbone):
+        def __init__(self, img_size=None):
+            super().__init__()
+            self.patch_size, self.embed_dims, self.num_layers, self.has_cls = 8, 3, 1, False
+
+        def forward_layers(self, x, layers):
+            return [F.avg_pool2d(x, self.patch_size) for _ in layers], None
+
+    paths = run_probe("MeanColourPatches", ["albedo"], make_toy_data(), tmp_path, quick=True)
+    from leaderboard.results import read_record
+
+    rec = read_record(paths[0])
+    assert rec["model"]["backbone"] == "MeanColourPatches" and rec["protocol"]["kind"] == "probe"
+
+
+def test_feature_shape_mismatch_fails_before_training(tmp_path):
+    from sapiens2.probe.api import run_probe
+    from sapiens2.probe.backbones import FeatureShapeError, ProbeBackbone
+    from sapiens2.registry import PROBE_BACKBONES
+
+    @PROBE_BACKBONES.register_module(force=True)
+    class LiesAboutChannels(ProbeBackbone):
+        def __init__(self, img_size=None):
+            super().__init__()
+            self.patch_size, self.embed_dims, self.num_layers, self.has_cls = 16, 10, 1, False
+
+        def forward_layers(self, x, layers):
+            return [torch.zeros(x.shape[0], 7, x.shape[2] // 16, x.shape[3] // 16) for _ in layers], None
+
+    with pytest.raises(FeatureShapeError, match=r"LiesAboutChannels.*declared"):
+        run_probe("LiesAboutChannels", ["seg"], make_toy_data(), tmp_path, quick=True)
+    assert not list(tmp_path.rglob("*.ckpt.pt")) and not list(tmp_path.rglob("*.json"))
+
+
+def test_checkpoint_of_another_arch_fails_before_training(tmp_path):
+    from safetensors.torch import save_file
+
+    from sapiens2.probe.api import run_probe
+    from sapiens2.probe.backbones import build_probe_backbone
+
+    other = build_probe_backbone(
+        {
+            "type": "Sapiens2Probe",
+            "arch": dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64),
+        }
+    )
+    ckpt = tmp_path / "other_arch.safetensors"
+    save_file({k: v.contiguous() for k, v in other.model.state_dict().items()}, str(ckpt))
+    with pytest.raises(ValueError, match=r"other_arch\.safetensors.*does not fit"):
+        run_probe("sapiens2_tiny", ["seg"], make_toy_data(), tmp_path / "out", checkpoint=ckpt, quick=True)
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*.json"))
+
+
+def test_missing_task_ground_truth_fails_before_training(tmp_path):
+    from sapiens2.probe.api import run_probe
+
+    data = make_toy_data(tasks=("seg",))
+    with pytest.raises(FileNotFoundError, match="no 'pose' ground truth"):
+        run_probe("pixels", ["seg", "pose"], data, tmp_path, quick=True)
+    assert not list(tmp_path.rglob("*.json"))
+
+
+def test_missing_keys_in_samples_are_named(tmp_path):
+    from sapiens2.probe.api import run_probe
+
+    data = make_toy_data(tasks=("normal",))
+    for split in data.samples["normal"].values():
+        for s in split:
+            s.pop("mask")
+    with pytest.raises(ValueError, match=r"normal ground truth \['mask'\]"):
+        run_probe("pixels", ["normal"], data, tmp_path, quick=True)
+
+
+def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch):
+    from sapiens2.probe.backbones import build_probe_backbone
+    from sapiens2.probe.data import stack_images
+    from sapiens2.probe.features import FeatureStore
+    from sapiens2.probe.tasks import build_task
+    from sapiens2.probe.train import train_decoder
+
+    protocol = quick_protocol().replace(iterations=10)
+    data = make_toy_data()
+    task = build_task("albedo", protocol)
+    samples = data.load("albedo", "train", protocol)
+    bb = build_probe_backbone("pixels")
+    feats = FeatureStore(bb, [0], protocol).compute(stack_images(samples, protocol.input_size, "t"))
+    tgt = task.targets(samples)
+    ref, _ = train_decoder(task, feats, tgt, protocol, seed=0)
+
+    ckpt = tmp_path / "d.ckpt.pt"
+    calls = {"n": 0}
+    real_loss = task.loss
+
+    def crashing_loss(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 8:
+            raise KeyboardInterrupt
+        return real_loss(*a, **k)
+
+    monkeypatch.setattr(task, "loss", crashing_loss)
+    with pytest.raises(KeyboardInterrupt):
+        train_decoder(task, feats, tgt, protocol, seed=0, ckpt_path=ckpt, ckpt_every=5)
+    monkeypatch.setattr(task, "loss", real_loss)
+    resumed, info = train_decoder(task, feats, tgt, protocol, seed=0, ckpt_path=ckpt, ckpt_every=5)
+    assert info["resumed_from"] == 5
+    for (k, a), b in zip(ref.state_dict().items(), resumed.state_dict().values()):
+        torch.testing.assert_close(a, b, msg=k)
+
+
+def test_finished_records_are_not_recomputed(tmp_path):
+    from sapiens2.probe.api import run_probe
+
+    data = make_toy_data(tasks=("seg",))
+    first = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), quick=True)
+    stamp = {p: p.stat().st_mtime_ns for p in first if p.name.startswith("seed")}
+    (tmp_path / "pixels" / "seg" / "seed1.json").unlink()
+    second = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), quick=True)
+    assert first == second
+    seed0 = tmp_path / "pixels" / "seg" / "seed0.json"
+    assert seed0.stat().st_mtime_ns == stamp[seed0]  # done marker respected
+    assert (tmp_path / "pixels" / "seg" / "seed1.json").is_file()
+
+
+def test_feature_cache_runs_backbone_once_per_image(tmp_path):
+    from sapiens2.probe.backbones import build_probe_backbone
+    from sapiens2.probe.features import FeatureStore
+
+    protocol = quick_protocol()
+    bb = build_probe_backbone("sapiens2_tiny", img_size=protocol.input_size)
+    images = torch.rand(5, 3, *protocol.input_size)
+    store = FeatureStore(bb, [1, 3], protocol, cache_dir=tmp_path)
+    a = store.compute(images)
+    store.compute(images[:3])
+    assert store.backbone_images == 5
+    again = FeatureStore(bb, [1, 3], protocol, cache_dir=tmp_path)  # a later run: disk hits only
+    b = again.compute(images)
+    assert again.backbone_images == 0 and torch.equal(a.feats, b.feats) and torch.equal(a.cls, b.cls)

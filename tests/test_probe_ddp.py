@@ -1,0 +1,52 @@
+"""2 CPU processes (torchrun, gloo) give the single-process probe metrics within float tolerance."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "_probe_ddp_worker.py"
+TASKS = "seg,normal,pointmap,albedo,pose"
+
+
+def _run(cmd, out: Path) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=HERE.parent)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((out / "summary.json").read_text())
+
+
+@pytest.mark.ddp
+def test_two_processes_match_one(tmp_path):
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.is_file():
+        pytest.skip(f"torchrun not found next to {sys.executable}")
+    one = _run([sys.executable, str(WORKER), str(tmp_path / "one"), "sapiens2_tiny", TASKS], tmp_path / "one")
+    two = _run(
+        [
+            str(torchrun),
+            "--standalone",
+            "--nproc_per_node=2",
+            str(WORKER),
+            str(tmp_path / "two"),
+            "sapiens2_tiny",
+            TASKS,
+        ],
+        tmp_path / "two",
+    )
+    assert len(one) == len(two) == 5
+    for (path_a, a), (path_b, b) in zip(sorted(one.items()), sorted(two.items())):
+        assert Path(path_a).relative_to(tmp_path / "one") == Path(path_b).relative_to(tmp_path / "two")
+        assert a.keys() == b.keys()
+        for k in a:
+            if a[k] is None:
+                assert b[k] is None, (path_a, k)
+                continue
+            assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-5), (path_a, k, a[k], b[k])
+        assert a["num_samples"] == 5  # odd test split: rank 0 scores 3 samples, rank 1 scores 2

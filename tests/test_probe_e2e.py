@@ -1,0 +1,192 @@
+"""End-to-end probe runs on the embedded synthetic data: the ground-truth-feature sanity check, random-init
+backbones below it, valid records for every backbone family, and the CLI."""
+
+from __future__ import annotations
+
+import pytest
+
+from sapiens2.probe.protocol import default_protocol, quick_protocol
+
+TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
+
+
+@pytest.fixture(scope="module")
+def synth128(tmp_path_factory):
+    try:
+        from sapiens2.datasets.synth import ensure_default_split
+    except ImportError as e:
+        pytest.skip(f"synthetic data generator not available: {e}")
+    return ensure_default_split(
+        "probe-test", 16, (128, 96), 0, root=tmp_path_factory.mktemp("synth"), progress=False
+    )
+
+
+@pytest.fixture(scope="module")
+def synth64(tmp_path_factory):
+    try:
+        from sapiens2.datasets.synth import ensure_default_split
+    except ImportError as e:
+        pytest.skip(f"synthetic data generator not available: {e}")
+    return ensure_default_split(
+        "probe-test", 12, (64, 48), 1, root=tmp_path_factory.mktemp("synth"), progress=False
+    )
+
+
+def _metrics(paths):
+    from leaderboard.results import read_record
+
+    return {read_record(p)["task"]: read_record(p)["metrics"] for p in paths}
+
+
+def _codec_ceiling(data, protocol) -> float:
+    """Wholebody AP of the GT heatmaps themselves, UDP-decoded: the best any pose probe can reach."""
+    from sapiens2.probe.data import FolderData, sample_indices
+    from sapiens2.probe.tasks import build_task
+
+    task = build_task("pose", protocol)
+    samples = FolderData(data).load("pose", protocol.test_split, protocol)
+    tgt = task.targets(samples)
+    ev = task.make_evaluator()
+    task.update_evaluator(ev, tgt["heatmaps"], None, tgt, sample_indices(samples))
+    return ev.compute()["mAP"]
+
+
+def test_ground_truth_features_reach_the_ceiling_and_random_backbones_do_not(synth128, tmp_path):
+    from sapiens2.probe.api import run_probe
+
+    # linear decoders (an identity map on GT features is then reachable), same protocol for both runs
+    protocol = default_protocol().replace(
+        input_size=(128, 96),
+        lr=0.05,
+        iterations=100,
+        batch_size=4,
+        tasks={t: {"decoder": "linear"} for t in TASKS},
+    )
+    oracle = _metrics(run_probe("gt-oracle", TASKS, synth128, tmp_path, protocol=protocol))
+    rand = _metrics(run_probe("sapiens2_tiny", TASKS, synth128, tmp_path, protocol=protocol))
+    ceiling = _codec_ceiling(synth128, protocol)
+    print(
+        "oracle",
+        {
+            t: {
+                k: oracle[t][k]
+                for k in ("mIoU", "normal_mae", "mae", "rel_point_err", "mAP")
+                if k in oracle[t]
+            }
+            for t in oracle
+        },
+        "codec ceiling AP",
+        ceiling,
+    )
+    print(
+        "random",
+        {
+            t: {k: rand[t][k] for k in ("mIoU", "normal_mae", "mae", "rel_point_err", "mAP") if k in rand[t]}
+            for t in rand
+        },
+    )
+    assert oracle["seg"]["mIoU"] > 90 and oracle["seg"]["aAcc"] > 99
+    assert oracle["normal"]["normal_mae"] < 5
+    assert oracle["albedo"]["mae"] < 0.02
+    assert oracle["pointmap"]["rel_point_err"] < 0.1
+    assert oracle["pose"]["body/AP"] > 0.9 and oracle["pose"]["mAP"] > 0.8 * ceiling
+    assert rand["seg"]["mIoU"] < oracle["seg"]["mIoU"] - 30
+    assert rand["normal"]["normal_mae"] > oracle["normal"]["normal_mae"] + 10
+    assert rand["albedo"]["mae"] > 3 * oracle["albedo"]["mae"] + 0.02
+    assert rand["pointmap"]["rel_point_err"] > 2 * oracle["pointmap"]["rel_point_err"]
+    assert rand["pose"]["mAP"] < oracle["pose"]["mAP"] - 0.3
+
+
+@pytest.mark.parametrize("backbone", ["sapiens2_tiny", "sapiens_tiny", "dinov2_small_tiny", "pixels"])
+def test_backbone_families_write_valid_records(backbone, synth64, tmp_path):
+    from leaderboard.results import read_record
+    from sapiens2.probe.api import run_probe
+
+    tasks = TASKS if backbone == "sapiens2_tiny" else ("seg", "pose")
+    paths = run_probe(backbone, tasks, synth64, tmp_path, seeds=(0, 1), quick=True)
+    assert len(paths) == 3 * len(tasks)
+    pid = quick_protocol().protocol_id()
+    for p in paths:
+        rec = read_record(p)
+        assert rec["protocol"] == {
+            "kind": "probe",
+            "protocol_id": pid,
+            "description": rec["protocol"]["description"],
+        }
+        assert rec["config"]["protocol"] == quick_protocol().to_dict()
+        assert rec["model"]["name"] == backbone and rec["dataset"]["content_hash"]
+    mean = read_record(tmp_path / backbone / "seg" / "mean.json")
+    assert mean["seeds"] == [0, 1] and "mIoU" in mean["metrics_std"]
+
+
+def test_cli_probe(synth64, tmp_path, capsys):
+    from sapiens2.cli.main import main
+
+    code = main(
+        [
+            "probe",
+            "--backbone",
+            "pixels",
+            "--tasks",
+            "seg,albedo",
+            "--data",
+            str(synth64),
+            "--out",
+            str(tmp_path),
+            "--seeds",
+            "0",
+            "--quick",
+            "--feature-cache",
+            str(tmp_path / "cache"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "mIoU=" in out and "mae=" in out
+    assert (tmp_path / "pixels" / "albedo" / "seed0.json").is_file()
+    assert (
+        main(
+            [
+                "probe",
+                "--backbone",
+                "no_such_backbone",
+                "--tasks",
+                "seg",
+                "--data",
+                str(synth64),
+                "--out",
+                str(tmp_path),
+                "--quick",
+            ]
+        )
+        == 1
+    )
+    assert "unknown probe backbone" in capsys.readouterr().err
+
+
+def test_cli_reports_missing_ground_truth(synth64, tmp_path, capsys):
+    import shutil
+
+    from sapiens2.cli.main import main
+    from sapiens2.utils_io import read_json, write_json_atomic
+
+    data = tmp_path / "data"
+    shutil.copytree(synth64, data)
+    info = read_json(data / "split.json")
+    info["tasks"].pop("normal")
+    write_json_atomic(data / "split.json", info)
+    code = main(
+        [
+            "probe",
+            "--backbone",
+            "pixels",
+            "--tasks",
+            "seg,normal",
+            "--data",
+            str(data),
+            "--out",
+            str(tmp_path / "out"),
+            "--quick",
+        ]
+    )
+    assert code == 1 and "no normal ground truth" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
