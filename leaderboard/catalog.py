@@ -1,0 +1,128 @@
+"""Which metrics the leaderboard shows per task, in which order, units and direction.
+
+Record values are in the evaluators' units (pose AP/AR and albedo errors as fractions, seg in
+percent, angles in degrees, pointmap distances in the evaluated frame: metres, or canonical
+focal-768 coordinates as the official evaluator uses). ``scale`` converts a record value to
+the displayed unit (pose AP 0.78 -> 78.0 %), so reported and reproduced numbers read alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+POSE_PARTS = ("wholebody", "body", "foot", "face", "left_hand", "right_hand")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One displayed metric.
+
+    Attributes:
+        key: record metric name (official name; pose parts are ``part/stat``).
+        label: column header.
+        higher_is_better: direction used for "best" marks and plot annotations.
+        scale: display value = record value * scale.
+        headline: shown in plots and used for deltas.
+    """
+
+    key: str
+    label: str
+    higher_is_better: bool
+    scale: float = 1.0
+    headline: bool = False
+
+
+def _pose_specs() -> list[MetricSpec]:
+    specs = [
+        MetricSpec("wholebody/AP", "AP %", True, 100.0, True),
+        MetricSpec("wholebody/AR", "AR %", True, 100.0, True),
+        MetricSpec("wholebody/AP .5", "AP50 %", True, 100.0),
+        MetricSpec("wholebody/AP .75", "AP75 %", True, 100.0),
+    ]
+    for part in POSE_PARTS[1:]:
+        specs.append(MetricSpec(f"{part}/AP", f"{part} AP %", True, 100.0))
+        specs.append(MetricSpec(f"{part}/AR", f"{part} AR %", True, 100.0))
+    return specs
+
+
+TASK_METRICS: dict[str, list[MetricSpec]] = {
+    "pose": _pose_specs(),
+    "seg": [
+        MetricSpec("mIoU", "mIoU %", True, 1.0, True),
+        MetricSpec("mAcc", "mAcc %", True, 1.0, True),
+        MetricSpec("aAcc", "aAcc %", True),
+        MetricSpec("mDice", "mDice %", True),
+        MetricSpec("mFscore", "mFscore %", True),
+    ],
+    "normal": [
+        MetricSpec("normal_mae", "mean deg", False, 1.0, True),
+        MetricSpec("normal_median_deg", "median deg", False, 1.0, True),
+        MetricSpec("normal_rmse", "RMSE deg", False),
+        MetricSpec("within_5_0_deg", "<5 deg %", True),
+        MetricSpec("within_11_25_deg", "<11.25 deg %", True),
+        MetricSpec("within_22_5_deg", "<22.5 deg %", True),
+        MetricSpec("within_30_0_deg", "<30 deg %", True),
+    ],
+    "pointmap": [
+        MetricSpec("l2_mean", "L2 x1e-2", False, 100.0, True),
+        MetricSpec("rmse", "RMSE x1e-2", False, 100.0, True),
+        MetricSpec("x_mae", "X abs x1e-2", False, 100.0),
+        MetricSpec("y_mae", "Y abs x1e-2", False, 100.0),
+        MetricSpec("z_mae", "Z abs x1e-2", False, 100.0),
+        MetricSpec("within_10_cm", "<10 cm %", True, 100.0),
+        MetricSpec("normal_mae", "normal mean deg", False),
+        MetricSpec("scale_aligned.l2_mean", "L2 scale-aligned x1e-2", False, 100.0),
+        MetricSpec("scale_aligned.rel_point_err", "rel. err scale-aligned", False),
+    ],
+    "albedo": [
+        MetricSpec("mae", "MAE x1e-2", False, 100.0, True),
+        MetricSpec("rmse", "RMSE x1e-2", False, 100.0),
+        MetricSpec("psnr", "PSNR dB", True, 1.0, True),
+        MetricSpec("ssim", "SSIM", True),
+        MetricSpec("grad_l1", "Grad-L1 x1e-2", False, 100.0),
+    ],
+}
+
+
+def metric_spec(task: str, key: str) -> MetricSpec | None:
+    """The display spec of ``key`` for ``task``, or None when the leaderboard does not show it."""
+    for spec in TASK_METRICS.get(task, []):
+        if spec.key == key:
+            return spec
+    return None
+
+
+def headline_metrics(task: str) -> list[MetricSpec]:
+    """The task's headline metrics (plots and deltas)."""
+    return [s for s in TASK_METRICS.get(task, []) if s.headline]
+
+
+_POSE_ALIASES = {"mAP": "wholebody/AP", "mAR": "wholebody/AR"}
+
+
+def canonical_metric(task: str, key: str) -> tuple[str, bool]:
+    """The leaderboard name of a record metric, and whether ``key`` was an alias.
+
+    ``PoseEvaluator.compute()`` reports the whole-body stats under their bare official names
+    (``AP``, ``AR .5``) and the probe also writes ``mAP``/``mAR``; all mean ``wholebody/<stat>``.
+    """
+    if task == "pose":
+        if key in _POSE_ALIASES:
+            return _POSE_ALIASES[key], True
+        if "/" not in key and key.split(" ")[0] in ("AP", "AR"):
+            return f"wholebody/{key}", True
+    return key, False
+
+
+def canonical_model_key(name: str) -> str:
+    """Normalise a model name so that paper names and our arch names match.
+
+    ``"Sapiens2-0.4B"`` -> ``"sapiens2_0.4b"``, ``"Sapiens-1B*"`` -> ``"sapiens_1b"``,
+    ``"DINOv3-7B"`` -> ``"dinov3_7b"``.
+    """
+    key = name.strip().lower().replace("*", "")
+    for ch in " -/":
+        key = key.replace(ch, "_")
+    while "__" in key:
+        key = key.replace("__", "_")
+    return key.strip("_")

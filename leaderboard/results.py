@@ -1,0 +1,371 @@
+"""Result records: build them with full provenance, write them atomically, read them back validated.
+
+A record answers "which model, on which data, under which protocol, gave which numbers, made by which
+code on which machine". Example::
+
+    rec = make_record(model="sapiens2_0.1b", task="seg", dataset={"name": "synth", "split": "test",
+                      "content_hash": dataset_content_hash(root)}, protocol={"kind": "probe",
+                      "protocol_id": pid}, metrics=evaluator.compute(), config=cfg, seeds=[0],
+                      timings={"train_s": 12.3})
+    write_record("results/seg.json", rec)
+    rec = read_record("results/seg.json")
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import math
+import os
+import platform
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from leaderboard.schema import SCHEMA_ID, SCHEMA_VERSION, config_hash, validate
+from sapiens2.utils_io import read_json, write_json_atomic
+
+RESULT_SUFFIX = ".json"
+
+
+class RecordError(ValueError):
+    """A results file that is not a valid sapiens2-bench result record."""
+
+    def __init__(self, path: str | os.PathLike | None, problems: list[str]):
+        self.path = None if path is None else str(path)
+        self.problems = problems
+        where = self.path or "<record>"
+        shown = "; ".join(problems[:8]) + (f"; ... ({len(problems) - 8} more)" if len(problems) > 8 else "")
+        super().__init__(f"{where}: invalid result record: {shown}")
+
+
+@lru_cache(maxsize=1)
+def _git_state() -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the source tree holding this package, or (None, None) outside git."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
+                                timeout=10)
+        if commit.returncode != 0:
+            return None, None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                                capture_output=True, text=True, timeout=20)
+        dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+        return commit.stdout.strip(), dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def provenance(command: list[str] | None = None) -> dict:
+    """Versions and source state that made a result (package, git, Python, torch, numpy, platform)."""
+    from sapiens2 import __version__
+
+    try:
+        import torch
+
+        torch_version = torch.__version__
+    except ImportError:  # pragma: no cover - torch is a hard dependency
+        torch_version = None
+    try:
+        import numpy
+
+        numpy_version = numpy.__version__
+    except ImportError:  # pragma: no cover
+        numpy_version = None
+    commit, dirty = _git_state()
+    return {
+        "package": "sapiens2-bench",
+        "package_version": __version__,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "python": platform.python_version(),
+        "torch_version": torch_version,
+        "numpy_version": numpy_version,
+        "platform": platform.platform(),
+        "command": list(sys.argv if command is None else command),
+    }
+
+
+def device_info(device: Any = "cpu") -> dict:
+    """Describe the device a result was computed on (type, name, CPU threads)."""
+    dev = str(device)
+    kind = dev.split(":")[0]
+    name = platform.processor() or platform.machine()
+    threads = None
+    try:
+        import torch
+
+        threads = torch.get_num_threads()
+        if kind == "cuda" and torch.cuda.is_available():
+            name = torch.cuda.get_device_name(torch.device(dev))
+    except ImportError:  # pragma: no cover
+        pass
+    return {"type": kind, "name": name or None, "num_threads": threads}
+
+
+def dataset_content_hash(root: str | os.PathLike, patterns: Iterable[str] = ("**/*",)) -> str:
+    """SHA-256 over the relative paths and bytes of the files under ``root`` (sorted, deterministic).
+
+    Args:
+        root: dataset folder (or a single file, e.g. a manifest).
+        patterns: glob patterns relative to ``root`` selecting the files that define the split.
+
+    Returns:
+        The hex digest.
+    """
+    root = Path(root)
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: dataset path does not exist")
+    if root.is_file():
+        files = [root]
+    else:
+        files = sorted({p for pat in patterns for p in root.glob(pat) if p.is_file()})
+    digest = hashlib.sha256()
+    for f in files:
+        rel = f.name if f == root else f.relative_to(root).as_posix()
+        digest.update(rel.encode("utf-8") + b"\0")
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _clean_number(x: Any, name: str = "metric") -> float | None:
+    if x is None:
+        return None
+    if hasattr(x, "item"):
+        x = x.item()
+    if isinstance(x, str) or not isinstance(x, (int, float)):
+        raise ValueError(f"{name}: expected a number, got {type(x).__name__} {x!r:.60}")
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def flatten_metrics(metrics: Mapping[str, Any], sep: str = "/") -> tuple[dict, dict]:
+    """Split an evaluator output into flat metrics and per-item breakdowns.
+
+    Scalars stay metrics; a nested dict of scalars ``{"wholebody": {"AP": ..}}`` becomes
+    ``"wholebody/AP"``; a ``"conventions"`` entry is skipped (it goes to the record's conventions);
+    a ``"summary"`` mapping is merged into the top level. A mapping under a key starting with
+    ``per_`` (e.g. ``per_class: {"IoU": {"Hair": ..}}`` or ``{"IoU": [per class id]}``) is a
+    breakdown named ``"IoU per class"``.
+
+    Returns:
+        (metrics, breakdowns) ready for ``make_record``.
+    """
+    flat: dict[str, float | None] = {}
+    breakdowns: dict[str, dict[str, float | None]] = {}
+    if isinstance(metrics.get("summary"), Mapping):  # {"summary": {...}, "per_class": {...}} layout
+        metrics = {**{k: v for k, v in metrics.items() if k != "summary"}, **metrics["summary"]}
+    for key, value in metrics.items():
+        if key == "conventions":
+            continue
+        if isinstance(value, Mapping):
+            if key.startswith("per_"):
+                for stat, items in value.items():
+                    if isinstance(items, (list, tuple)):
+                        items = {str(i): v for i, v in enumerate(items)}
+                    if not isinstance(items, Mapping):
+                        raise ValueError(f"metrics[{key!r}][{stat!r}]: expected a mapping item -> value")
+                    where = f"metrics[{key!r}][{stat!r}]"
+                    breakdowns[f"{stat} {key.replace('_', ' ')}"] = {
+                        str(k): _clean_number(v, f"{where}[{k!r}]") for k, v in items.items()
+                    }
+                continue
+            for sub, v in value.items():
+                if isinstance(v, Mapping):
+                    raise ValueError(f"metrics[{key!r}][{sub!r}]: nested too deep for a flat metric")
+                flat[f"{key}{sep}{sub}"] = _clean_number(v, f"metrics[{key!r}][{sub!r}]")
+        elif isinstance(value, (list, tuple)):
+            raise ValueError(f"metrics[{key!r}]: a list is not a metric value; use a per_* mapping")
+        else:
+            flat[str(key)] = _clean_number(value, f"metrics[{key!r}]")
+    return flat, breakdowns
+
+
+def make_record(
+    *,
+    model: str | Mapping[str, Any],
+    task: str,
+    dataset: Mapping[str, Any],
+    protocol: Mapping[str, Any],
+    metrics: Mapping[str, Any],
+    config: Mapping[str, Any],
+    seeds: Iterable[int] = (),
+    conventions: Mapping[str, Any] | None = None,
+    breakdowns: Mapping[str, Mapping[str, Any]] | None = None,
+    metrics_std: Mapping[str, Any] | None = None,
+    timings: Mapping[str, float] | None = None,
+    device: Any = "cpu",
+    params: int | None = None,
+    run_id: str | None = None,
+    notes: str | None = None,
+    command: list[str] | None = None,
+) -> dict:
+    """Build a validated result record with provenance filled in.
+
+    Args:
+        model: model name, or a dict with ``name`` and optional ``backbone``, ``params``, ``weights``,
+            ``checkpoint`` ({"path", "sha256"}).
+        task: one of ``pose, seg, normal, pointmap, albedo``.
+        dataset: ``{"name", "split", "content_hash"}`` (+ optional ``num_samples``, ``root``).
+        protocol: ``{"kind": "eval"}`` for a task model or ``{"kind": "probe", "protocol_id": ...}``.
+        metrics: metric values under the official names; evaluator output is accepted as is (nested
+            parts are flattened, ``conventions`` is taken from it when ``conventions`` is not given).
+        config: the full configuration that produced the result (hashed into ``config_hash``).
+        seeds: seed(s); more than one means the metrics are a mean over seeds (give ``metrics_std``).
+        conventions: metric conventions (pooling, NaN policy, alignment solver, ...).
+        breakdowns: per-class / per-part tables ``{name: {item: value}}``.
+        metrics_std: standard deviation over seeds for aggregated records.
+        timings: durations in seconds (e.g. ``{"features_s": .., "train_s": .., "eval_s": ..}``).
+        device: torch device (or its name) the result was computed on.
+        params: parameter count when ``model`` is a plain name.
+        run_id: explicit id; a fresh one (UTC time + random suffix) otherwise.
+        notes: free text.
+        command: the command line; ``sys.argv`` by default.
+
+    Returns:
+        The record (a JSON-ready dict).
+
+    Raises:
+        RecordError: the record would not validate; the message lists every problem.
+    """
+    model_dict = {"name": model} if isinstance(model, str) else dict(model)
+    if params is not None:
+        model_dict["params"] = int(params)
+    model_dict.setdefault("params", None)
+    flat, nested_breakdowns = flatten_metrics(metrics)
+    all_breakdowns = {**nested_breakdowns, **{k: {str(i): _clean_number(v) for i, v in d.items()}
+                                              for k, d in (breakdowns or {}).items()}}
+    if conventions is None:
+        conventions = metrics.get("conventions", {}) if isinstance(metrics, Mapping) else {}
+    now = _dt.datetime.now(_dt.timezone.utc)
+    config = _jsonable(dict(config))
+    record: dict[str, Any] = {
+        "schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id or f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
+        "created_utc": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "model": model_dict,
+        "task": task,
+        "dataset": dict(dataset),
+        "protocol": dict(protocol),
+        "metrics": flat,
+        "conventions": _jsonable(dict(conventions)),
+        "config": config,
+        "config_hash": config_hash(config),
+        "seeds": [int(s) for s in seeds],
+        "provenance": provenance(command),
+        "device": device_info(device),
+        "timings": {k: float(v) for k, v in (timings or {}).items()},
+    }
+    if all_breakdowns:
+        record["breakdowns"] = all_breakdowns
+    if metrics_std is not None:
+        record["metrics_std"] = flatten_metrics(metrics_std)[0]
+    if notes:
+        record["notes"] = notes
+    problems = validate(record)
+    if problems:
+        raise RecordError(None, problems)
+    return record
+
+
+def _jsonable(obj: Any) -> Any:
+    """Convert tuples, paths, numpy/torch scalars and non-finite floats to plain JSON values."""
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if hasattr(obj, "item") and callable(obj.item):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    return str(obj)
+
+
+def write_record(path: str | os.PathLike, record: dict) -> Path:
+    """Validate ``record`` and write it atomically to ``path`` (parent folders are created).
+
+    Raises:
+        RecordError: naming ``path`` and every problem; nothing is written.
+    """
+    problems = validate(record)
+    if problems:
+        raise RecordError(path, problems)
+    return write_json_atomic(path, record)
+
+
+def read_record(path: str | os.PathLike) -> dict:
+    """Read and validate one result record.
+
+    Raises:
+        FileNotFoundError: no such file.
+        RecordError: malformed JSON, a foreign file or an invalid record; the message names the path
+            and the reasons.
+    """
+    try:
+        record = read_json(path)
+    except ValueError as e:
+        raise RecordError(path, [str(e).split(": ", 1)[-1]]) from e
+    problems = validate(record)
+    if problems:
+        raise RecordError(path, problems)
+    return record
+
+
+def find_result_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """Expand files and folders (searched recursively for ``*.json``) into a sorted file list."""
+    files: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            files.extend(sorted(f for f in p.rglob(f"*{RESULT_SUFFIX}") if f.is_file()))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise FileNotFoundError(f"{p}: no such results file or folder")
+    return files
+
+
+def load_records(paths: Iterable[str | os.PathLike], skip_foreign: bool = False) -> list[dict]:
+    """Read every result record under ``paths``.
+
+    Args:
+        paths: result files and/or folders.
+        skip_foreign: in folders, silently skip JSON files that are not sapiens2-bench results (no
+            ``schema`` field), e.g. a probe's resume state. Files named explicitly and invalid
+            sapiens2-bench records are always errors.
+
+    Returns:
+        Records, each with its source file under the private key ``"_path"``.
+    """
+    records = []
+    explicit = {Path(p).resolve() for p in paths if Path(p).is_file()}
+    for f in find_result_files(paths):
+        try:
+            rec = read_record(f)
+        except RecordError:
+            if skip_foreign and f.resolve() not in explicit and not _claims_our_schema(f):
+                continue
+            raise
+        rec["_path"] = str(f)
+        records.append(rec)
+    return records
+
+
+def _claims_our_schema(path: Path) -> bool:
+    try:
+        obj = read_json(path)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get("schema") == SCHEMA_ID

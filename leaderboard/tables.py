@@ -1,0 +1,184 @@
+"""Leaderboard tables with pandas: records -> long frame -> one wide table per (task, protocol).
+
+Rows of different protocols are never put in one table: the grouping key is ``(task,
+protocol_key)`` where ``protocol_key`` is ``eval`` (or ``eval:<id>``) for task models and
+``probe:<protocol_id>`` for probes. Seeds of one (model, task, protocol, dataset) are averaged
+(mean and std); nothing else is ever averaged.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from leaderboard.catalog import TASK_METRICS, canonical_metric, canonical_model_key, headline_metrics
+from leaderboard.paper import protocol_key
+
+LONG_COLUMNS = [
+    "source", "table", "model", "model_key", "params", "task", "protocol_kind", "protocol_id",
+    "protocol_key", "dataset", "metric", "value", "std", "n_seeds", "seeds", "run_ids", "paths",
+]
+TASK_ORDER = ["pose", "seg", "normal", "pointmap", "albedo"]
+
+
+def records_to_frame(records: list[dict]) -> pd.DataFrame:
+    """One row per (record, metric), then seeds merged: mean over single-seed records, std across them.
+
+    Aggregate records (several seeds, ``metrics_std``) are used only when no single-seed record of
+    the same group exists, so a seed is never counted twice.
+    """
+    rows = []
+    for rec in records:
+        proto = rec["protocol"]
+        ds = rec["dataset"]
+        name, key = rec["model"]["name"], canonical_model_key(rec["model"]["name"])
+        if str(rec["model"].get("weights") or "").startswith("random"):
+            # a randomly initialised model is not the published model: never matched with its numbers
+            name, key = f"{name} (random init)", f"{key}@random"
+        base = {
+            "source": "reproduced", "table": "", "model": name,
+            "model_key": key, "params": rec["model"].get("params"),
+            "task": rec["task"], "protocol_kind": proto["kind"], "protocol_id": proto.get("protocol_id"),
+            "protocol_key": protocol_key(proto["kind"], proto.get("protocol_id")),
+            "dataset": f"{ds['name']}/{ds['split']}", "seeds": tuple(rec["seeds"]),
+            "aggregate": len(rec["seeds"]) > 1, "run_id": rec["run_id"], "path": rec.get("_path", ""),
+        }
+        std = rec.get("metrics_std", {})
+        metrics: dict[str, tuple] = {}
+        for raw, value in rec["metrics"].items():
+            metric, alias = canonical_metric(rec["task"], raw)
+            if metric not in metrics or not alias:  # an explicit name wins over an alias
+                metrics[metric] = (value, std.get(raw))
+        for metric, (value, sd) in metrics.items():
+            rows.append({**base, "metric": metric, "value": np.nan if value is None else float(value),
+                         "std_given": sd})
+    if not rows:
+        return pd.DataFrame(columns=LONG_COLUMNS)
+    df = pd.DataFrame(rows)
+    keys = ["model_key", "task", "protocol_key", "dataset"]
+    has_single = df[~df["aggregate"]].groupby(keys).size()
+    single_keys = set(has_single.index)
+    df = df[~df["aggregate"] | ~df[keys].apply(tuple, axis=1).isin(single_keys)]
+    out = []
+    for _, g in df.groupby(keys + ["metric"], sort=False, dropna=False):
+        first = g.iloc[0]
+        seeds = sorted({s for t in g["seeds"] for s in t})
+        if first["aggregate"]:
+            value, std = first["value"], first["std_given"]
+        else:
+            value = g["value"].mean()
+            std = g["value"].std(ddof=1) if len(g) > 1 else np.nan
+        out.append({
+            **{c: first[c] for c in ["source", "table", "model", "model_key", "params", "task",
+                                     "protocol_kind", "protocol_id", "protocol_key", "dataset", "metric"]},
+            "value": value, "std": np.nan if std is None else std, "n_seeds": len(seeds),
+            "seeds": ",".join(map(str, seeds)), "run_ids": " ".join(g["run_id"]),
+            "paths": " ".join(p for p in g["path"] if p),
+        })
+    return pd.DataFrame(out, columns=LONG_COLUMNS)
+
+
+def combine(reproduced: pd.DataFrame, reported: pd.DataFrame | None) -> pd.DataFrame:
+    """Stack reproduced and (optionally) reported long frames with the same columns."""
+    frames = [reproduced]
+    if reported is not None and len(reported):
+        rep = reported.assign(std=np.nan, n_seeds=0, seeds="", run_ids="", paths="")
+        frames.append(rep[LONG_COLUMNS])
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=LONG_COLUMNS)
+    with warnings.catch_warnings():  # all-NaN std/seed columns of the reported rows are intended
+        warnings.simplefilter("ignore", FutureWarning)
+        return pd.concat(frames, ignore_index=True)
+
+
+@dataclass
+class GroupTable:
+    """One leaderboard table: a task under one protocol.
+
+    Attributes:
+        task: task name.
+        protocol_key: grouping key (see ``leaderboard.paper.protocol_key``).
+        rows: wide frame, one row per (source, model, dataset); metric columns hold display values.
+        std: same shape as the metric columns of ``rows`` with the std over seeds (display units).
+        metric_columns: (record key, label, higher_is_better) of the shown metric columns.
+        delta_columns: (label of the delta column, metric label) pairs.
+        datasets: distinct datasets in the table.
+        note: warnings to show with the table.
+    """
+
+    task: str
+    protocol_key: str
+    rows: pd.DataFrame
+    std: pd.DataFrame
+    metric_columns: list[tuple[str, str, bool]]
+    delta_columns: list[tuple[str, str]]
+    datasets: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def table_id(self) -> str:
+        """A DOM-safe identifier."""
+        safe = "".join(c if c.isalnum() else "-" for c in f"{self.task}-{self.protocol_key}")
+        return f"t-{safe}"[:80]
+
+
+def group_tables(long: pd.DataFrame) -> list[GroupTable]:
+    """Split the long frame into one ``GroupTable`` per (task, protocol_key), tasks in canonical order."""
+    tables = []
+    if not len(long):
+        return tables
+    groups = long.groupby(["task", "protocol_key"], sort=False)
+    ours = set(long.loc[long["source"] == "reproduced", "protocol_key"])
+    # per task: tables with our results first (eval before probe), reported-only tables last
+    order = sorted(groups.groups, key=lambda k: (TASK_ORDER.index(k[0]) if k[0] in TASK_ORDER else 99,
+                                                 k[1] not in ours, not k[1].startswith("eval"), k[1]))
+    for task, pkey in order:
+        tables.append(_wide(task, pkey, groups.get_group((task, pkey))))
+    return tables
+
+
+def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
+    specs = [s for s in TASK_METRICS.get(task, []) if s.key in set(g["metric"])]
+    if not specs:  # unknown metrics only: show them as they are, undirected
+        from leaderboard.catalog import MetricSpec
+
+        specs = [MetricSpec(m, m, True) for m in sorted(g["metric"].unique())]
+    id_cols = ["source", "model", "model_key", "params", "dataset", "table", "seeds", "run_ids"]
+    ident = g.drop_duplicates(["source", "model_key", "dataset"])[id_cols].reset_index(drop=True)
+    rows = ident.copy()
+    std = pd.DataFrame(index=rows.index)
+    lookup = {(r.source, r.model_key, r.dataset, r.metric): (r.value, r.std) for r in g.itertuples()}
+    for s in specs:
+        vals = [lookup.get((r.source, r.model_key, r.dataset, s.key), (np.nan, np.nan))
+                for r in ident.itertuples()]
+        rows[s.label] = [v[0] * s.scale for v in vals]
+        std[s.label] = [v[1] * s.scale for v in vals]
+    deltas = []
+    reported = rows[rows["source"] == "reported"]
+    if len(reported) and (rows["source"] == "reproduced").any():
+        by_model = reported.drop_duplicates("model_key").set_index("model_key")
+        for s in headline_metrics(task):
+            if s.label not in rows:
+                continue
+            ref = rows["model_key"].map(by_model[s.label]) if s.label in by_model else np.nan
+            col = f"Δ {s.label}"
+            rows[col] = np.where(rows["source"] == "reproduced", rows[s.label] - ref, np.nan)
+            deltas.append((col, s.label))
+    first = next((s for s in specs if s.headline), specs[0])
+    order = rows.sort_values(first.label, ascending=not first.higher_is_better, na_position="last",
+                             kind="stable").index
+    rows = rows.loc[order].reset_index(drop=True)
+    std = std.loc[order].reset_index(drop=True)
+    datasets = sorted(rows["dataset"].unique())
+    notes = []
+    if len(datasets) > 1:
+        notes.append("rows come from different test sets (" + "; ".join(datasets)
+                     + "): deltas compare a model with its reported number, not like for like")
+    if pkey.startswith("probe:"):
+        notes.append(f"probe protocol {pkey[6:]}: only results made under exactly this protocol are listed")
+    return GroupTable(task, pkey, rows, std, [(s.key, s.label, s.higher_is_better) for s in specs],
+                      deltas, datasets, notes)

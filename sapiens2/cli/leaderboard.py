@@ -1,0 +1,87 @@
+"""``sapiens2-bench leaderboard {build,validate,schema,paper}``: reports from result records."""
+
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser("leaderboard", help="build leaderboard reports from result records")
+    lsub = p.add_subparsers(dest="leaderboard_command", metavar="ACTION")
+
+    b = lsub.add_parser("build", help="write a Markdown report and a self-contained HTML page")
+    b.add_argument("results", nargs="+", help="result record files or folders (searched recursively)")
+    b.add_argument("--out", required=True, metavar="SITE", help="output folder")
+    b.add_argument("--include-paper", action="store_true", help="add the paper's reported numbers")
+    b.add_argument("--title", default="sapiens2-bench leaderboard", help="page title")
+    b.add_argument("--no-figures", action="store_true", help="skip the matplotlib figures")
+    b.set_defaults(func=_build)
+
+    v = lsub.add_parser("validate", help="check result record files against the schema")
+    v.add_argument("results", nargs="+", help="result record files or folders")
+    v.set_defaults(func=_validate)
+
+    s = lsub.add_parser("schema", help="print (or write) the result record JSON schema")
+    s.add_argument("--out", metavar="FILE", help="write the schema to FILE")
+    s.set_defaults(func=_schema)
+
+    r = lsub.add_parser("paper", help="print the paper's reported numbers in our metric names and units")
+    r.add_argument("--task", choices=["pose", "seg", "normal", "pointmap", "albedo"])
+    r.add_argument("--table", help="e.g. 'Table 3'")
+    r.set_defaults(func=_paper)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _build(args) -> int:
+    from leaderboard.build import build_site, summary_lines
+
+    paths = build_site(args.results, args.out, include_paper=args.include_paper, title=args.title,
+                       with_figures=not args.no_figures)
+    for line in summary_lines(paths):
+        print(line)
+    print(f"report: {paths['html']}")
+    return 0
+
+
+def _validate(args) -> int:
+    from leaderboard.results import RecordError, find_result_files, read_record
+
+    bad = 0
+    for f in find_result_files(args.results):
+        try:
+            rec = read_record(f)
+            print(f"ok       {f}  ({rec['task']}, {rec['model']['name']}, {rec['protocol']['kind']})")
+        except RecordError as e:
+            bad += 1
+            print(f"INVALID  {e}")
+    return 1 if bad else 0
+
+
+def _schema(args) -> int:
+    import json
+
+    from leaderboard.schema import RESULT_SCHEMA
+    from sapiens2.utils_io import write_json_atomic
+
+    if args.out:
+        write_json_atomic(args.out, RESULT_SCHEMA)
+        print(f"wrote {args.out}")
+    else:
+        print(json.dumps(RESULT_SCHEMA, indent=2))
+    return 0
+
+
+def _paper(args) -> int:
+    import pandas as pd
+
+    from leaderboard.paper import load_paper_results
+
+    df = load_paper_results()
+    if args.task:
+        df = df[df["task"] == args.task]
+    if args.table:
+        df = df[df["table"] == args.table]
+    if not len(df):
+        raise ValueError("no reported numbers match the filter")
+    with pd.option_context("display.max_rows", None, "display.width", 160):
+        print(df[["table", "task", "model", "metric", "value_printed", "value", "protocol_key"]]
+              .to_string(index=False))
+    return 0
