@@ -29,14 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from evaluators.base import Evaluator
-from evaluators.dense_common import (
-    as_mask,
-    check_bchw,
-    check_same_batch,
-    nonfinite_pixels,
-    require_nonempty,
-    resize_to,
-)
+from evaluators.dense_common import prepare_dense_batch, require_valid_pixels
 
 
 def gaussian_window(size: int = 11, sigma: float = 1.5, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -149,18 +142,10 @@ class AlbedoEvaluator(Evaluator):
             gt: B x C x H x W GT albedo in [0, 1] or [0, 255].
             mask: B x H x W (or B x 1 x H x W) GT mask.
         """
-        gt = check_bchw(gt, "gt_albedo")
-        pred = check_bchw(pred, "pred_albedo", channels=gt.shape[1])
-        check_same_batch(pred, gt, "pred_albedo", "gt_albedo")
-        b, c, h, w = gt.shape
-        m = as_mask(mask, "mask", (b, h, w)).to(gt.device)
-        if not self.allow_empty_masks:
-            require_nonempty(m, "mask")
+        pred, gt, bad, valid = prepare_dense_batch(pred, gt, mask, "albedo", None, self.allow_empty_masks)
+        b, c = gt.shape[:2]
         if not torch.isfinite(gt).all():
             raise ValueError("gt_albedo: contains NaN or Inf values")
-        pred = resize_to(pred.to(gt.device), (h, w))
-        bad = nonfinite_pixels(pred) & m
-        valid = m & ~bad
         pred = torch.where(torch.isfinite(pred), pred, torch.zeros_like(pred))
         if self.data_range == "auto":
             rng = torch.where(gt.flatten(1).amax(1) > 1.5, 255.0, 1.0).to(torch.float64)
@@ -188,12 +173,7 @@ class AlbedoEvaluator(Evaluator):
         }
 
     def compute_from_state(self, s: dict[str, torch.Tensor]) -> dict:
-        n = int(s["pixels"])
-        if n == 0:
-            raise ValueError(
-                f"AlbedoEvaluator: no valid pixel (samples: {int(s['num_samples'])}, "
-                f"non-finite predicted pixels: {int(s['nonfinite_pred_pixels'])})"
-            )
+        n = require_valid_pixels(s, "AlbedoEvaluator")
         r_max, r_min = float(s["range_max"]), float(s["range_min"])
         if r_max != r_min:
             raise ValueError(

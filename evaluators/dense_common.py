@@ -97,3 +97,61 @@ def nonfinite_pixels(x: torch.Tensor) -> torch.Tensor:
 def angle_key(t: float) -> str:
     """Official key of an angle threshold: 11.25 -> ``within_11_25_deg``, 5 -> ``within_5_0_deg``."""
     return "within_" + str(float(t)).replace(".", "_") + "_deg"
+
+
+def prepare_dense_batch(
+    pred, gt, mask, task: str, channels: int | None, allow_empty_masks: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Check and align one batch of a dense task (the common start of ``batch_stats``).
+
+    Args:
+        pred: B x C x h x w prediction (named ``pred_<task>`` in errors).
+        gt: B x C x H x W ground truth (named ``gt_<task>``).
+        mask: B x H x W (or B x 1 x H x W) GT mask.
+        task: task word used in the tensor names of error messages.
+        channels: required channel count C, or ``None`` to accept the GT's.
+        allow_empty_masks: do not raise on samples whose mask is empty.
+
+    Returns:
+        ``(pred, gt, bad, valid)``: the prediction resized to the GT size (still with any
+        non-finite values), the GT, the B x H x W mask pixels with a non-finite prediction, and the
+        mask pixels without one.
+    """
+    gt = check_bchw(gt, f"gt_{task}", channels=channels)
+    pred = check_bchw(pred, f"pred_{task}", channels=gt.shape[1])
+    check_same_batch(pred, gt, f"pred_{task}", f"gt_{task}")
+    b, _, h, w = gt.shape
+    m = as_mask(mask, "mask", (b, h, w)).to(gt.device)
+    if not allow_empty_masks:
+        require_nonempty(m, "mask")
+    pred = resize_to(pred.to(gt.device), (h, w))
+    bad = nonfinite_pixels(pred) & m
+    return pred, gt, bad, m & ~bad
+
+
+def pixel_sample_ids(valid: torch.Tensor) -> torch.Tensor:
+    """1-D batch index of every True pixel of a B x H x W mask (in ``valid[...]`` order)."""
+    b, h, w = valid.shape
+    return torch.arange(b, device=valid.device).view(b, 1, 1).expand(b, h, w)[valid]
+
+
+def per_sample_sum(values: torch.Tensor, sample: torch.Tensor, batch: int) -> torch.Tensor:
+    """Sum the rows of ``values`` (N x ...) into ``batch`` rows by their sample id (N)."""
+    out = torch.zeros((batch, *values.shape[1:]), dtype=values.dtype, device=values.device)
+    return out.index_add_(0, sample, values)
+
+
+def unit_angle_deg(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Angle in degrees between unit vectors along dim 1: ``acos(clamp(dot, -1, 1))``."""
+    return torch.rad2deg(torch.acos((a * b).sum(1).clamp(-1.0, 1.0)))
+
+
+def require_valid_pixels(state: dict[str, torch.Tensor], evaluator: str) -> int:
+    """The pooled ``pixels`` count; a ValueError naming ``evaluator`` when it is zero."""
+    n = int(state["pixels"])
+    if n == 0:
+        raise ValueError(
+            f"{evaluator}: no valid pixel (samples: {int(state['num_samples'])}, "
+            f"non-finite predicted pixels: {int(state['nonfinite_pred_pixels'])})"
+        )
+    return n

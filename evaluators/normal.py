@@ -34,12 +34,11 @@ import torch.nn.functional as F
 from evaluators.base import Evaluator
 from evaluators.dense_common import (
     angle_key,
-    as_mask,
-    check_bchw,
-    check_same_batch,
-    nonfinite_pixels,
-    require_nonempty,
-    resize_to,
+    per_sample_sum,
+    pixel_sample_ids,
+    prepare_dense_batch,
+    require_valid_pixels,
+    unit_angle_deg,
 )
 
 OFFICIAL_BIN_DEG = 0.5
@@ -56,9 +55,7 @@ def angular_error_deg(pred: torch.Tensor, gt: torch.Tensor, eps: float = 1e-12) 
         >>> angular_error_deg(a, b).item()
         90.0
     """
-    p = F.normalize(pred, dim=1, eps=eps)
-    g = F.normalize(gt, dim=1, eps=eps)
-    return torch.rad2deg(torch.acos((p * g).sum(1).clamp(-1.0, 1.0)))
+    return unit_angle_deg(F.normalize(pred, dim=1, eps=eps), F.normalize(gt, dim=1, eps=eps))
 
 
 def angle_histogram(angles: torch.Tensor, sample: torch.Tensor, batch: int, bin_deg: float) -> torch.Tensor:
@@ -168,42 +165,25 @@ class NormalEvaluator(Evaluator):
             gt: B x 3 x H x W GT normals.
             mask: B x H x W (or B x 1 x H x W) GT mask (bool or > 0.5).
         """
-        gt = check_bchw(gt, "gt_normal", channels=3)
-        pred = check_bchw(pred, "pred_normal", channels=3)
-        check_same_batch(pred, gt, "pred_normal", "gt_normal")
-        b, _, h, w = gt.shape
-        m = as_mask(mask, "mask", (b, h, w)).to(gt.device)
-        if not self.allow_empty_masks:
-            require_nonempty(m, "mask")
-        pred = resize_to(pred.to(gt.device), (h, w))
-        bad = nonfinite_pixels(pred) & m
-        valid = m & ~bad
+        pred, gt, bad, valid = prepare_dense_batch(pred, gt, mask, "normal", 3, self.allow_empty_masks)
+        b = gt.shape[0]
         ang = angular_error_deg(torch.nan_to_num(pred), gt)
-        sample = torch.arange(b, device=gt.device).view(b, 1, 1).expand(b, h, w)[valid]
+        sample = pixel_sample_ids(valid)
         a = ang[valid]
         a64 = a.to(torch.float64)
         thr = torch.tensor(self.thresholds, device=a.device, dtype=a.dtype)
-        within = torch.zeros(b, len(self.thresholds), dtype=torch.int64, device=a.device)
-        within.index_add_(0, sample, (a[:, None] < thr).to(torch.int64))
         return {
             "pixels": valid.flatten(1).sum(1),
-            "sum_angle": torch.zeros(b, dtype=torch.float64, device=a.device).index_add_(0, sample, a64),
-            "sum_angle_sq": torch.zeros(b, dtype=torch.float64, device=a.device).index_add_(
-                0, sample, a64 * a64
-            ),
-            "within": within,
+            "sum_angle": per_sample_sum(a64, sample, b),
+            "sum_angle_sq": per_sample_sum(a64 * a64, sample, b),
+            "within": per_sample_sum((a[:, None] < thr).to(torch.int64), sample, b),
             "hist_official": angle_histogram(a, sample, b, self.bin_deg),
             "hist_fine": quantised_histogram(a, sample, b, FINE_BIN_DEG),
             "nonfinite_pred_pixels": bad.flatten(1).sum(1),
         }
 
     def compute_from_state(self, s: dict[str, torch.Tensor]) -> dict:
-        n = int(s["pixels"])
-        if n == 0:
-            raise ValueError(
-                f"NormalEvaluator: no valid pixel (samples: {int(s['num_samples'])}, "
-                f"non-finite predicted pixels: {int(s['nonfinite_pred_pixels'])})"
-            )
+        n = require_valid_pixels(s, "NormalEvaluator")
         out = {
             "normal_mae": float(s["sum_angle"]) / n,
             "normal_median_deg": histogram_bin_centre_median(s["hist_official"], self.bin_deg),

@@ -34,12 +34,12 @@ import torch.nn.functional as F
 from evaluators.base import Evaluator
 from evaluators.dense_common import (
     angle_key,
-    as_mask,
-    check_bchw,
-    check_same_batch,
     nonfinite_pixels,
-    require_nonempty,
-    resize_to,
+    per_sample_sum,
+    pixel_sample_ids,
+    prepare_dense_batch,
+    require_valid_pixels,
+    unit_angle_deg,
 )
 
 DEFAULT_DISTANCES = (0.05, 0.1, 0.2)
@@ -177,8 +177,7 @@ class PointmapEvaluator(Evaluator):
         rel = l2 / g.norm(dim=1).clamp_min(1e-12)
 
         def per_sample(x):
-            out = torch.zeros((b, *x.shape[1:]), dtype=x.dtype, device=x.device)
-            return out.index_add_(0, sample, x)
+            return per_sample_sum(x, sample, b)
 
         thr = torch.tensor(self.dist_thr, dtype=torch.float64, device=l2.device)
         return {
@@ -198,18 +197,11 @@ class PointmapEvaluator(Evaluator):
             gt: B x 3 x H x W GT pointmap.
             mask: B x H x W (or B x 1 x H x W) GT mask.
         """
-        gt = check_bchw(gt, "gt_pointmap", channels=3)
-        pred = check_bchw(pred, "pred_pointmap", channels=3)
-        check_same_batch(pred, gt, "pred_pointmap", "gt_pointmap")
-        b, _, h, w = gt.shape
-        m = as_mask(mask, "mask", (b, h, w)).to(gt.device)
-        if not self.allow_empty_masks:
-            require_nonempty(m, "mask")
-        pred = resize_to(pred.to(gt.device), (h, w))
-        bad = nonfinite_pixels(pred) & m
-        valid = m & ~bad
+        pred, gt, bad, valid = prepare_dense_batch(pred, gt, mask, "pointmap", 3, self.allow_empty_masks)
+        b = gt.shape[0]
+        m = valid | bad  # the GT mask
         pred0 = torch.where(torch.isfinite(pred), pred, torch.zeros_like(pred))
-        sample = torch.arange(b, device=gt.device).view(b, 1, 1).expand(b, h, w)[valid]
+        sample = pixel_sample_ids(valid)
         rows: dict[str, torch.Tensor] = {
             "pixels": valid.flatten(1).sum(1),
             "nonfinite_pred_pixels": bad.flatten(1).sum(1),
@@ -229,25 +221,17 @@ class PointmapEvaluator(Evaluator):
         # a non-finite prediction spoils the 5x5 Sobel neighbourhood around it
         near_bad = F.max_pool2d(nonfinite_pixels(pred)[:, None].float(), 5, stride=1, padding=2)[:, 0] > 0
         nvalid = m & ~near_bad
-        nsample = torch.arange(b, device=gt.device).view(b, 1, 1).expand(b, h, w)[nvalid]
-        ang = torch.rad2deg(torch.acos((n_pred * n_gt).sum(1).clamp(-1.0, 1.0)))[nvalid].to(torch.float64)
+        nsample = pixel_sample_ids(nvalid)
+        ang = unit_angle_deg(n_pred, n_gt)[nvalid].to(torch.float64)
         athr = torch.tensor(self.ang_thr, dtype=torch.float64, device=ang.device)
-        z = torch.zeros(b, dtype=torch.float64, device=ang.device)
         rows["normal_pixels"] = nvalid.flatten(1).sum(1)
-        rows["sum_angle"] = z.clone().index_add_(0, nsample, ang)
-        rows["sum_angle_sq"] = z.clone().index_add_(0, nsample, ang * ang)
-        rows["within_angle"] = torch.zeros(
-            b, len(self.ang_thr), dtype=torch.int64, device=ang.device
-        ).index_add_(0, nsample, (ang[:, None] < athr).to(torch.int64))
+        rows["sum_angle"] = per_sample_sum(ang, nsample, b)
+        rows["sum_angle_sq"] = per_sample_sum(ang * ang, nsample, b)
+        rows["within_angle"] = per_sample_sum((ang[:, None] < athr).to(torch.int64), nsample, b)
         return rows
 
     def compute_from_state(self, s: dict[str, torch.Tensor]) -> dict:
-        n = int(s["pixels"])
-        if n == 0:
-            raise ValueError(
-                f"PointmapEvaluator: no valid pixel (samples: {int(s['num_samples'])}, "
-                f"non-finite predicted pixels: {int(s['nonfinite_pred_pixels'])})"
-            )
+        n = require_valid_pixels(s, "PointmapEvaluator")
         out: dict = {}
         for v in VARIANTS:
             out[v + "l2_mean"] = float(s[v + "sum_l2"]) / n

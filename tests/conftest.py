@@ -29,3 +29,19 @@ def golden_models(shared_dir) -> Path:
 @pytest.fixture(scope="session")
 def golden_metrics(shared_dir) -> Path:
     return shared_dir / "golden" / "metrics"
+
+
+@pytest.fixture(scope="session")
+def golden_metric_results(golden_metrics):
+    """A function ``task -> [CaseResult]`` running that task's golden metric cases (at least one)."""
+    from evaluators.parity import run_metric_case
+    from sapiens2.utils_io import read_json
+
+    manifest = read_json(golden_metrics / "manifest.json")
+
+    def run(task: str) -> list:
+        cases = [c for c in manifest["cases"] if c.get("task") == task]
+        assert cases, f"no golden metric case for task {task!r} in {golden_metrics}"
+        return [run_metric_case(case, golden_metrics, manifest) for case in cases]
+
+    return run

@@ -13,6 +13,11 @@ from sapiens2.cli.main import main
 cv2 = pytest.importorskip("cv2")
 
 
+def _eval(task: str, root, *extra: str) -> int:
+    """Exit code of ``sapiens2-bench eval TASK --pred ROOT/pred --gt ROOT/gt EXTRA...``."""
+    return main(["eval", task, "--pred", str(root / "pred"), "--gt", str(root / "gt"), *extra])
+
+
 def _write_normal_set(root, n=3, h=16, w=12, png16=False):
     rng = np.random.default_rng(0)
     for d in ("pred", "gt", "mask"):
@@ -44,22 +49,8 @@ def test_eval_normal_folder_matches_evaluator(tmp_path, capsys, png16):
 
     pred, gt, mask = _write_normal_set(tmp_path, png16=png16)
     out = tmp_path / "res" / "normal.json"
-    code = main(
-        [
-            "eval",
-            "normal",
-            "--pred",
-            str(tmp_path / "pred"),
-            "--gt",
-            str(tmp_path / "gt"),
-            "--mask",
-            str(tmp_path / "mask"),
-            "--json",
-            str(out),
-            "--batch-size",
-            "2",
-        ]
-    )
+    code = _eval("normal", tmp_path, "--mask", str(tmp_path / "mask"),
+                 "--json", str(out), "--batch-size", "2")
     assert code == 0
     assert "normal_mae" in capsys.readouterr().out
     res = json.loads(out.read_text())
@@ -79,21 +70,7 @@ def test_eval_seg_png_labels_and_npy_logits(tmp_path):
         logits = np.eye(29, dtype=np.float32)[lab].transpose(2, 0, 1) * 5
         np.save(tmp_path / "pred" / f"{i}.npy", logits)
     out = tmp_path / "seg.json"
-    assert (
-        main(
-            [
-                "eval",
-                "seg",
-                "--pred",
-                str(tmp_path / "pred"),
-                "--gt",
-                str(tmp_path / "gt"),
-                "--json",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert _eval("seg", tmp_path, "--json", str(out)) == 0
     res = json.loads(out.read_text())
     assert res["metrics"]["aAcc"] == 100.0 and "per_class" in res
 
@@ -109,32 +86,18 @@ def test_eval_exr_pointmap(tmp_path):
         pytest.skip("this OpenCV build cannot write EXR")
     np.save(tmp_path / "pred" / "a.npy", g.transpose(2, 0, 1))
     out = tmp_path / "pm.json"
-    assert (
-        main(
-            [
-                "eval",
-                "pointmap",
-                "--pred",
-                str(tmp_path / "pred"),
-                "--gt",
-                str(tmp_path / "gt"),
-                "--json",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert _eval("pointmap", tmp_path, "--json", str(out)) == 0
     assert json.loads(out.read_text())["metrics"]["l2_mean"] < 1e-6
 
 
 def test_eval_errors_name_the_file(tmp_path, capsys):
     _write_normal_set(tmp_path)
     (tmp_path / "pred" / "0001.npy").unlink()
-    code = main(["eval", "normal", "--pred", str(tmp_path / "pred"), "--gt", str(tmp_path / "gt")])
+    code = _eval("normal", tmp_path)
     assert code == 1
     assert "0001" in capsys.readouterr().err
     np.save(tmp_path / "pred" / "0001.npy", np.zeros((4, 4, 4), np.float32))
-    assert main(["eval", "normal", "--pred", str(tmp_path / "pred"), "--gt", str(tmp_path / "gt")]) == 1
+    assert _eval("normal", tmp_path) == 1
     assert "0001.npy" in capsys.readouterr().err
     assert main(["eval", "albedo", "--pred", str(tmp_path / "nope"), "--gt", str(tmp_path / "gt")]) == 1
     assert "nope" in capsys.readouterr().err

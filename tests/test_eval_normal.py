@@ -19,15 +19,8 @@ def _case(seed=0, b=2, h=16, w=12):
     return pred, gt, mask
 
 
-def test_golden_normal_cases(golden_metrics):
-    from evaluators.parity import run_metric_case
-    from sapiens2.utils_io import read_json
-
-    manifest = read_json(golden_metrics / "manifest.json")
-    cases = [c for c in manifest["cases"] if c.get("task") == "normal"]
-    assert cases
-    for case in cases:
-        res = run_metric_case(case, golden_metrics, manifest)
+def test_golden_normal_cases(golden_metric_results):
+    for res in golden_metric_results("normal"):
         assert res.passed, res.message
 
 

@@ -56,15 +56,8 @@ def test_matches_mmseg_iou_metric(seed, nan_to_num):
         assert ours["per_class"]["IoU"]["5"] == 0.0
 
 
-def test_golden_seg_cases(golden_metrics):
-    from evaluators.parity import run_metric_case
-    from sapiens2.utils_io import read_json
-
-    manifest = read_json(golden_metrics / "manifest.json")
-    cases = [c for c in manifest["cases"] if c.get("task") == "seg"]
-    assert cases
-    for case in cases:
-        res = run_metric_case(case, golden_metrics, manifest)
+def test_golden_seg_cases(golden_metric_results):
+    for res in golden_metric_results("seg"):
         assert res.passed, res.message
         assert res.errors["per_class.IoU"] <= 1e-4
 

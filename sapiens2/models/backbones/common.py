@@ -254,3 +254,124 @@ def trunc_normal_init(module: nn.Module) -> None:
             nn.init.ones_(module.weight)
         if getattr(module, "bias", None) is not None:
             nn.init.zeros_(module.bias)
+
+
+class ViTBackboneBase(nn.Module):
+    """The uniform backbone contract shared by Sapiens2 and Sapiens (v1): output formatting,
+    probing intermediates and stage freezing.
+
+    Subclasses set ``embed_dims``, ``num_layers``, ``in_channels``, ``out_type``, ``out_indices``,
+    ``num_extra_tokens``, ``frozen_stages``, ``cls_token`` (or ``None``) and ``ln1`` (the final norm
+    or ``None``), and implement :meth:`valid_input_size`, :meth:`_embed_tokens`,
+    :meth:`_block_list` and :meth:`_stem`.
+    """
+
+    def valid_input_size(self, h: int, w: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def _embed_tokens(self, x: Tensor) -> tuple[Tensor, tuple[int, int], dict]:
+        """Turn a checked image batch into ``(tokens, (h, w), keyword args for every block)``."""
+        raise NotImplementedError
+
+    def _block_list(self) -> Sequence[nn.Module]:
+        raise NotImplementedError
+
+    def _stem(self) -> list:
+        """Modules and parameters before the blocks, frozen with any ``frozen_stages > 0``; its
+        parameters are also the ones :meth:`init_weights` initialises (in this order)."""
+        raise NotImplementedError
+
+    def _init_outputs(self, family: str, out_type: str, out_indices, with_cls_token: bool,
+                      frozen_stages: int, init_cfg: dict | None) -> None:
+        """Validate and store the output and freezing options (``num_layers`` must be set)."""
+        self.out_type = check_out_type(out_type)
+        self.out_indices = normalize_out_indices(out_indices, self.num_layers)
+        self.with_cls_token = with_cls_token
+        if not with_cls_token and out_type == "cls_token":
+            raise ValueError(f"{family}: with_cls_token must be True when out_type='cls_token'")
+        self.frozen_stages = frozen_stages
+        self.init_cfg = init_cfg
+
+    def init_weights(self) -> None:
+        """Random initialisation of the official code (truncated normal, std 0.02)."""
+        for p in self._stem():
+            if isinstance(p, nn.Parameter):
+                nn.init.trunc_normal_(p, std=0.02)
+        self.apply(trunc_normal_init)
+
+    def _finish_init(self) -> None:
+        """Initialise the weights and freeze the requested stages (end of ``__init__``)."""
+        self.init_weights()
+        self._frozen: list[nn.Module] = []
+        if self.frozen_stages > 0:
+            self._freeze_stages()
+
+    def _freeze_stages(self) -> None:
+        if self.frozen_stages > self.num_layers:
+            raise ValueError(f"frozen_stages {self.frozen_stages} exceeds the {self.num_layers} blocks")
+        frozen = self._stem() + list(self._block_list()[: self.frozen_stages])
+        if self.frozen_stages == self.num_layers:
+            frozen.append(self.ln1)
+        for m in frozen:
+            freeze(m)
+        self._frozen = [m for m in frozen if isinstance(m, nn.Module)]
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        if mode:
+            for m in self._frozen:
+                m.eval()
+        return self
+
+    def _run_blocks(self, x: Tensor, indices: list[int]):
+        """Yield ``(index, tokens, hw)`` after each requested block (final norm on the last one)."""
+        check_image_batch(x, self.in_channels)
+        self.valid_input_size(x.shape[2], x.shape[3])
+        tokens, hw, block_kwargs = self._embed_tokens(x)
+        last_needed, wanted = max(indices), set(indices)
+        for i, blk in enumerate(self._block_list()):
+            tokens = blk(tokens, **block_kwargs)
+            if i == self.num_layers - 1 and self.ln1 is not None:
+                tokens = self.ln1(tokens)
+            if i in wanted:
+                yield i, tokens, hw
+            if i == last_needed:
+                break
+
+    def forward(self, x: Tensor) -> tuple[Tensor, ...]:
+        """Run the backbone.
+
+        Args:
+            x: images, B x C x H x W (see :meth:`valid_input_size`).
+
+        Returns:
+            One output per out index, formatted by :attr:`out_type`.
+        """
+        check_out_type(self.out_type)
+        if self.out_type == "cls_token" and self.cls_token is None:
+            raise ValueError("out_type 'cls_token' needs with_cls_token=True")
+        return tuple(
+            format_tokens(t, self.out_type, hw, self.num_extra_tokens)
+            for _, t, hw in self._run_blocks(x, self.out_indices)
+        )
+
+    def forward_intermediates(self, x: Tensor, indices=None) -> tuple[list[Tensor], list[Tensor]]:
+        """Feature maps and CLS tokens after the chosen blocks (for probing).
+
+        Args:
+            x: images, B x C x H x W.
+            indices: block indices (negatives count from the end) or an int ``n`` for the last
+                ``n`` blocks; ``None`` uses :attr:`out_indices`.
+
+        Returns:
+            ``(featmaps, cls_tokens)``: lists of B x C x h x w and B x C tensors in the order of
+            ``indices`` (``cls_tokens`` is empty without a CLS token). The last block's output
+            has the final norm applied, as in :meth:`forward`.
+        """
+        order = (
+            self.out_indices if indices is None else resolve_intermediate_indices(indices, self.num_layers)
+        )
+        found = {i: (t, hw) for i, t, hw in self._run_blocks(x, order)}
+        feats = [format_tokens(found[i][0], "featmap", found[i][1], self.num_extra_tokens) for i in order]
+        cls = [found[i][0][:, 0] for i in order] if self.cls_token is not None else []
+        return feats, cls

@@ -10,16 +10,10 @@ from sapiens2.registry import MODELS
 from .common import (
     SAPIENS2_ARCHS,
     PatchEmbed,
-    check_image_batch,
+    ViTBackboneBase,
     check_input_size,
-    check_out_type,
-    format_tokens,
-    freeze,
-    normalize_out_indices,
     resolve_arch,
-    resolve_intermediate_indices,
     to_2tuple,
-    trunc_normal_init,
 )
 from .sapiens2_layers import RopePositionEmbedding, Sapiens2Block, WindowTokenizer
 
@@ -39,7 +33,7 @@ def kv_heads_per_layer(num_layers: int, num_heads: int) -> list[int]:
 
 
 @MODELS.register_module()
-class Sapiens2(nn.Module):
+class Sapiens2(ViTBackboneBase):
     """Sapiens2 ViT: RMSNorm, QK-Norm, GQA in the middle blocks, SwiGLU, LayerScale on the
     attention branch, 2-D RoPE on patch tokens, a CLS token and storage (register) tokens.
 
@@ -104,13 +98,7 @@ class Sapiens2(nn.Module):
         self.patch_size = int(patch_size)
         self.in_channels = in_channels
         self.window_size = window_size if use_tokenizer else 1
-        self.out_type = check_out_type(out_type)
-        self.out_indices = normalize_out_indices(out_indices, self.num_layers)
-        self.frozen_stages = frozen_stages
-        self.init_cfg = init_cfg
-        self.with_cls_token = with_cls_token
-        if not with_cls_token and out_type == "cls_token":
-            raise ValueError("Sapiens2: with_cls_token must be True when out_type='cls_token'")
+        self._init_outputs("Sapiens2", out_type, out_indices, with_cls_token, frozen_stages, init_cfg)
 
         self.patch_embed = PatchEmbed(in_channels, self.embed_dims, self.patch_size)
         self.rope_embed = RopePositionEmbedding(head_dim, base=100.0, dtype=pos_embed_rope_dtype)
@@ -145,18 +133,14 @@ class Sapiens2(nn.Module):
         self.final_norm = final_norm
         self.ln1 = nn.RMSNorm(self.embed_dims, eps=1e-6) if final_norm else None
         self.fast_attention = fast_attention
-        self.init_weights()
-        self._frozen: list[nn.Module] = []
-        if frozen_stages > 0:
-            self._freeze_stages()
+        self._finish_init()
 
     # ------------------------------------------------------------------ setup
-    def init_weights(self) -> None:
-        """Random initialisation of the official code (truncated normal, std 0.02)."""
-        for p in (self.cls_token, self.storage_tokens):
-            if p is not None:
-                nn.init.trunc_normal_(p, std=0.02)
-        self.apply(trunc_normal_init)
+    def _stem(self) -> list:
+        return [self.patch_embed, self.cls_token, self.storage_tokens, self.tokenizer]
+
+    def _block_list(self) -> nn.Sequential:
+        return self.blocks
 
     @property
     def fast_attention(self) -> bool:
@@ -168,24 +152,6 @@ class Sapiens2(nn.Module):
         for m in self.modules():
             if hasattr(m, "fast") and not isinstance(m, Sapiens2):
                 m.fast = self._fast_attention
-
-    def _freeze_stages(self) -> None:
-        if self.frozen_stages > self.num_layers:
-            raise ValueError(f"frozen_stages {self.frozen_stages} exceeds the {self.num_layers} blocks")
-        frozen: list = [self.patch_embed, self.cls_token, self.storage_tokens, self.tokenizer]
-        frozen += list(self.blocks[: self.frozen_stages])
-        if self.frozen_stages == self.num_layers:
-            frozen.append(self.ln1)
-        for m in frozen:
-            freeze(m)
-        self._frozen = [m for m in frozen if isinstance(m, nn.Module)]
-
-    def train(self, mode: bool = True):
-        super().train(mode)
-        if mode:
-            for m in self._frozen:
-                m.eval()
-        return self
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -207,9 +173,7 @@ class Sapiens2(nn.Module):
         return h // self.size_multiple, w // self.size_multiple
 
     # ------------------------------------------------------------------ forward
-    def _embed(self, x: Tensor) -> tuple[Tensor, tuple[int, int]]:
-        check_image_batch(x, self.in_channels)
-        self.valid_input_size(x.shape[2], x.shape[3])
+    def _embed_tokens(self, x: Tensor) -> tuple[Tensor, tuple[int, int], dict]:
         tokens, hw = self.patch_embed(x)
         if self.tokenizer is not None:
             tokens, hw = self.tokenizer(tokens, hw)
@@ -217,60 +181,7 @@ class Sapiens2(nn.Module):
         prefix = [p.expand(b, -1, -1) for p in (self.cls_token, self.storage_tokens) if p is not None]
         if prefix:
             tokens = torch.cat(prefix + [tokens], dim=1)
-        return tokens, hw
-
-    def _run_blocks(self, x: Tensor, indices: list[int]):
-        """Yield ``(index, tokens)`` after each requested block (final norm on the last one)."""
-        tokens, hw = self._embed(x)
-        rope = self.rope_embed(*hw)
-        last_needed = max(indices)
-        wanted = set(indices)
-        for i, blk in enumerate(self.blocks):
-            tokens = blk(tokens, rope=rope)
-            if i == self.num_layers - 1 and self.ln1 is not None:
-                tokens = self.ln1(tokens)
-            if i in wanted:
-                yield i, tokens, hw
-            if i == last_needed:
-                break
-
-    def forward(self, x: Tensor) -> tuple[Tensor, ...]:
-        """Run the backbone.
-
-        Args:
-            x: images, B x C x H x W, sides multiples of :attr:`size_multiple`.
-
-        Returns:
-            One output per out index, formatted by :attr:`out_type`.
-        """
-        check_out_type(self.out_type)
-        if self.out_type == "cls_token" and self.cls_token is None:
-            raise ValueError("out_type 'cls_token' needs with_cls_token=True")
-        return tuple(
-            format_tokens(t, self.out_type, hw, self.num_extra_tokens)
-            for _, t, hw in self._run_blocks(x, self.out_indices)
-        )
-
-    def forward_intermediates(self, x: Tensor, indices=None) -> tuple[list[Tensor], list[Tensor]]:
-        """Feature maps and CLS tokens after the chosen blocks (for probing).
-
-        Args:
-            x: images, B x C x H x W.
-            indices: block indices (negatives count from the end) or an int ``n`` for the last
-                ``n`` blocks; ``None`` uses :attr:`out_indices`.
-
-        Returns:
-            ``(featmaps, cls_tokens)``: lists of B x C x h x w and B x C tensors in the order of
-            ``indices`` (``cls_tokens`` is empty without a CLS token). The last block's output
-            has the final norm applied, as in :meth:`forward`.
-        """
-        order = (
-            self.out_indices if indices is None else resolve_intermediate_indices(indices, self.num_layers)
-        )
-        found = {i: (t, hw) for i, t, hw in self._run_blocks(x, order)}
-        feats = [format_tokens(found[i][0], "featmap", found[i][1], self.num_extra_tokens) for i in order]
-        cls = [found[i][0][:, 0] for i in order] if self.cls_token is not None else []
-        return feats, cls
+        return tokens, hw, {"rope": self.rope_embed(*hw)}
 
     def extra_repr(self) -> str:
         return (

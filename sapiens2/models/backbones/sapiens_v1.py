@@ -12,16 +12,10 @@ from sapiens2.registry import MODELS
 from .common import (
     SAPIENS_V1_ARCHS,
     PatchEmbed,
-    check_image_batch,
+    ViTBackboneBase,
     check_input_size,
-    check_out_type,
-    format_tokens,
-    freeze,
-    normalize_out_indices,
     resolve_arch,
-    resolve_intermediate_indices,
     to_2tuple,
-    trunc_normal_init,
 )
 from .sapiens2_layers import eager_attention
 
@@ -88,7 +82,7 @@ def resize_pos_embed(pos_embed: Tensor, src: tuple[int, int], dst: tuple[int, in
 
 
 @MODELS.register_module()
-class Sapiens(nn.Module):
+class Sapiens(ViTBackboneBase):
     """Sapiens v1 ViT (archs ``sapiens_0.3b``, ``0.6b``, ``1b``, ``2b`` or a settings dict).
 
     Args:
@@ -132,14 +126,8 @@ class Sapiens(nn.Module):
         self.img_size = to_2tuple(img_size)
         check_input_size(*self.img_size, self.patch_size, f"img_size vs patch size {self.patch_size}")
         self.patch_resolution = (self.img_size[0] // self.patch_size, self.img_size[1] // self.patch_size)
-        self.out_type = check_out_type(out_type)
-        self.out_indices = normalize_out_indices(out_indices, self.num_layers)
-        self.with_cls_token = with_cls_token
-        if not with_cls_token and out_type == "cls_token":
-            raise ValueError("Sapiens: with_cls_token must be True when out_type='cls_token'")
+        self._init_outputs("Sapiens", out_type, out_indices, with_cls_token, frozen_stages, init_cfg)
         self.num_extra_tokens = int(with_cls_token)
-        self.frozen_stages = frozen_stages
-        self.init_cfg = init_cfg
 
         self.patch_embed = PatchEmbed(in_channels, self.embed_dims, self.patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims)) if with_cls_token else None
@@ -152,17 +140,13 @@ class Sapiens(nn.Module):
         self.final_norm = final_norm
         self.ln1 = nn.LayerNorm(self.embed_dims, eps=1e-6) if final_norm else None
         self.fast_attention = fast_attention
-        self.init_weights()
-        self._frozen: list[nn.Module] = []
-        if frozen_stages > 0:
-            self._freeze_stages()
+        self._finish_init()
 
-    def init_weights(self) -> None:
-        """Truncated-normal initialisation (std 0.02) of tokens, position embedding and linears."""
-        for p in (self.cls_token, self.pos_embed):
-            if p is not None:
-                nn.init.trunc_normal_(p, std=0.02)
-        self.apply(trunc_normal_init)
+    def _stem(self) -> list:
+        return [self.patch_embed, self.cls_token, self.pos_embed]
+
+    def _block_list(self) -> nn.ModuleList:
+        return self.layers
 
     @property
     def fast_attention(self) -> bool:
@@ -174,24 +158,6 @@ class Sapiens(nn.Module):
         for layer in self.layers:
             layer.attn.fast = self._fast_attention
 
-    def _freeze_stages(self) -> None:
-        if self.frozen_stages > self.num_layers:
-            raise ValueError(f"frozen_stages {self.frozen_stages} exceeds the {self.num_layers} blocks")
-        frozen: list = [self.patch_embed, self.cls_token, self.pos_embed]
-        frozen += list(self.layers[: self.frozen_stages])
-        if self.frozen_stages == self.num_layers:
-            frozen.append(self.ln1)
-        for m in frozen:
-            freeze(m)
-        self._frozen = [m for m in frozen if isinstance(m, nn.Module)]
-
-    def train(self, mode: bool = True):
-        super().train(mode)
-        if mode:
-            for m in self._frozen:
-                m.eval()
-        return self
-
     def valid_input_size(self, h: int, w: int) -> tuple[int, int]:
         """Check an input size; return its patch grid.
 
@@ -201,39 +167,9 @@ class Sapiens(nn.Module):
         check_input_size(int(h), int(w), self.patch_size, f"patch size {self.patch_size}")
         return h // self.patch_size, w // self.patch_size
 
-    def _run_blocks(self, x: Tensor, indices: list[int]):
-        check_image_batch(x, self.in_channels)
-        self.valid_input_size(x.shape[2], x.shape[3])
+    def _embed_tokens(self, x: Tensor) -> tuple[Tensor, tuple[int, int], dict]:
         tokens, hw = self.patch_embed(x)
         if self.cls_token is not None:
             tokens = torch.cat((self.cls_token.expand(tokens.shape[0], -1, -1), tokens), dim=1)
         tokens = tokens + resize_pos_embed(self.pos_embed, self.patch_resolution, hw, self.num_extra_tokens)
-        last_needed, wanted = max(indices), set(indices)
-        for i, layer in enumerate(self.layers):
-            tokens = layer(tokens)
-            if i == self.num_layers - 1 and self.ln1 is not None:
-                tokens = self.ln1(tokens)
-            if i in wanted:
-                yield i, tokens, hw
-            if i == last_needed:
-                break
-
-    def forward(self, x: Tensor) -> tuple[Tensor, ...]:
-        """Run the backbone; one output per out index, formatted by :attr:`out_type`."""
-        check_out_type(self.out_type)
-        if self.out_type == "cls_token" and self.cls_token is None:
-            raise ValueError("out_type 'cls_token' needs with_cls_token=True")
-        return tuple(
-            format_tokens(t, self.out_type, hw, self.num_extra_tokens)
-            for _, t, hw in self._run_blocks(x, self.out_indices)
-        )
-
-    def forward_intermediates(self, x: Tensor, indices=None) -> tuple[list[Tensor], list[Tensor]]:
-        """Feature maps and CLS tokens after the chosen blocks; see ``Sapiens2.forward_intermediates``."""
-        order = (
-            self.out_indices if indices is None else resolve_intermediate_indices(indices, self.num_layers)
-        )
-        found = {i: (t, hw) for i, t, hw in self._run_blocks(x, order)}
-        feats = [format_tokens(found[i][0], "featmap", found[i][1], self.num_extra_tokens) for i in order]
-        cls = [found[i][0][:, 0] for i in order] if self.cls_token is not None else []
-        return feats, cls
+        return tokens, hw, {}

@@ -136,3 +136,41 @@ def check_channels(head: str, x: torch.Tensor, in_channels: int) -> None:
     if x.shape[1] != in_channels:
         raise ValueError(f"{head}: expected a feature map with {in_channels} channels, got shape "
                          f"{tuple(x.shape)}")
+
+
+class DeconvConvHead(nn.Module):
+    """Deconvolutions (x2 each), k x k convs, then a 1x1 predictor conv (pose and seg heads).
+
+    Every deconv and conv is followed by InstanceNorm (no affine) and SiLU. Subclasses set
+    ``predictor_name`` (the official attribute name of the final 1x1 conv, so checkpoints load by key).
+
+    Args:
+        in_channels: channels of the backbone feature map.
+        num_outputs: channels of the prediction.
+        deconv_out_channels: output channels of each deconv stage.
+        deconv_kernel_sizes: kernel of each deconv stage (2, 3 or 4).
+        conv_out_channels: output channels of each conv stage.
+        conv_kernel_sizes: kernel of each conv stage.
+        loss_decode: training loss config of the official head; stored, unused.
+    """
+
+    predictor_name = "conv_out"
+
+    def __init__(self, in_channels: int, num_outputs: int, deconv_out_channels: Sequence[int] = (),
+                 deconv_kernel_sizes: Sequence[int] = (), conv_out_channels: Sequence[int] = (),
+                 conv_kernel_sizes: Sequence[int] = (), loss_decode: dict | list | None = None) -> None:
+        super().__init__()
+        self.in_channels = in_channels
+        self.loss_decode = loss_decode
+        self.deconv_layers = deconv_stack(in_channels, deconv_out_channels, deconv_kernel_sizes)
+        mid = deconv_out_channels[-1] if len(deconv_out_channels) else in_channels
+        self.conv_layers = conv_stack(mid, conv_out_channels, conv_kernel_sizes)
+        mid = conv_out_channels[-1] if len(conv_out_channels) else mid
+        setattr(self, self.predictor_name, nn.Conv2d(mid, num_outputs, 1))
+
+    def forward(self, inputs: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
+        """Prediction B x num_outputs x (H * 2^n) x (W * 2^n) from a feature map (or a backbone
+        output tuple)."""
+        x = last_feature(inputs)
+        check_channels(type(self).__name__, x, self.in_channels)
+        return getattr(self, self.predictor_name)(self.conv_layers(self.deconv_layers(x)))
