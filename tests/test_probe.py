@@ -29,7 +29,7 @@ def test_protocol_id_hashes_every_knob():
     assert p.protocol_id() == ProbeProtocol().protocol_id()
     assert ProbeProtocol.from_dict(p.to_dict()).protocol_id() == p.protocol_id()
     changed = [
-        p.replace(lr=1e-2),
+        p.replace(lr=2e-2),
         p.replace(cls_concat=False),
         p.replace(input_size=(128, 96)),
         p.replace(tasks={"seg": {"decoder": "linear"}}),
@@ -255,3 +255,27 @@ def test_feature_cache_runs_backbone_once_per_image(tmp_path):
     again = FeatureStore(bb, [1, 3], protocol, cache_dir=tmp_path)  # a later run: disk hits only
     b = again.compute(images)
     assert again.backbone_images == 0 and torch.equal(a.feats, b.feats) and torch.equal(a.cls, b.cls)
+
+
+def test_loss_grid_phases_cover_every_pixel_shuffle_sub_position():
+    """With loss_stride s the loss-grid offset cycles over all s*s phases, so a PixelShuffle(4) head
+    has every sub-position trained (a fixed offset trained only 4 of its 16)."""
+    import torch
+
+    from sapiens2.probe.decoders import ProbeDecoder
+    from sapiens2.probe.tasks import build_task
+    from sapiens2.probe.tasks.base import loss_grid
+
+    protocol = ProbeProtocol()
+    task = build_task("seg", protocol)
+    seen = torch.zeros(8, 8, dtype=torch.bool)
+    ys, xs = torch.meshgrid(torch.arange(8), torch.arange(8), indexing="ij")
+    coords = torch.stack([ys, xs]).float()[None]
+    for it in range(protocol.loss_stride**2):
+        task.set_step(it)
+        picked = loss_grid(coords, (8, 8), protocol.loss_stride, task.loss_offset)
+        seen[picked[0, 0].long(), picked[0, 1].long()] = True
+    assert seen.all()
+    dec = ProbeDecoder("pixelshuffle", 5, 29, patch_size=16, output_stride=1)
+    maps, _ = dec(torch.zeros(2, 5, 4, 3), None, (64, 48))
+    assert maps.shape == (2, 29, 64, 48)

@@ -30,9 +30,6 @@ def _protocol(protocol, quick: bool, backbone) -> ProbeProtocol:
         protocol = quick_protocol() if quick else default_protocol()
     elif isinstance(protocol, dict):
         protocol = ProbeProtocol.from_dict(protocol)
-    if backbone == ORACLE:
-        # oracle features are the targets themselves; a linear head can map them exactly
-        protocol = protocol.replace(tasks={t: {"decoder": "linear"} for t in protocol.tasks})
     return protocol
 
 
@@ -173,11 +170,28 @@ def run_probe(
 
 
 def _oracle_features(task, tgt, protocol):
+    """GT-derived features, rearranged losslessly (space-to-depth) to the decoder's stage stride.
+
+    At that stride the protocol's pixel-shuffle decoder has no upsampling stage: its conv block and
+    PixelShuffle head can reproduce the targets exactly, at the same output resolution as for every
+    other backbone, so the oracle is scored under the very protocol of the real backbones.
+    """
+    import torch.nn.functional as F
+
     from sapiens2.probe.features import FeatureSet
 
     feats, cls, patch = task.oracle_features(tgt)
-    size = tuple(protocol.input_size)
-    return FeatureSet(feats.float(), None if cls is None else cls.float(), patch, (1.0, 1.0), size)
+    feats = feats.float()
+    size = tuple(int(v) for v in feats.shape[-2:])
+    valid = (1.0, 1.0)
+    r = protocol.decoder_stage_stride // patch if patch < protocol.decoder_stage_stride else 1
+    if r > 1:
+        pad_h, pad_w = (-size[0]) % r, (-size[1]) % r
+        feats = F.pixel_unshuffle(F.pad(feats, (0, pad_w, 0, pad_h)), r)
+        valid = (size[0] / (size[0] + pad_h), size[1] / (size[1] + pad_w))
+        patch *= r
+    image_size = tuple(protocol.input_size) if task.name == "pose" else size
+    return FeatureSet(feats, None if cls is None else cls.float(), patch, valid, image_size)
 
 
 def _train_eval_record(

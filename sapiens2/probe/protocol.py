@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,17 @@ class TaskSettings:
 def _default_tasks() -> dict[str, TaskSettings]:
     return {
         "pose": TaskSettings(loss="heatmap_mse", loss_weights={"mse": 1000.0}),
-        "seg": TaskSettings(loss="cross_entropy_dice", loss_weights={"ce": 1.0, "dice": 0.5}),
-        "normal": TaskSettings(loss="cosine_l1", loss_weights={"cos": 1.0, "l1": 1.0}),
-        "pointmap": TaskSettings(
-            loss="pointmap_l1_grad_scale", loss_weights={"l1": 1.0, "grad": 1.0, "scale": 1.0}
+        # dense tasks: conv stages to stride 4, then a PixelShuffle(4) head to full resolution
+        "seg": TaskSettings(
+            output_stride=1, loss="cross_entropy_dice", loss_weights={"ce": 1.0, "dice": 0.5}
         ),
-        "albedo": TaskSettings(loss="l1_grad", loss_weights={"l1": 1.0, "grad": 1.0}),
+        "normal": TaskSettings(output_stride=1, loss="cosine_l1", loss_weights={"cos": 1.0, "l1": 1.0}),
+        "pointmap": TaskSettings(
+            output_stride=1,
+            loss="pointmap_l1_grad_scale",
+            loss_weights={"l1": 1.0, "grad": 1.0, "scale": 1.0},
+        ),
+        "albedo": TaskSettings(output_stride=1, loss="l1_grad", loss_weights={"l1": 1.0, "grad": 1.0}),
     }
 
 
@@ -70,6 +75,9 @@ class ProbeProtocol:
             for backbones without a CLS token; the record says so).
         decoder_channels: hidden width of the pixel-shuffle decoder.
         decoder_min_channels: narrowest upsampling stage of the pixel-shuffle decoder.
+        decoder_stage_stride: the pixel-shuffle decoder's conv3x3 + PixelShuffle(2) stages stop at this
+            stride; its prediction conv then emits ``out * r**2`` channels and one PixelShuffle(r) reaches
+            the task's ``output_stride`` (``r = decoder_stage_stride / output_stride``).
         loss_stride: dense training losses use every ``loss_stride``-th GT pixel (predictions are
             bilinearly upsampled to the GT size and read at those pixels); evaluation uses all pixels.
         tasks: per-task decoder/loss settings.
@@ -95,19 +103,20 @@ class ProbeProtocol:
     cls_concat: bool = True
     decoder_channels: int = 64
     decoder_min_channels: int = 32
+    decoder_stage_stride: int = 4
     loss_stride: int = 2
     tasks: dict = field(default_factory=_default_tasks)
     pose_sigma: float = 2.0
     pose_blur_kernel: int = 11
     canonical_focal_length: float = 768.0
     optimizer: str = "adamw"
-    lr: float = 2e-3
+    lr: float = 1e-2
     weight_decay: float = 1e-4
     betas: tuple = (0.9, 0.999)
     schedule: str = "warmup_cosine"
     warmup_iters: int = 20
     min_lr_ratio: float = 0.01
-    iterations: int = 200
+    iterations: int = 300
     batch_size: int = 8
     grad_clip: float = 1.0
     augmentation: str = "none"

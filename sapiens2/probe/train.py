@@ -20,12 +20,16 @@ from sapiens2.probe.decoders import ProbeDecoder
 from sapiens2.utils_io import atomic_write
 
 
-def build_decoder(task, features, protocol, seed: int) -> ProbeDecoder:
-    """The task's decoder for ``features``, initialised from ``seed`` (same on every rank)."""
+def build_decoder(task, features, protocol, seed: int, targets: dict | None = None) -> ProbeDecoder:
+    """The task's decoder for ``features``, initialised from ``seed`` (same on every rank).
+
+    With ``targets`` (the train targets), the global branch's bias starts at the task's train-set
+    prior (:meth:`~sapiens2.probe.tasks.ProbeTask.global_prior`, e.g. the mean log pointmap scale).
+    """
     settings = protocol.task(task.name)
     in_ch, pooled_ch = features.channels(protocol.cls_concat)
     torch.manual_seed(seed)
-    return ProbeDecoder(
+    decoder = ProbeDecoder(
         settings.decoder,
         in_ch,
         task.out_channels,
@@ -33,9 +37,33 @@ def build_decoder(task, features, protocol, seed: int) -> ProbeDecoder:
         min(settings.output_stride, features.patch_size),
         hidden=protocol.decoder_channels,
         min_hidden=protocol.decoder_min_channels,
+        stage_stride=protocol.decoder_stage_stride,
         pooled_channels=pooled_ch,
         global_channels=task.global_channels,
     )
+    if decoder.global_head is not None:
+        decoder.set_pooled_stats(*pooled_stats(features, protocol))
+    prior = task.global_prior(targets) if targets is not None else None
+    if prior is not None and decoder.global_head is not None:
+        with torch.no_grad():
+            decoder.global_head.bias.copy_(prior.to(decoder.global_head.bias))
+    return decoder
+
+
+@torch.no_grad()
+def pooled_stats(features, protocol, eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-channel mean and std of the pooled decoder input over all rows of ``features``.
+
+    Channels that barely vary (std < 1e-3 x the median std) keep std 1 instead of being blown up.
+    """
+    n = features.feats.shape[0]
+    pooled = torch.cat(
+        [features.batch(torch.arange(s, min(n, s + 16)), protocol.cls_concat)[1] for s in range(0, n, 16)]
+    ).double()
+    mean = pooled.mean(0)
+    std = pooled.var(0, unbiased=False).add(eps).sqrt()
+    std = torch.where(std < 1e-3 * std.median(), torch.ones_like(std), std)
+    return mean.float(), std.float()
 
 
 def batch_indices(n: int, batch_size: int, seed: int, it: int) -> torch.Tensor:
@@ -97,16 +125,18 @@ def train_decoder(
     world, rank = dist_utils.world_size(), dist_utils.rank()
     if protocol.batch_size % world:
         raise ValueError(f"global batch size {protocol.batch_size} is not divisible by {world} processes")
-    decoder = build_decoder(task, features, protocol, seed).to(features.feats.device)
+    decoder = build_decoder(task, features, protocol, seed, targets).to(features.feats.device)
     opt = torch.optim.AdamW(
         decoder.parameters(), lr=protocol.lr, betas=tuple(protocol.betas), weight_decay=protocol.weight_decay
     )
     start = 0
     if ckpt_path is not None and Path(ckpt_path).is_file():
         state = torch.load(ckpt_path, map_location=features.feats.device, weights_only=True)
-        decoder.load_state_dict(state["decoder"])
-        opt.load_state_dict(state["optimizer"])
-        start = int(state["iteration"])
+        # a checkpoint of another protocol (or without its id) is stale: start afresh
+        if state.get("protocol_id") == protocol.protocol_id():
+            decoder.load_state_dict(state["decoder"])
+            opt.load_state_dict(state["optimizer"])
+            start = int(state["iteration"])
     model: nn.Module = decoder
     if world > 1:
         dev = features.feats.device
@@ -128,6 +158,7 @@ def train_decoder(
             group["lr"] = protocol.lr * lr_factor(it, protocol)
         idx = batch_indices(n, protocol.batch_size, seed, it)[rank::world]
         maps, glob = forward(model, task, features, idx, protocol)
+        task.set_step(it)
         loss, terms = task.loss(maps, glob, select(targets, idx))
         if not torch.isfinite(loss):
             raise RuntimeError(f"{desc}: non-finite loss at iteration {it} ({terms})")
@@ -141,7 +172,12 @@ def train_decoder(
             bar.set_postfix(loss=f"{loss_val:.4f}", refresh=False)
         done = it + 1
         if ckpt_path is not None and rank == 0 and (done % ckpt_every == 0 or done == protocol.iterations):
-            state = {"decoder": decoder.state_dict(), "optimizer": opt.state_dict(), "iteration": done}
+            state = {
+                "decoder": decoder.state_dict(),
+                "optimizer": opt.state_dict(),
+                "iteration": done,
+                "protocol_id": protocol.protocol_id(),
+            }
             atomic_write(ckpt_path, lambda tmp, s=state: torch.save(s, tmp))
     bar.close()
     decoder.eval()

@@ -32,8 +32,11 @@ class AlbedoTask(ProbeTask):
 
     def loss(self, maps, glob, tgt):
         st = self.protocol.loss_stride
-        pred = torch.sigmoid(loss_grid(maps.float(), tgt["albedo"].shape[-2:], st))
-        gt, mask = subsample(tgt["albedo"], st), subsample(tgt["mask"], st)
+        pred = torch.sigmoid(loss_grid(maps.float(), tgt["albedo"].shape[-2:], st, self.loss_offset))
+        gt, mask = (
+            subsample(tgt["albedo"], st, self.loss_offset),
+            subsample(tgt["mask"], st, self.loss_offset),
+        )
         l1 = per_sample_masked_mean((pred - gt).abs(), mask).mean()
         grad = gradient_l1(pred, gt, mask).mean()
         w = self.settings.loss_weights
@@ -56,5 +59,5 @@ class AlbedoTask(ProbeTask):
 
     def oracle_features(self, tgt):
         # logit of the albedo, so the sigmoid of an identity map reproduces it
-        a = tgt["albedo"].clamp(1e-3, 1 - 1e-3)
+        a = tgt["albedo"].clamp(1e-2, 1 - 1e-2)
         return torch.log(a / (1 - a)), None, 1

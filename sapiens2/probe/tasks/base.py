@@ -42,28 +42,33 @@ def resize_to(pred: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     return F.interpolate(pred, size=tuple(size), mode="bilinear", align_corners=False)
 
 
-def loss_grid(pred: torch.Tensor, gt_size: tuple[int, int], stride: int) -> torch.Tensor:
-    """``pred`` bilinearly upsampled to ``gt_size`` and read at every ``stride``-th pixel (offset stride//2).
+def loss_grid(
+    pred: torch.Tensor, gt_size: tuple[int, int], stride: int, offset: tuple[int, int] | None = None
+) -> torch.Tensor:
+    """``pred`` bilinearly upsampled to ``gt_size`` and read at every ``stride``-th pixel from ``offset``.
 
-    Equals ``resize_to(pred, gt_size)[..., o::stride, o::stride]`` but only computes the picked pixels.
+    Equals ``resize_to(pred, gt_size)[..., oy::stride, ox::stride]`` but only computes the picked pixels
+    (``offset`` defaults to ``(stride // 2, stride // 2)``).
     """
     if stride <= 1:
         return resize_to(pred, gt_size)
     h, w = gt_size
-    o = stride // 2
-    ys = (2 * (torch.arange(o, h, stride, dtype=pred.dtype, device=pred.device) + 0.5) / h) - 1
-    xs = (2 * (torch.arange(o, w, stride, dtype=pred.dtype, device=pred.device) + 0.5) / w) - 1
+    oy, ox = offset if offset is not None else (stride // 2, stride // 2)
+    if tuple(pred.shape[-2:]) == (h, w):
+        return pred[..., oy::stride, ox::stride]
+    ys = (2 * (torch.arange(oy, h, stride, dtype=pred.dtype, device=pred.device) + 0.5) / h) - 1
+    xs = (2 * (torch.arange(ox, w, stride, dtype=pred.dtype, device=pred.device) + 0.5) / w) - 1
     grid = torch.stack(torch.meshgrid(ys, xs, indexing="ij")[::-1], dim=-1)
     grid = grid[None].expand(pred.shape[0], -1, -1, -1)
     return F.grid_sample(pred, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
-def subsample(t: torch.Tensor, stride: int) -> torch.Tensor:
-    """Every ``stride``-th pixel (offset stride//2) of the last two dims."""
+def subsample(t: torch.Tensor, stride: int, offset: tuple[int, int] | None = None) -> torch.Tensor:
+    """Every ``stride``-th pixel of the last two dims from ``offset`` (default ``stride // 2``)."""
     if stride <= 1:
         return t
-    o = stride // 2
-    return t[..., o::stride, o::stride]
+    oy, ox = offset if offset is not None else (stride // 2, stride // 2)
+    return t[..., oy::stride, ox::stride]
 
 
 class ProbeTask:
@@ -84,6 +89,16 @@ class ProbeTask:
     def __init__(self, protocol):
         self.protocol = protocol
         self.settings = protocol.task(self.name)
+        self.loss_offset: tuple[int, int] | None = None
+
+    def set_step(self, it: int) -> None:
+        """Pick the loss grid's offset for iteration ``it``.
+
+        With ``loss_stride`` s > 1 the offset cycles through all s*s phases, so every output pixel
+        (e.g. every PixelShuffle sub-position) is trained, at 1/s^2 of the full-resolution loss cost.
+        """
+        s = self.protocol.loss_stride
+        self.loss_offset = ((it // s) % s, it % s) if s > 1 else None
 
     # ---------------------------------------------------------------- data
     def targets(self, samples: list[dict]) -> dict[str, torch.Tensor]:
@@ -107,6 +122,10 @@ class ProbeTask:
     def loss(self, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict) -> tuple[torch.Tensor, dict]:
         """(scalar loss, {term: float}) for a batch; terms are per-sample means averaged over the batch."""
         raise NotImplementedError
+
+    def global_prior(self, targets: dict) -> torch.Tensor | None:
+        """Train-set prior the global branch's bias starts from (``global_channels`` values), or None."""
+        return None
 
     # ---------------------------------------------------------------- evaluation
     def make_evaluator(self):

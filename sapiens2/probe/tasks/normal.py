@@ -23,8 +23,11 @@ class NormalTask(ProbeTask):
 
     def loss(self, maps, glob, tgt):
         st = self.protocol.loss_stride
-        pred = F.normalize(loss_grid(maps, tgt["normal"].shape[-2:], st), dim=1, eps=1e-6)
-        gt, mask = subsample(tgt["normal"], st), subsample(tgt["mask"], st)
+        pred = F.normalize(loss_grid(maps, tgt["normal"].shape[-2:], st, self.loss_offset), dim=1, eps=1e-6)
+        gt, mask = (
+            subsample(tgt["normal"], st, self.loss_offset),
+            subsample(tgt["mask"], st, self.loss_offset),
+        )
         cos = per_sample_masked_mean(1 - (pred * gt).sum(1), mask).mean()
         l1 = per_sample_masked_mean((pred - gt).abs(), mask).mean()
         w = self.settings.loss_weights

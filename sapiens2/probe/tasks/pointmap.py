@@ -49,8 +49,11 @@ class PointmapTask(ProbeTask):
     def loss(self, maps, glob, tgt):
         st = self.protocol.loss_stride
         log_s = tgt["log_scale"]
-        pred_c = loss_grid(maps, tgt["pointmap"].shape[-2:], st)
-        gt, mask = subsample(tgt["pointmap"], st), subsample(tgt["mask"], st)
+        pred_c = loss_grid(maps, tgt["pointmap"].shape[-2:], st, self.loss_offset)
+        gt, mask = (
+            subsample(tgt["pointmap"], st, self.loss_offset),
+            subsample(tgt["mask"], st, self.loss_offset),
+        )
         gt_c = gt / log_s.exp()[:, None, None, None]
         l1 = per_sample_masked_mean((pred_c - gt_c).abs(), mask).mean()
         grad = gradient_l1(pred_c, gt_c, mask).mean()
@@ -58,6 +61,10 @@ class PointmapTask(ProbeTask):
         w = self.settings.loss_weights
         total = w.get("l1", 1.0) * l1 + w.get("grad", 0.0) * grad + w.get("scale", 1.0) * scale
         return total, {"l1": float(l1.detach()), "grad": float(grad.detach()), "scale": float(scale.detach())}
+
+    def global_prior(self, targets):
+        # the scale branch starts at the train-set mean log scale instead of log s = 0 (s = 1 m)
+        return targets["log_scale"].float().mean().reshape(1)
 
     def make_evaluator(self):
         from sapiens2.probe.tasks import import_evaluator

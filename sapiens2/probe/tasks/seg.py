@@ -22,8 +22,8 @@ class SegTask(ProbeTask):
 
     def loss(self, maps, glob, tgt):
         st = self.protocol.loss_stride
-        logits = loss_grid(maps, tgt["label"].shape[-2:], st)
-        label = subsample(tgt["label"], st)
+        logits = loss_grid(maps, tgt["label"].shape[-2:], st, self.loss_offset)
+        label = subsample(tgt["label"], st, self.loss_offset)
         valid = label != IGNORE
         ce = F.cross_entropy(logits, label.clamp_max(self.out_channels - 1) * valid, reduction="none")
         n_valid = valid.flatten(1).sum(1).clamp_min(1)
