@@ -13,20 +13,10 @@ from contextlib import contextmanager
 import torch
 import torch.distributed as dist
 
-
-def is_initialized() -> bool:
-    """True when a process group with more than one rank is active."""
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
-
-
-def rank() -> int:
-    """Global rank (0 without torch.distributed)."""
-    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
-
-
-def world_size() -> int:
-    """Number of processes (1 without torch.distributed)."""
-    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+# Rank queries are shared with the evaluators; the probe only adds set-up, gathers and checks.
+from evaluators.distributed import get_rank as rank
+from evaluators.distributed import get_world_size as world_size
+from evaluators.distributed import is_distributed as is_initialized
 
 
 def is_main() -> bool:
@@ -78,15 +68,6 @@ def all_gather_object(obj) -> list:
     out = [None] * world_size()
     dist.all_gather_object(out, obj)
     return out
-
-
-def broadcast_object(obj, src: int = 0):
-    """``obj`` from rank ``src`` on every rank."""
-    if not is_initialized():
-        return obj
-    box = [obj]
-    dist.broadcast_object_list(box, src=src)
-    return box[0]
 
 
 def all_ok(ok: bool, message: str = "") -> None:
