@@ -48,7 +48,7 @@ def _codec_ceiling(data, protocol) -> float:
     tgt = task.targets(samples)
     ev = task.make_evaluator()
     task.update_evaluator(ev, tgt["heatmaps"], None, tgt, sample_indices(samples))
-    return ev.compute()["mAP"]
+    return ev.compute()["AP"]
 
 
 def test_ground_truth_as_prediction_scores_perfectly(synth64):
@@ -92,7 +92,7 @@ def test_ground_truth_features_reach_the_ceiling_and_random_backbones_do_not(syn
         {
             t: {
                 k: oracle[t][k]
-                for k in ("mIoU", "normal_mae", "mae", "rel_point_err", "mAP")
+                for k in ("mIoU", "normal_mae", "mae", "rel_point_err", "AP")
                 if k in oracle[t]
             }
             for t in oracle
@@ -103,7 +103,7 @@ def test_ground_truth_features_reach_the_ceiling_and_random_backbones_do_not(syn
     print(
         "random",
         {
-            t: {k: rand[t][k] for k in ("mIoU", "normal_mae", "mae", "rel_point_err", "mAP") if k in rand[t]}
+            t: {k: rand[t][k] for k in ("mIoU", "normal_mae", "mae", "rel_point_err", "AP") if k in rand[t]}
             for t in rand
         },
     )
@@ -113,12 +113,12 @@ def test_ground_truth_features_reach_the_ceiling_and_random_backbones_do_not(syn
     assert oracle["normal"]["normal_mae"] < 15
     assert oracle["albedo"]["mae"] < 0.1
     assert oracle["pointmap"]["rel_point_err"] < 0.15
-    assert oracle["pose"]["mAP"] > 0.6 * ceiling
+    assert oracle["pose"]["AP"] > 0.6 * ceiling
     assert rand["seg"]["mIoU"] < oracle["seg"]["mIoU"] - 30
     assert rand["normal"]["normal_mae"] > oracle["normal"]["normal_mae"] + 25
     assert rand["albedo"]["mae"] > oracle["albedo"]["mae"] + 0.08
     assert rand["pointmap"]["rel_point_err"] > 2 * oracle["pointmap"]["rel_point_err"]
-    assert rand["pose"]["mAP"] < oracle["pose"]["mAP"] - 0.3
+    assert rand["pose"]["AP"] < oracle["pose"]["AP"] - 0.3
 
 
 @pytest.mark.parametrize("backbone", ["sapiens2_tiny", "sapiens_tiny", "dinov2_small_tiny", "pixels"])

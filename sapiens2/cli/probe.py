@@ -115,7 +115,7 @@ def run(args) -> int:
 def _print_summary(paths) -> None:
     from leaderboard.results import read_record
 
-    headline = {"pose": "mAP", "seg": "mIoU", "normal": "normal_mae", "pointmap": "l2_mean", "albedo": "mae"}
+    headline = {"pose": "AP", "seg": "mIoU", "normal": "normal_mae", "pointmap": "l2_mean", "albedo": "mae"}
     for p in paths:
         rec = read_record(p)
         key = headline[rec["task"]]

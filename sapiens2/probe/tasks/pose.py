@@ -74,13 +74,25 @@ class PoseTask(ProbeTask):
         )
 
     def make_evaluator(self):
-        from sapiens2.probe.tasks.pose_eval import make_pose_evaluator
+        from evaluators.pose.evaluator import PoseEvaluator
 
-        return make_pose_evaluator()
+        return PoseEvaluator(meta="keypoints308")
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
+        """One crop = one image = one instance, scored in crop pixels against its GT."""
         kpts, scores = self.decode(maps)
-        evaluator.update_crops(kpts, scores, tgt["keypoints"], tgt["visibility"], tgt["area"], index)
+        gt_xy = torch.as_tensor(tgt["keypoints"]).float().cpu()
+        vis = torch.as_tensor(tgt["visibility"]).float().cpu() > 0
+        gt_xyv = torch.cat([gt_xy, vis[..., None].float() * 2.0], -1)
+        far = torch.full_like(gt_xy, float("inf"))
+        lo = torch.where(vis[..., None], gt_xy, far).amin(1)
+        hi = torch.where(vis[..., None], gt_xy, -far).amax(1)
+        boxes = torch.where(vis.any(1, keepdim=True), torch.cat([lo, hi - lo], 1), torch.zeros(len(vis), 4))
+        ids = torch.as_tensor(index).tolist()
+        evaluator.update(
+            kpts, scores, image_ids=ids, index=ids,
+            gt_keypoints=gt_xyv, gt_bboxes=boxes, gt_areas=torch.as_tensor(tgt["area"]).float().cpu(),
+        )
 
     def oracle_features(self, tgt):
         return tgt["heatmaps"], None, self.settings.output_stride
