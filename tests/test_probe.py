@@ -35,6 +35,9 @@ def test_protocol_id_hashes_every_knob():
         p.replace(tasks={"seg": {"decoder": "linear"}}),
         p.replace(iterations=201),
         p.replace(padding="resize"),
+        p.replace(shortcut="none"),
+        p.replace(ridge_alphas=(1e-3, 1.0)),
+        p.replace(seg_logit_margin=5.0),
     ]
     ids = {c.protocol_id() for c in changed}
     assert p.protocol_id() not in ids and len(ids) == len(changed)
@@ -55,6 +58,12 @@ def test_protocol_rejects_bad_values():
         ProbeProtocol().replace(tasks={"seg": {"decoder": "mlp"}})
     with pytest.raises(ValueError, match="unknown keys"):
         ProbeProtocol.from_dict({"learning_rate": 1.0})
+    with pytest.raises(ValueError, match="shortcut"):
+        ProbeProtocol(shortcut="lstsq")
+    with pytest.raises(ValueError, match="needs shortcut='ridge'"):
+        ProbeProtocol(shortcut="none").replace(tasks={"seg": {"decoder": "linear"}})
+    with pytest.raises(ValueError, match="ridge_alphas"):
+        ProbeProtocol(ridge_alphas=(0.0, 1.0))
 
 
 @pytest.mark.parametrize("name", ["sapiens2_tiny", "sapiens_tiny", "pixels", *HF_TINY])
@@ -279,3 +288,59 @@ def test_loss_grid_phases_cover_every_pixel_shuffle_sub_position():
     dec = ProbeDecoder("pixelshuffle", 5, 29, patch_size=16, output_stride=1)
     maps, _ = dec(torch.zeros(2, 5, 4, 3), None, (64, 48))
     assert maps.shape == (2, 29, 64, 48)
+
+
+@pytest.mark.parametrize("name", ["pose", "seg", "normal", "pointmap", "albedo"])
+def test_shortcut_reproduces_oracle_features_exactly(name):
+    """Features that hold the targets linearly (the oracle's) are decoded exactly by the closed form,
+    whatever the output stride and space-to-depth factor: on the train images, and for the dense
+    tasks on held-out images too (the toy's 308 keypoints are one rigid spiral, so its 6 fit crops
+    do not span every heatmap direction a new crop can take)."""
+    from sapiens2.probe.api import _oracle_features
+    from sapiens2.probe.shortcut import fit_shortcut
+    from sapiens2.probe.tasks import build_task
+
+    protocol = quick_protocol()
+    data = make_toy_data()
+    task = build_task(name, protocol)
+    train, test = (task.targets(data.load(name, s, protocol)) for s in ("train", "test"))
+    shortcut = fit_shortcut(task, _oracle_features(task, train, protocol), train, protocol)
+    assert shortcut.fit.alpha <= 1e-6 and shortcut.fit.val_r2 > 0.9999
+    for split, tgt in (("train", train), ("test", test)):
+        if split == "test" and name == "pose":
+            continue
+        feats = _oracle_features(task, tgt, protocol)
+        x, pooled = feats.batch(torch.arange(feats.feats.shape[0]), protocol.cls_concat)
+        stride = min(protocol.task(name).output_stride, feats.patch_size)
+        maps = shortcut.maps(x, task.output_size(feats.image_size, stride), feats.valid_frac)
+        want = task.linear_targets(tgt)
+        torch.testing.assert_close(maps, want, atol=1e-4 * float(want.abs().max()), rtol=0, msg=split)
+        if task.global_channels and split == "train":  # 8 images < 49 pooled channels: in-sample only
+            torch.testing.assert_close(
+                shortcut.global_outputs(pooled), task.global_targets(tgt), atol=1e-4, rtol=0, msg=split
+            )
+
+
+def test_linear_decoder_is_the_closed_form_shortcut_alone(tmp_path):
+    from sapiens2.probe.api import run_probe
+    from sapiens2.probe.backbones import build_probe_backbone
+    from sapiens2.probe.data import stack_images
+    from sapiens2.probe.features import FeatureStore
+    from sapiens2.probe.tasks import build_task
+    from sapiens2.probe.train import train_decoder
+
+    protocol = quick_protocol().replace(tasks={"seg": {"decoder": "linear"}})
+    data = make_toy_data(tasks=("seg",))
+    task = build_task("seg", protocol)
+    samples = data.load("seg", "train", protocol)
+    feats = FeatureStore(build_probe_backbone("pixels"), [0], protocol).compute(
+        stack_images(samples, protocol.input_size, "t")
+    )
+    decoder, info = train_decoder(task, feats, task.targets(samples), protocol, seed=0)
+    assert sum(p.numel() for p in decoder.parameters()) == 0 and info["shortcut"]["shuffle"] == 16
+    (path,) = run_probe("pixels", ["seg"], data, tmp_path, protocol=protocol)
+    from leaderboard.results import read_record
+
+    rec = read_record(path)
+    assert rec["protocol"]["protocol_id"] == protocol.protocol_id()
+    assert rec["config"]["shortcut"]["alpha"] == info["shortcut"]["alpha"]

@@ -1,9 +1,12 @@
-"""Light task decoders trained on frozen features: a linear head and a pixel-shuffle decoder.
+"""Light task decoders on frozen features: a linear shortcut and a pixel-shuffle body on its residual.
 
-Both take the tapped feature maps (concatenated along channels, optionally with the broadcast CLS
-tokens) at stride ``patch_size`` and predict ``out_channels`` maps at stride ``output_stride``
+Both parts take the tapped feature maps (concatenated along channels, optionally with the broadcast
+CLS tokens) at stride ``patch_size`` and predict ``out_channels`` maps at stride ``output_stride``
 (cropped to the unpadded image). An optional global branch predicts ``global_channels`` scalars
-from the spatially pooled features and CLS tokens (the pointmap scale).
+from the spatially pooled features and CLS tokens (the pointmap scale). The shortcut
+(:class:`~sapiens2.probe.shortcut.LinearShortcut`) is fitted in closed form and attached as
+``decoder.shortcut``; the trained body's output layers start at zero, so training starts from the
+linear probe. ``kind="linear"`` is the shortcut alone.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ class ProbeDecoder(nn.Module):
     """Linear or pixel-shuffle decoder.
 
     Args:
-        kind: ``"linear"`` or ``"pixelshuffle"``.
+        kind: ``"linear"`` (no trained part: the attached shortcut alone) or ``"pixelshuffle"``.
         in_channels: channels of the assembled spatial features.
         out_channels: predicted maps.
         patch_size: stride of the input features.
@@ -46,6 +49,7 @@ class ProbeDecoder(nn.Module):
             ``output_stride`` when coarser); a 1x1 conv + PixelShuffle(r) head covers the rest.
         pooled_channels: size of the pooled vector (for the global branch).
         global_channels: scalars predicted from the pooled vector (0: none).
+        zero_init_output: start the prediction conv and global head at zero (residual on a shortcut).
     """
 
     def __init__(
@@ -60,13 +64,15 @@ class ProbeDecoder(nn.Module):
         stage_stride: int = 4,
         pooled_channels: int = 0,
         global_channels: int = 0,
+        zero_init_output: bool = False,
     ):
         super().__init__()
         self.kind = kind
         self.output_stride = output_stride
+        self.shortcut = None  # a fitted LinearShortcut (not a module: never trained or saved)
+        self.body = self.head = self.global_head = None
         if kind == "linear":
-            self.body = nn.Identity()
-            self.head = nn.Conv2d(in_channels, out_channels, 1)
+            pass
         elif kind == "pixelshuffle":
             # 1x1 reduction, then per x2 stage: conv3x3 -> PixelShuffle(2), halving the width (min 32)
             layers: list[nn.Module] = [nn.Conv2d(in_channels, hidden, 1), nn.GELU()]
@@ -81,9 +87,14 @@ class ProbeDecoder(nn.Module):
             self.body = nn.Sequential(*layers)
             conv = nn.Conv2d(width, out_channels * shuffle**2, 1)
             self.head = nn.Sequential(conv, nn.PixelShuffle(shuffle)) if shuffle > 1 else conv
+            self.global_head = nn.Linear(pooled_channels, global_channels) if global_channels else None
+            if zero_init_output:
+                for layer in (conv, self.global_head):
+                    if layer is not None:
+                        nn.init.zeros_(layer.weight)
+                        nn.init.zeros_(layer.bias)
         else:
             raise ValueError(f"unknown decoder kind {kind!r}; expected 'linear' or 'pixelshuffle'")
-        self.global_head = nn.Linear(pooled_channels, global_channels) if global_channels else None
         # the global branch sees its pooled inputs standardised with train-set statistics, so a
         # small, un-centred signal (e.g. log scale 1.9 +- 0.15) is learnable in a short schedule
         self.register_buffer("pool_mean", torch.zeros(pooled_channels))
@@ -101,6 +112,8 @@ class ProbeDecoder(nn.Module):
         pooled: torch.Tensor | None,
         out_size: tuple[int, int],
         valid_frac: tuple[float, float] = (1.0, 1.0),
+        base: torch.Tensor | None = None,
+        base_global: torch.Tensor | None = None,
     ):
         """Predict maps of size ``out_size`` (the unpadded image at ``output_stride``).
 
@@ -109,19 +122,30 @@ class ProbeDecoder(nn.Module):
             pooled: B x C_pool pooled vector (needed with a global branch).
             out_size: (H_out, W_out) of the unpadded image at the output stride.
             valid_frac: fraction of the padded grid's height/width that is image (1 without padding).
+            base, base_global: precomputed shortcut outputs for these rows (computed here when None).
 
         Returns:
             (maps B x out x H_out x W_out, global B x global_channels or None).
         """
-        y = self.head(self.body(x))
-        padded = (
-            math.ceil(out_size[0] / valid_frac[0] - 1e-6),
-            math.ceil(out_size[1] / valid_frac[1] - 1e-6),
-        )
-        if tuple(y.shape[-2:]) != padded:
-            y = F.interpolate(y, size=padded, mode="bilinear", align_corners=False)
-        y = y[..., : out_size[0], : out_size[1]]
-        g = None
+        if self.shortcut is not None and base is None:
+            base = self.shortcut.maps(x, out_size, valid_frac)
+            base_global = self.shortcut.global_outputs(pooled)
+        y = g = None
+        if self.body is not None:
+            y = self.head(self.body(x))
+            padded = (
+                math.ceil(out_size[0] / valid_frac[0] - 1e-6),
+                math.ceil(out_size[1] / valid_frac[1] - 1e-6),
+            )
+            if tuple(y.shape[-2:]) != padded:
+                y = F.interpolate(y, size=padded, mode="bilinear", align_corners=False)
+            y = y[..., : out_size[0], : out_size[1]]
         if self.global_head is not None:
             g = self.global_head((pooled - self.pool_mean) / self.pool_std)
+        if base is not None:
+            y = base.to(x.dtype) if y is None else y + base.to(y.dtype)
+        if base_global is not None:
+            g = base_global.to(x.dtype) if g is None else g + base_global.to(g.dtype)
+        if y is None:
+            raise RuntimeError("a 'linear' decoder needs its fitted shortcut (decoder.shortcut)")
         return y, g

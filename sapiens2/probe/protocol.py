@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,10 @@ class TaskSettings:
     """Per-task decoder, output resolution and loss.
 
     Args:
-        decoder: ``"linear"`` (1x1 conv on the tapped features, bilinear upsampling) or
-            ``"pixelshuffle"`` (1x1 reduction, then conv3x3 + PixelShuffle(2) stages up to the output
-            stride, then a 1x1 prediction conv).
+        decoder: ``"linear"`` (the closed-form ridge shortcut alone: a 1x1 map from the tapped
+            features to ``out * R^2`` channels + PixelShuffle(R), nothing trained) or
+            ``"pixelshuffle"`` (that shortcut plus a trained body on its residual: 1x1 reduction,
+            conv3x3 + PixelShuffle(2) stages to the stage stride, a zero-initialised prediction conv).
         output_stride: stride of the decoder output w.r.t. the input (pose heatmaps are at this stride;
             dense predictions are bilinearly resized from it to the full target size).
         loss: loss name (see ``sapiens2.probe.tasks``).
@@ -81,6 +82,14 @@ class ProbeProtocol:
         loss_stride: dense training losses use every ``loss_stride``-th GT pixel (predictions are
             bilinearly upsampled to the GT size and read at those pixels); evaluation uses all pixels.
         tasks: per-task decoder/loss settings.
+        shortcut: ``"ridge"``: every decoder starts from a linear shortcut fitted in closed form on
+            the train split (:mod:`sapiens2.probe.shortcut`) and the body learns the residual;
+            ``"none"``: the body alone (protocol v2's decoders).
+        ridge_alphas: penalty grid of the shortcut (per row, on standardised features); the train
+            mean alone (an infinite penalty) is always a candidate too.
+        ridge_holdout_every: train image ``i`` is held out to pick the penalty when
+            ``i % ridge_holdout_every == ridge_holdout_every - 1`` (the final fit uses every image).
+        seg_logit_margin: the seg shortcut regresses the one-hot labels times this margin.
         pose_sigma: UDP Gaussian sigma in heatmap pixels.
         pose_blur_kernel: UDP decoding blur kernel.
         canonical_focal_length: pointmaps are compared in camera coordinates scaled by ``f_c / fx``.
@@ -106,11 +115,15 @@ class ProbeProtocol:
     decoder_stage_stride: int = 4
     loss_stride: int = 2
     tasks: dict = field(default_factory=_default_tasks)
+    shortcut: str = "ridge"
+    ridge_alphas: tuple = tuple(10.0**k for k in range(-9, 4))
+    ridge_holdout_every: int = 4
+    seg_logit_margin: float = 10.0
     pose_sigma: float = 2.0
     pose_blur_kernel: int = 11
     canonical_focal_length: float = 768.0
     optimizer: str = "adamw"
-    lr: float = 1e-2
+    lr: float = 1e-3
     weight_decay: float = 1e-4
     betas: tuple = (0.9, 0.999)
     schedule: str = "warmup_cosine"
@@ -144,6 +157,16 @@ class ProbeProtocol:
                     f"protocol.tasks[{name!r}].decoder: expected 'linear' or 'pixelshuffle', "
                     f"got {ts.decoder!r}"
                 )
+        if self.shortcut not in ("ridge", "none"):
+            raise ValueError(f"protocol.shortcut: expected 'ridge' or 'none', got {self.shortcut!r}")
+        if self.shortcut == "none" and any(ts.decoder == "linear" for ts in self.tasks.values()):
+            raise ValueError(
+                "protocol: the 'linear' decoder is the ridge shortcut; it needs shortcut='ridge'"
+            )
+        if not self.ridge_alphas or not all(0 < a < float("inf") for a in self.ridge_alphas):
+            raise ValueError(
+                f"protocol.ridge_alphas: expected positive finite values, got {self.ridge_alphas!r}"
+            )
         if self.batch_size < 1 or self.iterations < 1:
             raise ValueError("protocol: batch_size and iterations must be >= 1")
 
@@ -189,7 +212,7 @@ class ProbeProtocol:
             d["tasks"] = {
                 k: v if isinstance(v, TaskSettings) else TaskSettings(**v) for k, v in d["tasks"].items()
             }
-        for k in ("input_size", "betas"):
+        for k in ("input_size", "betas", "ridge_alphas"):
             if k in d:
                 d[k] = tuple(d[k])
         return cls(**d)

@@ -20,11 +20,15 @@ from sapiens2.probe.decoders import ProbeDecoder
 from sapiens2.utils_io import atomic_write
 
 
-def build_decoder(task, features, protocol, seed: int, targets: dict | None = None) -> ProbeDecoder:
+def build_decoder(
+    task, features, protocol, seed: int, targets: dict | None = None, shortcut=None
+) -> ProbeDecoder:
     """The task's decoder for ``features``, initialised from ``seed`` (same on every rank).
 
-    With ``targets`` (the train targets), the global branch's bias starts at the task's train-set
-    prior (:meth:`~sapiens2.probe.tasks.ProbeTask.global_prior`, e.g. the mean log pointmap scale).
+    With ``shortcut`` (a fitted :class:`~sapiens2.probe.shortcut.LinearShortcut`) it is attached and
+    the body's output layers start at zero. Without one, given ``targets`` (the train targets), the
+    global branch's bias starts at the task's train-set prior
+    (:meth:`~sapiens2.probe.tasks.ProbeTask.global_prior`, e.g. the mean log pointmap scale).
     """
     settings = protocol.task(task.name)
     in_ch, pooled_ch = features.channels(protocol.cls_concat)
@@ -40,10 +44,12 @@ def build_decoder(task, features, protocol, seed: int, targets: dict | None = No
         stage_stride=protocol.decoder_stage_stride,
         pooled_channels=pooled_ch,
         global_channels=task.global_channels,
+        zero_init_output=shortcut is not None,
     )
+    decoder.shortcut = shortcut
     if decoder.global_head is not None:
         decoder.set_pooled_stats(*pooled_stats(features, protocol))
-    prior = task.global_prior(targets) if targets is not None else None
+    prior = task.global_prior(targets) if targets is not None and shortcut is None else None
     if prior is not None and decoder.global_head is not None:
         with torch.no_grad():
             decoder.global_head.bias.copy_(prior.to(decoder.global_head.bias))
@@ -88,12 +94,35 @@ def select(tgt: dict, idx: torch.Tensor) -> dict:
     return {k: v[idx] for k, v in tgt.items()}
 
 
-def forward(decoder, task, features, idx, protocol):
-    """Decoder outputs (maps, global) for the feature rows ``idx``."""
+def forward(decoder, task, features, idx, protocol, base=None):
+    """Decoder outputs (maps, global) for the feature rows ``idx``.
+
+    ``base``: precomputed shortcut outputs of all rows (maps, global), from
+    :func:`~sapiens2.probe.shortcut.precompute`; without it the decoder computes its shortcut itself.
+    """
     x, pooled = features.batch(idx, protocol.cls_concat)
     stride = min(protocol.task(task.name).output_stride, features.patch_size)
     out_size = task.output_size(features.image_size, stride)
-    return decoder(x, pooled, out_size, features.valid_frac)
+    if base is None:
+        return decoder(x, pooled, out_size, features.valid_frac)
+    maps, glob = base
+    return decoder(
+        x,
+        pooled,
+        out_size,
+        features.valid_frac,
+        base=maps[idx].float(),
+        base_global=None if glob is None else glob[idx],
+    )
+
+
+def fit_task_shortcut(task, features, targets: dict, protocol):
+    """The protocol's linear shortcut for ``task`` (None with ``shortcut="none"``)."""
+    if protocol.shortcut != "ridge":
+        return None
+    from sapiens2.probe.shortcut import fit_shortcut
+
+    return fit_shortcut(task, features, targets, protocol)
 
 
 def train_decoder(
@@ -105,8 +134,12 @@ def train_decoder(
     ckpt_path: str | os.PathLike | None = None,
     desc: str = "train",
     ckpt_every: int = 50,
+    shortcut=None,
 ) -> tuple[ProbeDecoder, dict]:
     """Train a fresh decoder (or resume it from ``ckpt_path``) for ``protocol.iterations`` iterations.
+
+    The linear shortcut is fitted first (or ``shortcut`` is used: it does not depend on the seed);
+    the body then trains on its residual. A ``"linear"`` decoder is the shortcut alone (no iterations).
 
     Args:
         task: the :class:`~sapiens2.probe.tasks.ProbeTask`.
@@ -116,16 +149,32 @@ def train_decoder(
         seed: decoder initialisation and batch-order seed.
         ckpt_path: resumable checkpoint (written by rank 0 every ``ckpt_every`` iterations).
         desc: progress-bar label.
+        shortcut: a shortcut fitted by :func:`fit_task_shortcut` on these features (fitted here when None).
 
     Returns:
-        (decoder in eval mode, {"train_s", "final_loss", "resumed_from"}).
+        (decoder in eval mode, {"train_s", "final_loss", "resumed_from", "shortcut"}).
     """
     from tqdm.auto import tqdm
+
+    from sapiens2.probe.shortcut import precompute
 
     world, rank = dist_utils.world_size(), dist_utils.rank()
     if protocol.batch_size % world:
         raise ValueError(f"global batch size {protocol.batch_size} is not divisible by {world} processes")
-    decoder = build_decoder(task, features, protocol, seed, targets).to(features.feats.device)
+    t0 = time.perf_counter()
+    if shortcut is None:
+        shortcut = fit_task_shortcut(task, features, targets, protocol)
+    info = {"shortcut": None if shortcut is None else shortcut.describe()}
+    decoder = build_decoder(task, features, protocol, seed, targets, shortcut).to(features.feats.device)
+    if decoder.body is None:
+        decoder.eval()
+        return decoder, {
+            **info,
+            "train_s": time.perf_counter() - t0,
+            "final_loss": float("nan"),
+            "resumed_from": 0,
+        }
+    base = None if shortcut is None else precompute(shortcut, task, features, protocol)
     opt = torch.optim.AdamW(
         decoder.parameters(), lr=protocol.lr, betas=tuple(protocol.betas), weight_decay=protocol.weight_decay
     )
@@ -143,7 +192,6 @@ def train_decoder(
         model = nn.parallel.DistributedDataParallel(decoder, device_ids=[dev] if dev.type == "cuda" else None)
     decoder.train()
     n = features.feats.shape[0]
-    t0 = time.perf_counter()
     loss_val = float("nan")
     bar = tqdm(
         range(start, protocol.iterations),
@@ -157,7 +205,7 @@ def train_decoder(
         for group in opt.param_groups:
             group["lr"] = protocol.lr * lr_factor(it, protocol)
         idx = batch_indices(n, protocol.batch_size, seed, it)[rank::world]
-        maps, glob = forward(model, task, features, idx, protocol)
+        maps, glob = forward(model, task, features, idx, protocol, base)
         task.set_step(it)
         loss, terms = task.loss(maps, glob, select(targets, idx))
         if not torch.isfinite(loss):
@@ -181,4 +229,9 @@ def train_decoder(
             atomic_write(ckpt_path, lambda tmp, s=state: torch.save(s, tmp))
     bar.close()
     decoder.eval()
-    return decoder, {"train_s": time.perf_counter() - t0, "final_loss": loss_val, "resumed_from": start}
+    return decoder, {
+        **info,
+        "train_s": time.perf_counter() - t0,
+        "final_loss": loss_val,
+        "resumed_from": start,
+    }

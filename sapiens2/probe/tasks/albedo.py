@@ -57,7 +57,7 @@ class AlbedoTask(ProbeTask):
             self.predict(maps, tgt["albedo"].shape[-2:]), tgt["albedo"], tgt["mask"], index=index
         )
 
-    def oracle_features(self, tgt):
-        # logit of the albedo, so the sigmoid of an identity map reproduces it
+    def linear_targets(self, tgt):
+        # logit of the albedo (clamped to [0.01, 0.99]) on the mask, 0 elsewhere
         a = tgt["albedo"].clamp(1e-2, 1 - 1e-2)
-        return torch.log(a / (1 - a)), None, 1
+        return torch.log(a / (1 - a)) * tgt["mask"][:, None]

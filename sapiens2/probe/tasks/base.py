@@ -85,6 +85,7 @@ class ProbeTask:
     out_channels = 0
     global_channels = 0
     required_keys: tuple = ()
+    oracle_patch = 1  # stride of the oracle features (the targets' own resolution)
 
     def __init__(self, protocol):
         self.protocol = protocol
@@ -123,6 +124,17 @@ class ProbeTask:
         """(scalar loss, {term: float}) for a batch; terms are per-sample means averaged over the batch."""
         raise NotImplementedError
 
+    def linear_targets(self, tgt: dict) -> torch.Tensor:
+        """B x out x H x W targets of the linear shortcut, in the decoder's pre-activation space.
+
+        The ground-truth oracle's features are these maps, so the shortcut can reproduce them exactly.
+        """
+        raise NotImplementedError
+
+    def global_targets(self, tgt: dict) -> torch.Tensor | None:
+        """B x ``global_channels`` targets of the global branch (pre-activation), or None."""
+        return None
+
     def global_prior(self, targets: dict) -> torch.Tensor | None:
         """Train-set prior the global branch's bias starts from (``global_channels`` values), or None."""
         return None
@@ -140,7 +152,9 @@ class ProbeTask:
     def oracle_features(self, tgt: dict) -> tuple[torch.Tensor, torch.Tensor | None, int]:
         """Features computed from the GT itself: (B x C x h x w, CLS B x C or None, patch size).
 
-        A linear decoder can map them to the targets exactly, so a probe trained on them shows the
-        ceiling that decoding and evaluation allow.
+        They are the :meth:`linear_targets` (and :meth:`global_targets` as the CLS token), so the
+        closed-form linear shortcut maps them to the targets exactly and a probe trained on them
+        shows the ceiling that decoding and evaluation allow.
         """
-        raise NotImplementedError
+        glob = self.global_targets(tgt)
+        return self.linear_targets(tgt).float(), None if glob is None else glob.float(), self.oracle_patch

@@ -47,5 +47,5 @@ class NormalTask(ProbeTask):
         pred = F.normalize(maps.float(), dim=1, eps=1e-6)
         evaluator.update(pred, tgt["normal"], tgt["mask"], index=index)
 
-    def oracle_features(self, tgt):
-        return tgt["normal"] * tgt["mask"][:, None], None, 1
+    def linear_targets(self, tgt):
+        return tgt["normal"] * tgt["mask"][:, None]

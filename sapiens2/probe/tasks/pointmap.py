@@ -77,6 +77,9 @@ class PointmapTask(ProbeTask):
         pred = self.predict(maps, glob, tgt["pointmap"].shape[-2:])
         evaluator.update(pred, tgt["pointmap"], tgt["mask"], index=index)
 
-    def oracle_features(self, tgt):
-        gt_c = tgt["pointmap"] / tgt["log_scale"].exp()[:, None, None, None]
-        return gt_c, tgt["log_scale"][:, None], 1
+    def linear_targets(self, tgt):
+        # canonical pointmap P / s (zero outside the mask); the scale is the global branch's target
+        return tgt["pointmap"] / tgt["log_scale"].exp()[:, None, None, None]
+
+    def global_targets(self, tgt):
+        return tgt["log_scale"][:, None]

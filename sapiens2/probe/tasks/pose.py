@@ -90,12 +90,21 @@ class PoseTask(ProbeTask):
         boxes = torch.where(vis.any(1, keepdim=True), torch.cat([lo, hi - lo], 1), torch.zeros(len(vis), 4))
         ids = torch.as_tensor(index).tolist()
         evaluator.update(
-            kpts, scores, image_ids=ids, index=ids,
-            gt_keypoints=gt_xyv, gt_bboxes=boxes, gt_areas=torch.as_tensor(tgt["area"]).float().cpu(),
+            kpts,
+            scores,
+            image_ids=ids,
+            index=ids,
+            gt_keypoints=gt_xyv,
+            gt_bboxes=boxes,
+            gt_areas=torch.as_tensor(tgt["area"]).float().cpu(),
         )
 
-    def oracle_features(self, tgt):
-        return tgt["heatmaps"], None, self.settings.output_stride
+    def linear_targets(self, tgt):
+        return tgt["heatmaps"]
+
+    @property
+    def oracle_patch(self):
+        return self.settings.output_stride
 
 
 def _area_in_crop(s: dict, k: np.ndarray, v: np.ndarray) -> float:

@@ -48,7 +48,8 @@ class SegTask(ProbeTask):
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
         evaluator.update(maps.float(), tgt["label"], index=index)
 
-    def oracle_features(self, tgt):
+    def linear_targets(self, tgt):
+        # one-hot scaled to a logit margin; ignored pixels are all-zero (no class preferred)
         label = tgt["label"]
         onehot = F.one_hot(label.clamp_max(self.out_channels - 1), self.out_channels).permute(0, 3, 1, 2)
-        return (onehot * (label != IGNORE)[:, None]).float(), None, 1
+        return (onehot * (label != IGNORE)[:, None]).float() * self.protocol.seg_logit_margin

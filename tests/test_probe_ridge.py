@@ -1,0 +1,143 @@
+"""The closed-form ridge shortcut: statistics, penalty choice and fit against brute-force references."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from sapiens2.probe.ridge import RidgeStats, fit_ridge, fit_ridge_dual, validation_curve
+
+
+def _data(n=300, c=12, o=5, seed=0, noise=0.5):
+    g = torch.Generator().manual_seed(seed)
+    # channels on very different scales, one constant: standardisation must handle both
+    x = torch.randn(n, c, generator=g, dtype=torch.float64) * torch.logspace(-2, 2, c, dtype=torch.float64)
+    x[:, 0] = 3.0
+    w = (
+        torch.randn(c, o, generator=g, dtype=torch.float64)
+        / torch.logspace(-2, 2, c, dtype=torch.float64)[:, None]
+    )
+    y = x @ w + 2.0 + noise * torch.randn(n, o, generator=g, dtype=torch.float64)
+    return x, y
+
+
+def _reference_ridge(x, y, alpha):
+    """Brute force: standardise with the std of the rows, centre, solve the normal equations."""
+    mx, my = x.mean(0), y.mean(0)
+    sd = x.std(0, unbiased=False)
+    sd = torch.where(sd < 1e-3 * sd[sd > 0].median(), torch.ones_like(sd), sd)
+    xs = (x - mx) / sd
+    a = xs.T @ xs + alpha * x.shape[0] * torch.eye(x.shape[1], dtype=x.dtype)
+    w = torch.linalg.solve(a, xs.T @ (y - my)) / sd[:, None]
+    return w, my - mx @ w
+
+
+def _stats(x, y, folds, batch=37, shift=True):
+    stats = RidgeStats(x.shape[1], y.shape[1], shift=x.mean(0) if shift else None)
+    for s in range(0, len(x), batch):
+        for k in (0, 1):
+            sel = torch.nonzero(folds[s : s + batch] == k).flatten() + s
+            if len(sel):
+                stats.update(x[sel], y[sel], fold=k)
+    return stats
+
+
+def test_streamed_fit_equals_the_direct_solve():
+    x, y = _data()
+    for alpha in (1e-6, 1e-2, 3.0):
+        # every row in the fit fold: no held-out rows, so the (smallest) grid value is used
+        fit = fit_ridge(_stats(x, y, torch.zeros(len(x), dtype=torch.long)), alphas=(alpha,))
+        assert fit.alpha == alpha
+        w, b = _reference_ridge(x, y, alpha)
+        # the constant channel's weight is arbitrary (its centred column is 0): compare the others
+        # and the predictions
+        torch.testing.assert_close(
+            fit.weight.double()[1:], w[1:], rtol=2e-4, atol=1e-6 * float(w.abs().max())
+        )
+        torch.testing.assert_close(fit(x.float()).double(), x @ w + b, rtol=1e-4, atol=1e-3)
+
+
+def test_validation_curve_equals_the_explicit_held_out_error():
+    x, y = _data(noise=2.0)
+    folds = (torch.arange(len(x)) % 4 == 3).long()
+    fit_rows, val_rows = x[folds == 0], x[folds == 1]
+    alphas = (1e-4, 1e-1, 1.0, 30.0)
+    curve, var = validation_curve(_stats(x, y, folds), alphas)
+    for a in alphas:
+        w, b = _reference_ridge(fit_rows, y[folds == 0], a)
+        explicit = ((val_rows @ w + b - y[folds == 1]) ** 2).sum(1).mean()
+        assert curve[a] == pytest.approx(float(explicit), rel=1e-7)
+    yv = y[folds == 1]
+    assert var == pytest.approx(float(((yv - yv.mean(0)) ** 2).sum(1).mean()), rel=1e-6)
+
+
+def test_penalty_is_chosen_on_the_held_out_rows():
+    folds_every = 4
+    # many noisy outputs, few rows: a strong penalty must win; clean outputs: a weak one
+    x, y = _data(n=60, c=40, noise=20.0, seed=1)
+    folds = (torch.arange(len(x)) % folds_every == folds_every - 1).long()
+    noisy = fit_ridge(_stats(x, y, folds), alphas=(1e-6, 1e-3, 1.0, 100.0))
+    x, y = _data(n=400, c=10, noise=1e-3, seed=2)
+    folds = (torch.arange(len(x)) % folds_every == folds_every - 1).long()
+    clean = fit_ridge(_stats(x, y, folds), alphas=(1e-6, 1e-3, 1.0, 100.0))
+    assert noisy.alpha >= 1.0 and clean.alpha <= 1e-3, (noisy.val_loss, clean.val_loss)
+    assert clean.val_r2 > 0.999
+    # the intercept alone is always a candidate and wins on pure noise
+    g = torch.Generator().manual_seed(3)
+    x, y = torch.randn(80, 30, generator=g), torch.randn(80, 2, generator=g)
+    folds = (torch.arange(80) % 4 == 3).long()
+    pure = fit_ridge(_stats(x, y, folds), alphas=(1e-6, 1e-3))
+    assert math.isinf(pure.alpha) and torch.count_nonzero(pure.weight) == 0
+
+
+def test_output_subsampled_curve_matches_those_outputs():
+    x, y = _data(o=3000, c=8, n=200, seed=4)
+    folds = (torch.arange(len(x)) % 4 == 3).long()
+    full = _stats(x, y, folds)
+    curve, _ = validation_curve(full, (1e-3, 1.0), max_outputs=1000)
+    cols = torch.arange(0, 3000, 3)
+    ref, _ = validation_curve(_stats(x, y[:, cols], folds), (1e-3, 1.0), max_outputs=10_000)
+    for a in ref:
+        assert curve[a] == pytest.approx(ref[a], rel=1e-9)
+
+
+def test_dual_leave_one_out_equals_refitting_without_each_row():
+    x, y = _data(n=15, c=40, o=2, seed=5, noise=0.3)
+    fit = fit_ridge_dual(x, y, alphas=(1e-2, 1.0, 10.0))
+    for a in (1e-2, 1.0, 10.0):
+        errs = []
+        for i in range(len(x)):
+            keep = torch.arange(len(x)) != i
+            # the standardisation is part of the fit of the full set (as in the closed form)
+            w, b = _reference_ridge_fixed_scale(x, y, keep, a)
+            errs.append(((x[i] @ w + b - y[i]) ** 2).mean())
+        assert fit.val_loss[a] == pytest.approx(float(torch.stack(errs).mean()), rel=1e-6)
+    w, b = _reference_ridge(x, y, fit.alpha)
+    torch.testing.assert_close(fit.weight.double(), w, rtol=1e-3, atol=1e-5)
+
+
+def _reference_ridge_fixed_scale(x, y, keep, alpha):
+    """Ridge on rows ``keep`` with the channel scales of all rows and the penalty of all rows."""
+    sd = x.std(0, unbiased=False)
+    sd = torch.where(sd < 1e-3 * sd[sd > 0].median(), torch.ones_like(sd), sd)
+    xk, yk = x[keep], y[keep]
+    mx, my = xk.mean(0), yk.mean(0)
+    xs = (xk - mx) / sd
+    a = xs.T @ xs + alpha * x.shape[0] * torch.eye(x.shape[1], dtype=x.dtype)
+    w = torch.linalg.solve(a, xs.T @ (yk - my)) / sd[:, None]
+    return w, my - mx @ w
+
+
+def test_grid_layout_round_trips_padded_outputs():
+    from sapiens2.probe.shortcut import from_grid, padded_size, to_grid
+
+    g = torch.Generator().manual_seed(6)
+    y = torch.randn(2, 3, 256, 192, generator=g)
+    # patch 14 on 256 x 192: a 19 x 14 grid covering 266 x 196 pixels
+    valid = (256 / 266, 192 / 196)
+    assert padded_size((256, 192), valid) == (266, 196)
+    z = to_grid(y, (19, 14), 14, (256, 192), valid)
+    assert z.shape == (2, 3 * 14 * 14, 19, 14)
+    torch.testing.assert_close(from_grid(z, 14, (256, 192), valid), y)
