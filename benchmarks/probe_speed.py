@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     paths = run_probe(args.backbone, args.tasks, data, out, seeds=(0,), protocol=protocol)
     total = time.perf_counter() - t0
-    headline = {"pose": "mAP", "seg": "mIoU", "normal": "normal_mae", "pointmap": "l2_mean", "albedo": "mae"}
+    headline = {"pose": "AP", "seg": "mIoU", "normal": "normal_mae", "pointmap": "l2_mean", "albedo": "mae"}
     rows = []
     for p in paths:
         rec = read_record(p)

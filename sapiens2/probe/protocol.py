@@ -129,7 +129,7 @@ class ProbeProtocol:
     schedule: str = "warmup_cosine"
     warmup_iters: int = 20
     min_lr_ratio: float = 0.01
-    iterations: int = 300
+    iterations: int = 200
     batch_size: int = 8
     grad_clip: float = 1.0
     augmentation: str = "none"

@@ -162,7 +162,7 @@ def _solve(f: _Fold, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
     sd = _scales(xx.diagonal(), f.n)
     g = xx / torch.outer(sd, sd)
     rhs = xy / sd[:, None]
-    chol, info = torch.linalg.cholesky_ex(g + alpha * f.n * torch.eye(len(g), dtype=g.dtype))
+    chol, info = torch.linalg.cholesky_ex(g + alpha * f.n * torch.eye(len(g), dtype=g.dtype, device=g.device))
     if int(info) == 0:
         w = torch.cholesky_solve(rhs, chol)
     else:  # rounding left the Gram slightly indefinite: clamp its spectrum at 0 instead

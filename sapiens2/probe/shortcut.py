@@ -113,7 +113,7 @@ def _feature_grams(features, folds: torch.Tensor, batch: int) -> tuple[str, torc
     key = h.hexdigest()
     if key not in _GRAM_CACHE:
         shift = f.double().mean(dim=(0, 2, 3))
-        grams = [torch.zeros(f.shape[1], f.shape[1], dtype=torch.float64) for _ in range(2)]
+        grams = [torch.zeros(f.shape[1], f.shape[1], dtype=torch.float64, device=f.device) for _ in range(2)]
         for idx in _batches(folds, batch):
             x = _rows(f[idx].double()) - shift
             grams[int(folds[idx[0]])] += x.T @ x
