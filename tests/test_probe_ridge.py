@@ -141,3 +141,11 @@ def test_grid_layout_round_trips_padded_outputs():
     z = to_grid(y, (19, 14), 14, (256, 192), valid)
     assert z.shape == (2, 3 * 14 * 14, 19, 14)
     torch.testing.assert_close(from_grid(z, 14, (256, 192), valid), y)
+
+
+def test_holdout_fold_always_holds_one_image_out():
+    from sapiens2.probe.shortcut import holdout_fold
+
+    assert holdout_fold(8, 4).tolist() == [0, 0, 0, 1, 0, 0, 0, 1]
+    assert holdout_fold(3, 4).tolist() == [0, 0, 1]
+    assert holdout_fold(1, 4).tolist() == [0]

@@ -97,9 +97,16 @@ def _json_alpha(a: float) -> float | str:
 
 
 def holdout_fold(n: int, every: int) -> torch.Tensor:
-    """Fold of each of ``n`` train images: 1 (held out for the penalty) when ``i % every == every - 1``."""
+    """Fold of each of ``n`` train images: 1 (held out for the penalty) when ``i % every == every - 1``.
+
+    With fewer than ``every`` images (but at least 2) the last one is held out, so the penalty is
+    always chosen on unseen images rather than defaulting to the smallest grid value.
+    """
     i = torch.arange(n)
-    return (i % every == every - 1).long() if every > 1 else torch.zeros(n, dtype=torch.long)
+    fold = (i % every == every - 1).long() if every > 1 else torch.zeros(n, dtype=torch.long)
+    if every > 1 and n >= 2 and not bool(fold.any()):
+        fold[-1] = 1
+    return fold
 
 
 def _feature_grams(features, folds: torch.Tensor, batch: int) -> tuple[str, torch.Tensor, list]:
