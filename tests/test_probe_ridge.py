@@ -131,7 +131,8 @@ def _reference_ridge_fixed_scale(x, y, keep, alpha):
 
 
 def test_grid_layout_round_trips_padded_outputs():
-    from sapiens2.probe.shortcut import from_grid, padded_size, to_grid
+    from sapiens2.probe.decoders import padded_size
+    from sapiens2.probe.shortcut import from_grid, to_grid
 
     g = torch.Generator().manual_seed(6)
     y = torch.randn(2, 3, 256, 192, generator=g)

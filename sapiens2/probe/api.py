@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -116,6 +117,7 @@ def run_probe(
     else:
         bb_desc = {"type": "GroundTruthOracle", "params": 0, "weights": "none", "cls_used": False}
 
+    ctx = _Context(label, bb_desc, protocol, source, device)
     written: list[Path] = []
     for name, task in task_objs.items():
         train, test = splits[name]
@@ -134,32 +136,14 @@ def run_probe(
                 _oracle_features(task, tr_tgt, protocol),
                 _oracle_features(task, te_tgt, protocol),
             )
-        feat_s = time.perf_counter() - t0
-        per_seed, shortcut = [], None
+        run = _TaskRun(task, tr_feat, tr_tgt, te_feat, te_tgt, sample_indices(test), len(train))
+        run.features_s = time.perf_counter() - t0
+        per_seed = []
         for seed in seeds:
             path = out / name / f"seed{seed}.json"
             rec = _load_record_if_done(path, pid)
             if rec is None:
-                if shortcut is None:
-                    shortcut = _fit_shortcut(task, tr_feat, tr_tgt, protocol)
-                rec = _train_eval_record(
-                    task,
-                    label,
-                    bb_desc,
-                    protocol,
-                    source,
-                    seed,
-                    tr_feat,
-                    tr_tgt,
-                    te_feat,
-                    te_tgt,
-                    sample_indices(test),
-                    path,
-                    feat_s,
-                    device,
-                    len(train),
-                    shortcut,
-                )
+                rec = _train_eval_record(ctx, run, seed, path)
             per_seed.append(rec)
             written.append(path)
         if len(seeds) > 1:
@@ -172,15 +156,41 @@ def run_probe(
     return written
 
 
-def _fit_shortcut(task, features, targets, protocol):
-    """The task's closed-form shortcut (seed-independent: fitted once, shared by every seed)."""
-    from sapiens2.probe.train import fit_task_shortcut
+@dataclass
+class _Context:
+    """What every record of one ``run_probe`` call shares."""
 
-    t0 = time.perf_counter()
-    shortcut = fit_task_shortcut(task, features, targets, protocol)
-    if shortcut is not None:
-        shortcut.fit_s = time.perf_counter() - t0
-    return shortcut
+    label: str
+    backbone: dict
+    protocol: ProbeProtocol
+    source: object
+    device: str
+
+
+@dataclass
+class _TaskRun:
+    """One task's train/test features and targets, and its shortcut (fitted once, for every seed)."""
+
+    task: object
+    train_feat: object
+    train_tgt: dict
+    test_feat: object
+    test_tgt: dict
+    test_idx: torch.Tensor
+    num_train: int
+    features_s: float = 0.0
+    shortcut: object = None
+    shortcut_s: float = 0.0
+
+    def fitted_shortcut(self, protocol):
+        """The task's closed-form shortcut (seed-independent), fitted on first use."""
+        if self.shortcut is None and protocol.shortcut == "ridge":
+            from sapiens2.probe.train import fit_task_shortcut
+
+            t0 = time.perf_counter()
+            self.shortcut = fit_task_shortcut(self.task, self.train_feat, self.train_tgt, protocol)
+            self.shortcut_s = time.perf_counter() - t0
+        return self.shortcut
 
 
 def _oracle_features(task, tgt, protocol):
@@ -208,40 +218,23 @@ def _oracle_features(task, tgt, protocol):
     return FeatureSet(feats, None if cls is None else cls.float(), patch, valid, image_size)
 
 
-def _train_eval_record(
-    task,
-    label,
-    bb_desc,
-    protocol,
-    source,
-    seed,
-    tr_feat,
-    tr_tgt,
-    te_feat,
-    te_tgt,
-    te_idx,
-    path: Path,
-    feat_s: float,
-    device,
-    n_train: int,
-    shortcut=None,
-) -> dict:
+def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path) -> dict:
     from leaderboard.results import make_record, write_record
     from sapiens2.probe.evaluate import evaluate_decoder
     from sapiens2.probe.train import train_decoder
 
-    ckpt = path.with_suffix(".ckpt.pt")
+    task, protocol, label, bb_desc, source = run.task, ctx.protocol, ctx.label, ctx.backbone, ctx.source
     decoder, info = train_decoder(
         task,
-        tr_feat,
-        tr_tgt,
+        run.train_feat,
+        run.train_tgt,
         protocol,
         seed,
-        ckpt_path=ckpt,
+        ckpt_path=path.with_suffix(".ckpt.pt"),
         desc=f"{label} {task.name} seed {seed}",
-        shortcut=shortcut,
+        shortcut=run.fitted_shortcut(protocol),
     )
-    metrics, eval_s = evaluate_decoder(task, decoder, te_feat, te_tgt, te_idx, protocol)
+    metrics, eval_s = evaluate_decoder(task, decoder, run.test_feat, run.test_tgt, run.test_idx, protocol)
     pid = protocol.protocol_id()
     rec = make_record(
         model={
@@ -255,7 +248,7 @@ def _train_eval_record(
             "name": source.name,
             "split": protocol.test_split,
             "content_hash": source.content_hash(task.name, protocol.test_split),
-            "num_samples": int(te_feat.feats.shape[0]),
+            "num_samples": int(run.test_feat.feats.shape[0]),
         },
         protocol={
             "kind": "probe",
@@ -268,17 +261,17 @@ def _train_eval_record(
             "backbone": bb_desc,
             "task": task.name,
             "seed": seed,
-            "num_train_samples": n_train,
+            "num_train_samples": run.num_train,
             "shortcut": info["shortcut"],
         },
         seeds=[seed],
         timings={
-            "features_s": feat_s,
-            "shortcut_fit_s": getattr(shortcut, "fit_s", 0.0),
+            "features_s": run.features_s,
+            "shortcut_fit_s": run.shortcut_s,
             "train_s": info["train_s"],
             "eval_s": eval_s,
         },
-        device=device,
+        device=ctx.device,
         notes=f"decoder trained from iteration {info['resumed_from']}; "
         f"final train loss {info['final_loss']:.5g}",
     )

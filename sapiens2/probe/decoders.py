@@ -34,6 +34,23 @@ def head_shuffle_factor(patch_size: int, output_stride: int, stage_stride: int) 
     return end, max(1, round(end / output_stride))
 
 
+def padded_size(out_size: tuple[int, int], valid_frac: tuple[float, float]) -> tuple[int, int]:
+    """Output size covering the whole padded feature grid, of which ``out_size`` is the image part."""
+    return (
+        math.ceil(out_size[0] / valid_frac[0] - 1e-6),
+        math.ceil(out_size[1] / valid_frac[1] - 1e-6),
+    )
+
+
+def crop_to_output(y: torch.Tensor, out_size, valid_frac) -> torch.Tensor:
+    """Maps over the padded grid -> the unpadded image at the output stride (bilinear resize first
+    when the grid's output size is not the padded size, e.g. patch 14 at stride 4)."""
+    padded = padded_size(out_size, valid_frac)
+    if tuple(y.shape[-2:]) != padded:
+        y = F.interpolate(y, size=padded, mode="bilinear", align_corners=False)
+    return y[..., : out_size[0], : out_size[1]]
+
+
 class ProbeDecoder(nn.Module):
     """Linear or pixel-shuffle decoder.
 
@@ -132,14 +149,7 @@ class ProbeDecoder(nn.Module):
             base_global = self.shortcut.global_outputs(pooled)
         y = g = None
         if self.body is not None:
-            y = self.head(self.body(x))
-            padded = (
-                math.ceil(out_size[0] / valid_frac[0] - 1e-6),
-                math.ceil(out_size[1] / valid_frac[1] - 1e-6),
-            )
-            if tuple(y.shape[-2:]) != padded:
-                y = F.interpolate(y, size=padded, mode="bilinear", align_corners=False)
-            y = y[..., : out_size[0], : out_size[1]]
+            y = crop_to_output(self.head(self.body(x)), out_size, valid_frac)
         if self.global_head is not None:
             g = self.global_head((pooled - self.pool_mean) / self.pool_std)
         if base is not None:

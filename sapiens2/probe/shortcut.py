@@ -19,6 +19,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from sapiens2.probe.decoders import crop_to_output, padded_size
 from sapiens2.probe.ridge import RidgeFit, RidgeStats, fit_ridge, fit_ridge_dual
 
 _GRAM_CACHE: dict = {}
@@ -27,14 +28,6 @@ _GRAM_CACHE: dict = {}
 def shortcut_factor(patch_size: int, output_stride: int) -> int:
     """Output pixels per feature position along each axis: ``ceil(patch / output_stride)`` (>= 1)."""
     return max(1, math.ceil(patch_size / output_stride - 1e-9))
-
-
-def padded_size(out_size: tuple[int, int], valid_frac: tuple[float, float]) -> tuple[int, int]:
-    """Output size of the whole padded feature grid (the decoders' convention)."""
-    return (
-        math.ceil(out_size[0] / valid_frac[0] - 1e-6),
-        math.ceil(out_size[1] / valid_frac[1] - 1e-6),
-    )
 
 
 def to_grid(y: torch.Tensor, grid: tuple[int, int], r: int, out_size, valid_frac) -> torch.Tensor:
@@ -50,11 +43,7 @@ def to_grid(y: torch.Tensor, grid: tuple[int, int], r: int, out_size, valid_frac
 
 def from_grid(z: torch.Tensor, r: int, out_size, valid_frac) -> torch.Tensor:
     """Feature-grid layout B x O*r*r x h x w -> output maps B x O x H_out x W_out (cropped)."""
-    y = F.pixel_shuffle(z, r) if r > 1 else z
-    padded = padded_size(out_size, valid_frac)
-    if tuple(y.shape[-2:]) != padded:
-        y = F.interpolate(y, size=padded, mode="bilinear", align_corners=False)
-    return y[..., : out_size[0], : out_size[1]]
+    return crop_to_output(F.pixel_shuffle(z, r) if r > 1 else z, out_size, valid_frac)
 
 
 def _rows(t: torch.Tensor) -> torch.Tensor:
