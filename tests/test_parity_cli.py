@@ -25,6 +25,20 @@ def test_parity_passes_on_golden(shared_dir, tmp_path, which, capsys):
     assert code == 0 and not failed, printed
 
 
+def test_parity_runs_every_golden_set_under_a_parent_folder(tmp_path, capsys):
+    """``parity DIR`` on a folder of golden sets runs each set; one failing case fails the whole run."""
+    for sub, kind in (("a", "mystery"), ("b", "riddle")):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "manifest.json").write_text(json.dumps({"cases": [{"name": "x", "kind": kind}]}))
+    out = tmp_path / "r.json"
+    assert main(["parity", str(tmp_path), "--json", str(out)]) == 1
+    assert [c["name"] for c in json.loads(out.read_text())["cases"]] == ["a/x", "b/x"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["parity", str(empty)]) != 0
+    assert "no manifest.json" in capsys.readouterr().err
+
+
 def test_parity_fails_on_perturbed_golden(shared_dir, tmp_path):
     """A golden set whose expected output is nudged beyond tolerance must fail (exit code 1)."""
     from safetensors.torch import load_file, save_file

@@ -7,7 +7,9 @@ import math
 
 def register(sub) -> None:
     p = sub.add_parser("parity", help="check parity with the official implementation on a golden set")
-    p.add_argument("dir", help="golden folder with manifest.json")
+    p.add_argument(
+        "dir", help="golden folder with manifest.json, or a folder of such folders (each is run)"
+    )
     p.add_argument("--json", dest="json_out", metavar="OUT", help="write the results as JSON")
     p.add_argument("--case", action="append", help="run only this case (repeatable)")
     p.add_argument("--debug", action="store_true", help="print tracebacks of failing handlers")
@@ -25,11 +27,17 @@ def _fmt(x) -> str:
 def run(args) -> int:
     import torch
 
-    from sapiens2.parity import run_golden_set
+    from sapiens2.parity import golden_set_dirs, run_golden_set
     from sapiens2.utils_io import write_json_atomic
 
     torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
-    results = run_golden_set(args.dir, only=args.case, verbose=args.debug)
+    dirs = golden_set_dirs(args.dir)
+    results = []
+    for d in dirs:
+        for r in run_golden_set(d, only=args.case, verbose=args.debug):
+            if len(dirs) > 1:
+                r.name = f"{d.name}/{r.name}"
+            results.append(r)
     width = max([len(r.name) for r in results] + [4])
     print(f"{'case':<{width}}  {'kind':<6}  {'max_abs_err':>11}  {'tolerance':>9}  {'time':>6}  result")
     for r in results:

@@ -6,6 +6,6 @@ kind; a handler returns a :class:`CaseResult`. Cases of a kind without a handler
 raises, are reported as failed with the reason, never skipped.
 """
 
-from sapiens2.parity.runner import CaseResult, run_golden_set
+from sapiens2.parity.runner import CaseResult, golden_set_dirs, run_golden_set
 
-__all__ = ["CaseResult", "run_golden_set"]
+__all__ = ["CaseResult", "golden_set_dirs", "run_golden_set"]

@@ -63,6 +63,21 @@ def _resolve(kind: str):
     return fn, ""
 
 
+def golden_set_dirs(root: str | Path) -> list[Path]:
+    """``[root]`` when it holds ``manifest.json``, else its sub-folders that do (sorted by name).
+
+    Raises:
+        FileNotFoundError: naming ``root`` when neither it nor a sub-folder has a manifest.
+    """
+    root = Path(root)
+    if (root / "manifest.json").is_file():
+        return [root]
+    subs = sorted(p.parent for p in root.glob("*/manifest.json")) if root.is_dir() else []
+    if not subs:
+        raise FileNotFoundError(f"{root}: no manifest.json in it or in any of its sub-folders")
+    return subs
+
+
 def run_golden_set(
     root: str | Path, only: list[str] | None = None, verbose: bool = False
 ) -> list[CaseResult]:
