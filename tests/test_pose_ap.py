@@ -185,3 +185,49 @@ def test_keypoints308_parts_equal_xtcocotools():
         sub = list(range(308)) if ids is None else ids
         ref = xtcocotools_stats(*restrict_to_keypoints(gt, results, sub), meta.sigmas[sub])
         assert _max_err(_ours(gt, results, meta.sigmas, ids), ref) <= 1e-6, part
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_body_area_convention_equals_xtcocotools_wholebody_fields(seed):
+    """Official convention: one detection area (box of its body keypoints) for every part.
+
+    Reference: stock xtcocotools on the COCO-WholeBody split-field layout, where ``loadRes`` takes
+    the area from ``keypoints`` (the body only) and ``iouType`` picks the part's field.
+    """
+    from evaluators.pose.coco_ap import evaluate_parts
+    from evaluators.pose.metadata import meta_from_dict
+    from evaluators.pose.synthetic import WHOLEBODY_FIELDS, to_wholebody_fields
+
+    sizes = {"body": 17, "foot": 6, "face": 10, "left_hand": 5, "right_hand": 5}
+    k = sum(sizes.values())
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(k)  # parts are not contiguous in the native order
+    parts, start = {}, 0
+    for part, n in sizes.items():
+        parts[part] = sorted(int(i) for i in perm[start : start + n])
+        start += n
+    sigmas = rng.uniform(0.025, 0.107, k)
+    meta = meta_from_dict(
+        {"keypoints": [f"k{i}" for i in range(k)], "sigmas": sigmas.tolist(), "parts": parts}
+    )
+    gt, results = make_keypoint_case(80, k, seed=seed)
+    for r in results:  # drop boxes: the area must come from the keypoints
+        r.pop("bbox", None)
+    areas = [a["area"] for a in gt["annotations"]]
+    assert min(areas) < 32**2 and any(32**2 < a < 96**2 for a in areas) and max(areas) > 96**2
+
+    g, kk = load_coco_gt(copy.deepcopy(gt))
+    d = load_coco_results(copy.deepcopy(results), g, kk)
+    ours = evaluate_parts(g, d, meta)
+    per_part = evaluate_parts(g, d, meta, detection_area="part")
+    split_gt, split_res = to_wholebody_fields(gt, results, parts)
+    order = [i for part in WHOLEBODY_FIELDS for i in parts[part]]
+    iou_types = {"wholebody": "keypoints_wholebody", "body": "keypoints_body", "foot": "keypoints_foot"}
+    iou_types.update(face="keypoints_face", left_hand="keypoints_lefthand", right_hand="keypoints_righthand")
+    for part, iou in iou_types.items():
+        sig = sigmas[order] if part == "wholebody" else sigmas[parts[part]]
+        ref = xtcocotools_stats(split_gt, split_res, sig, iou_type=iou)
+        assert _max_err(ours[part], ref) <= 1e-6, (part, ours[part], ref)
+    # the per-part convention really differs on the size-range stats (so the test can fail)
+    diff = max(_max_err(ours[p], per_part[p]) for p in ("foot", "face", "left_hand", "right_hand"))
+    assert diff > 1e-3

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import time
 
-from evaluators.pose.coco_ap import STAT_NAMES, evaluate_keypoints
+from evaluators.pose.coco_ap import STAT_NAMES, evaluate_parts
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results
 from evaluators.pose.metadata import load_meta, meta_for_count
 from sapiens2.utils_io import write_json_atomic
 
 
 def evaluate_files(
-    gt_path, results_path, meta_path=None, use_area: bool = True
+    gt_path, results_path, meta_path=None, use_area: bool = True, detection_area: str = "body"
 ) -> dict[str, dict[str, float]]:
     """AP/AR per part for a GT file and a results file.
 
@@ -25,6 +25,7 @@ def evaluate_files(
         results_path: COCO keypoint results JSON.
         meta_path: keypoint metadata JSON or built-in name (None: by the GT's keypoint count).
         use_area: xtcocotools' ``use_area``.
+        detection_area: ``"body"`` (official) or ``"part"``; see :func:`evaluate_parts`.
 
     Returns:
         ``{part: {stat: value}}`` with ``wholebody`` first.
@@ -34,10 +35,7 @@ def evaluate_files(
     if meta is None:
         meta = meta_for_count(k)
     dets = load_coco_results(results_path, gt, k)
-    return {
-        part: evaluate_keypoints(gt, dets, meta.sigmas, ids, use_area=use_area).stats
-        for part, ids in meta.groups().items()
-    }
+    return evaluate_parts(gt, dets, meta, use_area=use_area, detection_area=detection_area)
 
 
 def format_table(stats: dict[str, dict[str, float]]) -> str:
@@ -53,7 +51,10 @@ def format_table(stats: dict[str, dict[str, float]]) -> str:
 def run_pose_eval(args) -> int:
     """Entry point of ``sapiens2-bench eval pose``; returns the exit code."""
     t0 = time.perf_counter()
-    stats = evaluate_files(args.gt, args.results, getattr(args, "meta", None))
+    stats = evaluate_files(
+        args.gt, args.results, getattr(args, "meta", None),
+        detection_area=getattr(args, "detection_area", "body"),
+    )
     print(format_table(stats))
     print(f"({time.perf_counter() - t0:.2f}s; -1 = no GT in that area range)")
     if getattr(args, "json_out", None):

@@ -115,6 +115,7 @@ def evaluate_keypoints(
     max_dets: int = 20,
     use_area: bool = True,
     area_ranges: dict[str, tuple[float, float]] | None = None,
+    area_keypoint_ids: list[int] | np.ndarray | None = None,
 ) -> KeypointAPResult:
     """COCO keypoint AP/AR of ``dets`` against ``gt``.
 
@@ -127,6 +128,10 @@ def evaluate_keypoints(
         use_area: OKS scale and area ranges from the GT ``area`` (True) or from ``0.53 * w * h``.
         area_ranges: label -> (lo, hi); must contain ``all``, ``medium`` and ``large`` for the
             ten stats (default: COCO's keypoint ranges).
+        area_keypoint_ids: when the results carry no boxes, each detection's area is the box around
+            these keypoints (of the full set). None: around the evaluated keypoints, which is what
+            xtcocotools does on a file holding only ``keypoint_ids``. The official whole-body
+            convention passes the body ids for every part (see :func:`evaluate_parts`).
 
     Returns:
         A :class:`KeypointAPResult`.
@@ -158,7 +163,8 @@ def evaluate_keypoints(
     if dets.area is not None:
         det_area = dets.area
     else:
-        det_area = (dx.max(1) - dx.min(1)) * (dy.max(1) - dy.min(1)) if dk.shape[0] else np.zeros(0)
+        ax, ay = (dx, dy) if area_keypoint_ids is None else _planes(dk, np.asarray(area_keypoint_ids))[:2]
+        det_area = (ax.max(1) - ax.min(1)) * (ay.max(1) - ay.min(1)) if dk.shape[0] else np.zeros(0)
 
     labels = list(ranges)
     num_t, num_r = len(IOU_THRESHOLDS), len(RECALL_THRESHOLDS)
@@ -192,6 +198,37 @@ def evaluate_keypoints(
             recall[:, ci, ai] = r
     stats = summarize(precision, recall, labels)
     return KeypointAPResult(stats=stats, precision=precision, recall=recall, num_gt=num_gt)
+
+
+def evaluate_parts(
+    gt: KeypointGroundTruth,
+    dets: KeypointDetections,
+    meta,
+    max_dets: int = 20,
+    use_area: bool = True,
+    detection_area: str = "body",
+) -> dict[str, dict[str, float]]:
+    """The ten statistics for the whole keypoint set and every part of ``meta``.
+
+    Args:
+        gt: ground truth arrays.
+        dets: detections.
+        meta: :class:`evaluators.pose.metadata.KeypointMeta` (sigmas and parts).
+        max_dets: detections kept per image and category.
+        use_area: xtcocotools' ``use_area``.
+        detection_area: ``"body"`` (official: one area per detection, the box around its body
+            keypoints, for every part) or ``"part"`` (the box around the scored part's keypoints).
+
+    Returns:
+        ``{"wholebody": {stat: value}, "<part>": {...}, ...}``.
+    """
+    area_ids = meta.detection_area_ids(detection_area)
+    return {
+        part: evaluate_keypoints(
+            gt, dets, meta.sigmas, ids, max_dets, use_area, area_keypoint_ids=area_ids
+        ).stats
+        for part, ids in meta.groups().items()
+    }
 
 
 def _planes(kpts: np.ndarray, ids: np.ndarray | None) -> list[np.ndarray]:

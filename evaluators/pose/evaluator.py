@@ -24,7 +24,7 @@ import torch.distributed as dist
 
 from evaluators import distributed as D
 from evaluators.base import Evaluator
-from evaluators.pose.coco_ap import STAT_NAMES, evaluate_keypoints
+from evaluators.pose.coco_ap import STAT_NAMES, evaluate_parts
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results
 from evaluators.pose.metadata import KeypointMeta, load_meta
 from evaluators.pose.pipeline import to_coco_results
@@ -49,6 +49,8 @@ class PoseEvaluator(Evaluator):
         nms_thr: OKS-NMS threshold (None: no NMS).
         use_area: OKS scale from the GT area (True) or from 0.53 x box area.
         max_dets: detections per image kept by COCOeval.
+        detection_area: how a detection's area (for the area ranges) is taken: ``"body"`` (official
+            whole-body convention: the box around its body keypoints, for every part) or ``"part"``.
     """
 
     task = "pose"
@@ -61,6 +63,7 @@ class PoseEvaluator(Evaluator):
         nms_thr: float | None = 0.9,
         use_area: bool = True,
         max_dets: int = 20,
+        detection_area: str = "body",
     ) -> None:
         self.meta = meta if isinstance(meta, KeypointMeta) else load_meta(meta)
         self.gt_source = gt
@@ -68,11 +71,14 @@ class PoseEvaluator(Evaluator):
         self.nms_thr = nms_thr
         self.use_area = use_area
         self.max_dets = max_dets
+        self.detection_area = detection_area
+        self.meta.detection_area_ids(detection_area)  # fail early on an unknown convention
         super().__init__()
         self.conventions = {
             "metric": "COCO keypoint OKS AP/AR, xtcocotools COCOeval(iouType='keypoints') semantics",
             "use_area": use_area,
             "max_dets": max_dets,
+            "detection_area": detection_area,
             "area_ranges": {"all": [0, 1e10], "medium": [32**2, 96**2], "large": [96**2, 1e10]},
             "instance_score": f"bbox_score * mean(keypoint scores > {keypoint_score_thr})",
             "nms": f"OKS-NMS per image, threshold {nms_thr}, mean area of the pair" if nms_thr else "none",
@@ -276,10 +282,7 @@ class PoseEvaluator(Evaluator):
         """``{"wholebody": {ten stats}, "<part>": {...}, ...}``."""
         gt, k = load_coco_gt(self.coco_gt(), self.meta.num_keypoints, use_area=self.use_area)
         dets = load_coco_results(self.coco_results(), gt, k)
-        return {
-            part: evaluate_keypoints(gt, dets, self.meta.sigmas, ids, self.max_dets, self.use_area).stats
-            for part, ids in self.meta.groups().items()
-        }
+        return evaluate_parts(gt, dets, self.meta, self.max_dets, self.use_area, self.detection_area)
 
     def compute(self) -> dict[str, Any]:
         """Flat metrics: wholebody stats under their official names, parts as ``<part>/<stat>``."""

@@ -56,6 +56,10 @@ _COCO17_NAMES = [
 ]
 
 
+# How a detection's area (OKS-AP area ranges) is taken when results carry no box.
+DETECTION_AREA_CONVENTIONS = ("body", "part")
+
+
 @dataclass
 class KeypointMeta:
     """Metadata of one keypoint set.
@@ -81,6 +85,26 @@ class KeypointMeta:
     def groups(self) -> dict[str, list[int] | None]:
         """``wholebody`` (None = all keypoints, native order) followed by every part."""
         return {"wholebody": None, **self.parts}
+
+    def detection_area_ids(self, convention: str = "body") -> list[int] | None:
+        """Keypoints whose box gives a detection's area (results without boxes).
+
+        Args:
+            convention: ``"body"`` (official whole-body convention: the box around the ``body``
+                part's keypoints, one area per detection for every part and the whole body; all
+                keypoints when the set defines no ``body`` part) or ``"part"`` (the box around the
+                keypoints of the part being scored, as xtcocotools on a per-part file).
+
+        Returns:
+            Keypoint ids, or None for "the evaluated keypoints".
+        """
+        if convention not in DETECTION_AREA_CONVENTIONS:
+            raise ValueError(
+                f"unknown detection-area convention {convention!r}; known: {list(DETECTION_AREA_CONVENTIONS)}"
+            )
+        if convention == "part":
+            return None
+        return self.parts.get("body") or list(range(self.num_keypoints))
 
 
 def meta_from_dict(d: dict[str, Any], source: str = "<metadata>") -> KeypointMeta:

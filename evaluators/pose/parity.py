@@ -19,19 +19,39 @@ def _numbers(text) -> list[float]:
     return [float(x) for x in re.findall(r"\d+(?:\.\d+)?e-?\d+|\d+\.\d+", str(text or ""))]
 
 
+def detection_area_of(case: dict) -> str:
+    """The detection-area convention a pose case was computed with.
+
+    An explicit ``detection_area`` (``"body"`` or ``"part"``) wins. Otherwise the case's
+    ``notes``/``reference`` decide: area from the body keypoints (the official convention) ->
+    ``"body"``; an evaluation on each part's own keypoint subset with no word on the area ->
+    ``"part"`` (running xtcocotools on a per-part file takes the area from that part). Default:
+    ``"body"``.
+    """
+    if case.get("detection_area"):
+        return str(case["detection_area"])
+    text = f"{case.get('notes', '')} {case.get('reference', '')}".lower()
+    if re.search(r"area[^.]*body keypoints|body keypoints[^.]*area", text):
+        return "body"
+    if "subset of each part" in text or "each part's keypoint subset" in text:
+        return "part"
+    return "body"
+
+
 def run_pose_case(case: dict, root: Path, manifest: dict) -> CaseResult:
     """Evaluate the case's GT/results JSON with our engine and compare every expected statistic.
 
     Args:
         case: manifest entry with ``gt_file``, ``results_file``, ``expected`` {part: {stat: value}}
-            and optionally ``meta_file`` (keypoint metadata JSON) and ``use_area``.
+            and optionally ``meta_file`` (keypoint metadata JSON), ``use_area`` and
+            ``detection_area`` (see :func:`detection_area_of`).
         root: the golden folder.
         manifest: the whole manifest (for the tolerance text).
 
     Returns:
         The case result; errors per ``part/stat``.
     """
-    from evaluators.pose.coco_ap import evaluate_keypoints
+    from evaluators.pose.coco_ap import evaluate_parts
     from evaluators.pose.coco_io import load_coco_gt, load_coco_results
     from evaluators.pose.metadata import load_meta, meta_for_count
 
@@ -47,15 +67,17 @@ def run_pose_case(case: dict, root: Path, manifest: dict) -> CaseResult:
     meta = load_meta(root / case["meta_file"]) if case.get("meta_file") else meta_for_count(k)
     if meta.num_keypoints != k:
         raise ValueError(f"{name}: metadata has {meta.num_keypoints} keypoints, the GT has {k}")
-    groups = meta.groups()
+    ours_all = evaluate_parts(
+        gt, dets, meta, use_area=use_area, detection_area=detection_area_of(case)
+    )
     expected = case.get("expected") or {}
     errors: dict[str, float] = {}
     missing = []
     for part, stats in expected.items():
-        if part not in groups:
+        if part not in ours_all:
             missing.append(part)
             continue
-        ours = evaluate_keypoints(gt, dets, meta.sigmas, groups[part], use_area=use_area).stats
+        ours = ours_all[part]
         for stat, ref in stats.items():
             if stat not in ours:
                 missing.append(f"{part}/{stat}")

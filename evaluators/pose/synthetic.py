@@ -143,8 +143,50 @@ def restrict_to_keypoints(gt: dict, results: list[dict], ids) -> tuple[dict, lis
     return gt, out
 
 
-def xtcocotools_stats(gt: dict, results: list[dict], sigmas, use_area: bool = True) -> dict[str, float]:
-    """The ten stats of stock xtcocotools ``COCOeval(iouType='keypoints')`` (quiet)."""
+# COCO-WholeBody's split fields, in the order ``keypoints_wholebody`` concatenates them.
+WHOLEBODY_FIELDS = {
+    "body": "keypoints",
+    "foot": "foot_kpts",
+    "face": "face_kpts",
+    "left_hand": "lefthand_kpts",
+    "right_hand": "righthand_kpts",
+}
+
+
+def to_wholebody_fields(gt: dict, results: list[dict], parts: dict[str, list[int]]):
+    """Copies in COCO-WholeBody's split-field layout (as the official evaluators write them).
+
+    Each part's keypoints go to their own field (``keypoints`` holds only the body), so
+    ``COCO.loadRes`` takes every detection's area from the box around its body keypoints.
+
+    Args:
+        gt: GT dict with all keypoints under ``keypoints``.
+        results: results with all keypoints under ``keypoints``.
+        parts: ids per part, with exactly the keys of :data:`WHOLEBODY_FIELDS`.
+
+    Returns:
+        ``(gt, results)`` in the split layout.
+    """
+    if set(parts) != set(WHOLEBODY_FIELDS):
+        raise ValueError(f"parts must be {list(WHOLEBODY_FIELDS)}, got {list(parts)}")
+
+    def split(obj):
+        k = np.asarray(obj["keypoints"], dtype=np.float64).reshape(-1, 3)
+        for part, name in WHOLEBODY_FIELDS.items():
+            obj[name] = k[parts[part]].reshape(-1).tolist()
+        return obj
+
+    gt = copy.deepcopy(gt)
+    for ann in gt["annotations"]:
+        split(ann)
+        ann["num_keypoints"] = int((np.asarray(ann["keypoints"]).reshape(-1, 3)[:, 2] > 0).sum())
+    return gt, [split(copy.deepcopy(r)) for r in results]
+
+
+def xtcocotools_stats(
+    gt: dict, results: list[dict], sigmas, use_area: bool = True, iou_type: str = "keypoints"
+) -> dict[str, float]:
+    """The ten stats of stock xtcocotools ``COCOeval(iouType=iou_type)`` (quiet)."""
     from xtcocotools.coco import COCO
     from xtcocotools.cocoeval import COCOeval
 
@@ -153,7 +195,7 @@ def xtcocotools_stats(gt: dict, results: list[dict], sigmas, use_area: bool = Tr
         coco_gt.dataset = copy.deepcopy(gt)
         coco_gt.createIndex()
         coco_dt = coco_gt.loadRes(copy.deepcopy(results)) if results else _empty_res(coco_gt)
-        ev = COCOeval(coco_gt, coco_dt, "keypoints", np.asarray(sigmas, dtype=np.float64), use_area=use_area)
+        ev = COCOeval(coco_gt, coco_dt, iou_type, np.asarray(sigmas, dtype=np.float64), use_area=use_area)
         ev.evaluate()
         ev.accumulate()
         ev.summarize()

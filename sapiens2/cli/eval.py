@@ -38,6 +38,13 @@ def register(sub) -> None:
     pose.add_argument("--gt", required=True, help="COCO-style GT JSON")
     pose.add_argument("--results", required=True, help="COCO keypoint results JSON")
     pose.add_argument("--meta", help="keypoint metadata JSON (names, sigmas, parts); default keypoints308")
+    pose.add_argument(
+        "--detection-area",
+        choices=["body", "part"],
+        default="body",
+        help="a detection's area for the size ranges: box of its body keypoints for every part "
+        "(official, default) or box of the scored part's keypoints",
+    )
     pose.add_argument("--json", dest="json_out", metavar="OUT", help="write the metrics as JSON")
     pose.add_argument("--debug", action="store_true", help="show tracebacks")
     pose.set_defaults(func=run_pose)
