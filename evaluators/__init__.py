@@ -22,22 +22,10 @@ EVALUATORS = {
     "albedo": AlbedoEvaluator,
 }
 
-try:  # mmengine adapters (registered in sapiens2.registry.METRICS)
-    from evaluators import mm_metrics  # noqa: F401
-except ModuleNotFoundError as e:  # pragma: no cover - mmengine is a core dependency
-    if e.name not in ("mmengine",):
-        raise
+from evaluators import mm_metrics  # noqa: F401,E402  (registers the mmengine adapters)
+from evaluators.pose import PoseEvaluator  # noqa: E402
 
-try:  # the pose evaluator (built separately); absent until it lands
-    from evaluators import pose as _pose  # noqa: F401
-
-    if hasattr(_pose, "PoseEvaluator"):
-        from evaluators.pose import PoseEvaluator  # noqa: F401
-
-        EVALUATORS["pose"] = PoseEvaluator
-except ModuleNotFoundError as e:
-    if not (e.name or "").startswith("evaluators.pose"):
-        raise
+EVALUATORS["pose"] = PoseEvaluator
 
 __all__ = [
     "EVALUATORS",
@@ -45,5 +33,6 @@ __all__ = [
     "Evaluator",
     "NormalEvaluator",
     "PointmapEvaluator",
+    "PoseEvaluator",
     "SegEvaluator",
 ]

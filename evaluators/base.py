@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from evaluators import distributed as D
+from sapiens2 import distributed as D
 
 REDUCE_OPS = ("sum", "max", "min")
 

@@ -35,12 +35,12 @@ import torch
 from mmengine.evaluator import BaseMetric
 from mmengine.logging import print_log
 
-from evaluators import distributed as D
 from evaluators.albedo import AlbedoEvaluator
 from evaluators.normal import NormalEvaluator
 from evaluators.pointmap import PointmapEvaluator
+from evaluators.registry import METRICS
 from evaluators.seg import SegEvaluator
-from sapiens2.registry import METRICS
+from sapiens2 import distributed as D
 
 
 def _get(sample, key: str):

@@ -5,17 +5,19 @@ through our evaluator built with the case's ``official_evaluator`` options, and 
 compared with the manifest's dense rule (``|ours - ref| <= 1e-4 * max(1, |ref|)``; the official seg
 summary is printed rounded to 2 decimals, so it is compared within 0.01). The numbers are parsed from
 the manifest's ``tolerance.dense`` text when present. Pose metric cases and codec cases are delegated
-to ``evaluators.pose.parity``.
+to ``evaluators.pose.parity`` (``run_codec_case`` is re-exported here).
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
 from pathlib import Path
 
+from evaluators.pose.parity import run_codec_case, run_pose_case
 from sapiens2.parity.runner import CaseResult
+
+__all__ = ["run_codec_case", "run_metric_case"]
 
 DEFAULT_REL_TOL = 1e-4
 DEFAULT_ROUNDED_TOL = 0.01
@@ -30,28 +32,6 @@ def _dense_tolerances(manifest: dict) -> tuple[float, float]:
         float(rel.group(1)) if rel else DEFAULT_REL_TOL,
         float(rounded.group(1)) if rounded else DEFAULT_ROUNDED_TOL,
     )
-
-
-def _delegate(case: dict, root: Path, manifest: dict, fn_name: str) -> CaseResult:
-    name, kind = case.get("name", "?"), case.get("kind", "?")
-    try:
-        mod = importlib.import_module("evaluators.pose.parity")
-    except ModuleNotFoundError as e:
-        return CaseResult(name=name, kind=kind, passed=False, message=f"not supported yet ({e})")
-    fn = getattr(mod, fn_name, None)
-    if fn is None:
-        return CaseResult(
-            name=name,
-            kind=kind,
-            passed=False,
-            message=f"not supported yet (evaluators.pose.parity.{fn_name} missing)",
-        )
-    return fn(case, root, manifest)
-
-
-def run_codec_case(case: dict, root: Path, manifest: dict) -> CaseResult:
-    """Codec cases (UDP decode) are checked by the pose package."""
-    return _delegate(case, Path(root), manifest, "run_codec_case")
 
 
 def _load_inputs(case: dict, root: Path) -> dict:
@@ -164,7 +144,7 @@ def run_metric_case(case: dict, root: Path, manifest: dict) -> CaseResult:
     """Run one metric case: dense tasks here, pose delegated to ``evaluators.pose.parity``."""
     name, kind = case.get("name", "?"), case.get("kind", "metric")
     if case.get("task") == "pose":
-        return _delegate(case, Path(root), manifest, "run_pose_case")
+        return run_pose_case(case, Path(root), manifest)
     rel_tol, rounded_tol = _dense_tolerances(manifest)
     result = _evaluate(case, Path(root))
     errors, fails = compare_dense(result, case.get("expected") or {}, rel_tol, rounded_tol)

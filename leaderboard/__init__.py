@@ -3,7 +3,7 @@
 ``leaderboard.results``: ``make_record``, ``write_record``, ``read_record``, ``load_records``.
 ``leaderboard.paper``: ``load_paper_results`` (the paper's numbers in our metric names and units).
 ``leaderboard.build``: ``build_site`` (Markdown + self-contained HTML + figures).
-``leaderboard.browser``: headless Chromium driver used by the browser test.
+``browser_driver``: headless Chromium driver used by the browser test.
 """
 
 from leaderboard.results import RecordError, load_records, make_record, read_record, write_record

@@ -84,14 +84,6 @@ TASK_METRICS: dict[str, list[MetricSpec]] = {
 }
 
 
-def metric_spec(task: str, key: str) -> MetricSpec | None:
-    """The display spec of ``key`` for ``task``, or None when the leaderboard does not show it."""
-    for spec in TASK_METRICS.get(task, []):
-        if spec.key == key:
-            return spec
-    return None
-
-
 def headline_metrics(task: str) -> list[MetricSpec]:
     """The task's headline metrics (plots and deltas)."""
     return [s for s in TASK_METRICS.get(task, []) if s.headline]

@@ -12,7 +12,6 @@ Example:
 from __future__ import annotations
 
 from mmengine.registry import DATASETS as MM_DATASETS
-from mmengine.registry import METRICS as MM_METRICS
 from mmengine.registry import MODELS as MM_MODELS
 from mmengine.registry import TRANSFORMS as MM_TRANSFORMS
 from mmengine.registry import Registry
@@ -22,12 +21,6 @@ MODELS = Registry(
     parent=MM_MODELS,
     scope="sapiens2",
     locations=["sapiens2.models"],
-)
-METRICS = Registry(
-    "metric",
-    parent=MM_METRICS,
-    scope="sapiens2",
-    locations=["evaluators"],
 )
 DATASETS = Registry(
     "dataset",
@@ -41,15 +34,6 @@ TRANSFORMS = Registry(
     scope="sapiens2",
     locations=["sapiens2.datasets"],
 )
-# Backbones usable by the probing protocol (Sapiens2, v1, transformers baselines, pixels).
-# No parent: mmengine allows one child per scope, and MODELS already is the ``sapiens2`` child of
-# mmengine's MODELS.
-PROBE_BACKBONES = Registry(
-    "probe backbone",
-    scope="sapiens2",
-    locations=["sapiens2.probe.backbones"],
-)
-
 
 def build_from_cfg_checked(registry: Registry, cfg: dict):
     """Build ``cfg`` with ``registry``; an unknown type lists the known ones.

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 check='import importlib.metadata as m, mediapipe as mp
 assert m.version("mediapipe") == "0.10.21", m.version("mediapipe")
-from sapiens2.systems.mediapipe_system import require_mediapipe
+from benchmarks.systems.mediapipe_system import require_mediapipe
 require_mediapipe(); mp.solutions.pose'
 if [ ! -x "$PY" ]; then
   echo "install_mediapipe: no .venv (run scripts/bootstrap.sh first); skipping" >&2

@@ -10,9 +10,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _probe_toy import make_toy_data  # noqa: E402
 
-from sapiens2.probe import distributed as dist_utils  # noqa: E402
-from sapiens2.probe.api import run_probe  # noqa: E402
-from sapiens2.probe.protocol import quick_protocol  # noqa: E402
+from benchmarks.probe.api import run_probe  # noqa: E402
+from benchmarks.probe.protocol import quick_protocol  # noqa: E402
+from sapiens2 import distributed as dist_utils  # noqa: E402
 
 
 def main(out: str, backbone: str, tasks: str) -> None:

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from sapiens2.probe.data import MemoryData
+from benchmarks.probe.data import MemoryData
 
 
 def _scene(index: int, size: tuple[int, int], gen: torch.Generator) -> dict:

@@ -11,8 +11,8 @@ import shutil
 import struct
 
 import pytest
+from browser_driver import HeadlessChromium, find_chromium
 
-from leaderboard.browser import HeadlessChromium, find_chromium
 from leaderboard.build import build_site
 from leaderboard.results import make_record, write_record
 

@@ -153,7 +153,7 @@ def test_cli_round_trip_and_from_pretrained(golden_models, tmp_path):
     from safetensors.torch import load_file, save_file
     from transformers.models.sapiens2 import Sapiens2ForPoseEstimation
 
-    from sapiens2.cli.main import main
+    from benchmarks.cli.main import main
 
     _, case, state, tensors = _case(golden_models, "pose_tiny")
     src = tmp_path / "pose.safetensors"
@@ -172,7 +172,7 @@ def test_cli_round_trip_and_from_pretrained(golden_models, tmp_path):
 def test_cli_errors(golden_models, tmp_path, capsys):
     from safetensors.torch import save_file
 
-    from sapiens2.cli.main import main
+    from benchmarks.cli.main import main
 
     _, _, state, _ = _case(golden_models, "albedo_tiny")
     save_file(state, str(tmp_path / "albedo.safetensors"))

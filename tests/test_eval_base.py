@@ -101,7 +101,7 @@ def test_sync_is_noop_on_one_process_and_blocks_nothing():
     "module",
     [
         "evaluators.base",
-        "evaluators.distributed",
+        "sapiens2.distributed",
         "evaluators.dense_common",
         "evaluators.seg",
         "evaluators.normal",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from sapiens2.cli.main import main
+from benchmarks.cli.main import main
 
 cv2 = pytest.importorskip("cv2")
 

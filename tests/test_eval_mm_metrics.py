@@ -59,7 +59,8 @@ def test_seg_adapter_with_logits_and_labels():
 
 
 def test_registry_lists_the_adapters():
-    from sapiens2.registry import METRICS, build_from_cfg_checked
+    from evaluators.registry import METRICS
+    from sapiens2.registry import build_from_cfg_checked
 
     m = build_from_cfg_checked(METRICS, dict(type="AlbedoMetric"))
     assert type(m).__name__ == "AlbedoMetric"

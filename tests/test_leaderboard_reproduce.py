@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from benchmarks.cli.main import main
 from leaderboard.results import load_records, read_record
-from sapiens2.cli.main import main
 
 TINY = {"sapiens2_0.4b": {"embed_dims": 32, "num_layers": 2, "num_heads": 2, "feedforward_channels": 64}}
 INPUT = (64, 48)
@@ -29,7 +29,7 @@ def seg_checkpoint_root(tmp_path_factory):
     """Random weights of a tiny seg model saved in the official layout."""
     from safetensors.torch import save_file
 
-    from leaderboard.reproduce import _adapt_config, checkpoint_path, config_name
+    from benchmarks.reproduce.tables import _adapt_config, checkpoint_path, config_name
     from sapiens2.models.builder import build_model, official_config
 
     root = tmp_path_factory.mktemp("ckpt")
@@ -110,7 +110,7 @@ def test_run_quick_end_to_end(tmp_path, capsys):
     assert {(r["model"]["name"], r["task"]) for r in per_seed} == {
         (m, t) for m in ("gt-oracle", "pixels") for t in ("pose", "seg", "normal", "pointmap", "albedo")}
     # the MediaPipe reference system joins when it is installed, under its own protocols
-    from sapiens2.systems.mediapipe_system import require_mediapipe
+    from benchmarks.systems.mediapipe_system import require_mediapipe
 
     try:
         require_mediapipe()
@@ -121,7 +121,7 @@ def test_run_quick_end_to_end(tmp_path, capsys):
     mp_recs = [r for r in recs if r["model"]["name"].startswith("mediapipe")]
     assert bool(mp_recs) == has_mediapipe
     assert all(r["protocol"]["kind"] == "eval" and r["protocol"]["protocol_id"] for r in mp_recs)
-    from sapiens2.probe.protocol import quick_protocol
+    from benchmarks.probe.protocol import quick_protocol
 
     ids = {r["model"]["name"]: r["protocol"]["protocol_id"] for r in probes}
     # the oracle (the ceiling row) is probed under the same protocol as the real backbones: one table

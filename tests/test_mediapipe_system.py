@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
+from benchmarks.systems import mediapipe_system as M
 from sapiens2.reference import keypoints308
-from sapiens2.systems import mediapipe_system as M
 
 HW = (128, 96)
 
@@ -158,8 +158,8 @@ def test_real_inference_on_astronaut():
 
 def test_cli_writes_valid_records(split, tmp_path):
     _mediapipe_or_skip()
+    from benchmarks.cli import system
     from leaderboard.results import read_record
-    from sapiens2.cli import system
 
     p = argparse.ArgumentParser()
     system.register(p.add_subparsers(dest="command"))

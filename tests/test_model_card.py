@@ -62,7 +62,7 @@ def test_tokenizer_flops_counted():
 
 
 def test_model_card_cli(tmp_path, capsys):
-    from sapiens2.cli.main import main
+    from benchmarks.cli.main import main
     from sapiens2.reference import official_archs
 
     out_json, out_csv = tmp_path / "card.json", tmp_path / "card.csv"
@@ -88,7 +88,7 @@ def test_model_card_cli(tmp_path, capsys):
 
 
 def test_model_card_unknown_arch(capsys):
-    from sapiens2.cli.main import main
+    from benchmarks.cli.main import main
 
     assert main(["model-card", "--arch", "sapiens2_9b"]) == 1
     err = capsys.readouterr().err

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sapiens2.cli.main import main
+from benchmarks.cli.main import main
 
 
 @pytest.mark.parametrize("which", ["models", "metrics"])

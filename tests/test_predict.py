@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from sapiens2.cli.main import main
+from benchmarks.cli.main import main
 
 ARCH = {"embed_dims": 32, "num_layers": 2, "num_heads": 2, "feedforward_channels": 64}
 BACKBONE = {"type": "Sapiens2", "arch": ARCH, "img_size": [64, 48]}
@@ -93,7 +93,7 @@ def test_checkpoint_prediction_matches_direct_model_call(photos, tmp_path):
     import cv2
     from safetensors.torch import save_file
 
-    from sapiens2.cli.predict import read_image, to_tensor
+    from benchmarks.cli.predict import read_image, to_tensor
     from sapiens2.models.builder import build_model
 
     torch.manual_seed(3)
@@ -115,7 +115,7 @@ def test_checkpoint_prediction_matches_direct_model_call(photos, tmp_path):
 
 
 def test_pose_crop_maps_box_centre_to_input_centre():
-    from sapiens2.cli.predict import pose_crop
+    from benchmarks.cli.predict import pose_crop
 
     image = np.zeros((200, 300, 3), np.uint8)
     image[100, 150] = 255

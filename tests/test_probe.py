@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _probe_toy import make_toy_data  # noqa: E402
 
-from sapiens2.probe.protocol import ProbeProtocol, quick_protocol  # noqa: E402
+from benchmarks.probe.protocol import ProbeProtocol, quick_protocol  # noqa: E402
 
 HF_TINY = [
     "dinov2_small_tiny",
@@ -68,7 +68,7 @@ def test_protocol_rejects_bad_values():
 
 @pytest.mark.parametrize("name", ["sapiens2_tiny", "sapiens_tiny", "pixels", *HF_TINY])
 def test_backbones_return_declared_features(name):
-    from sapiens2.probe.backbones import build_probe_backbone
+    from benchmarks.probe.backbones import build_probe_backbone
 
     bb = build_probe_backbone(name, img_size=(50, 40))
     assert not any(p.requires_grad for p in bb.parameters()) and not bb.training
@@ -82,7 +82,7 @@ def test_backbones_return_declared_features(name):
 
 
 def test_random_init_is_seeded():
-    from sapiens2.probe.backbones import build_probe_backbone
+    from benchmarks.probe.backbones import build_probe_backbone
 
     a = build_probe_backbone("dinov2_small_tiny")
     b = build_probe_backbone("dinov2_small_tiny")
@@ -95,7 +95,7 @@ def test_random_init_is_seeded():
 def test_hf_backbone_from_local_folder(tmp_path):
     import transformers
 
-    from sapiens2.probe.backbones import build_probe_backbone
+    from benchmarks.probe.backbones import build_probe_backbone
 
     cfg = transformers.Dinov2Config(
         hidden_size=32,
@@ -122,9 +122,9 @@ def test_user_backbone_plugin_worked_example(tmp_path):
     """The docs/probing.md example: register one small class, probe it by name."""
     import torch.nn.functional as F
 
-    from sapiens2.probe.api import run_probe
-    from sapiens2.probe.backbones import ProbeBackbone
-    from sapiens2.registry import PROBE_BACKBONES
+    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.backbones import ProbeBackbone
+    from benchmarks.probe.registry import PROBE_BACKBONES
 
     @PROBE_BACKBONES.register_module(force=True)
     class MeanColourPatches(ProbeBackbone):
@@ -143,9 +143,9 @@ def test_user_backbone_plugin_worked_example(tmp_path):
 
 
 def test_feature_shape_mismatch_fails_before_training(tmp_path):
-    from sapiens2.probe.api import run_probe
-    from sapiens2.probe.backbones import FeatureShapeError, ProbeBackbone
-    from sapiens2.registry import PROBE_BACKBONES
+    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.backbones import FeatureShapeError, ProbeBackbone
+    from benchmarks.probe.registry import PROBE_BACKBONES
 
     @PROBE_BACKBONES.register_module(force=True)
     class LiesAboutChannels(ProbeBackbone):
@@ -164,8 +164,8 @@ def test_feature_shape_mismatch_fails_before_training(tmp_path):
 def test_checkpoint_of_another_arch_fails_before_training(tmp_path):
     from safetensors.torch import save_file
 
-    from sapiens2.probe.api import run_probe
-    from sapiens2.probe.backbones import build_probe_backbone
+    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.backbones import build_probe_backbone
 
     other = build_probe_backbone(
         {
@@ -181,7 +181,7 @@ def test_checkpoint_of_another_arch_fails_before_training(tmp_path):
 
 
 def test_missing_task_ground_truth_fails_before_training(tmp_path):
-    from sapiens2.probe.api import run_probe
+    from benchmarks.probe.api import run_probe
 
     data = make_toy_data(tasks=("seg",))
     with pytest.raises(FileNotFoundError, match="no 'pose' ground truth"):
@@ -190,7 +190,7 @@ def test_missing_task_ground_truth_fails_before_training(tmp_path):
 
 
 def test_missing_keys_in_samples_are_named(tmp_path):
-    from sapiens2.probe.api import run_probe
+    from benchmarks.probe.api import run_probe
 
     data = make_toy_data(tasks=("normal",))
     for split in data.samples["normal"].values():
@@ -201,11 +201,11 @@ def test_missing_keys_in_samples_are_named(tmp_path):
 
 
 def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch):
-    from sapiens2.probe.backbones import build_probe_backbone
-    from sapiens2.probe.data import stack_images
-    from sapiens2.probe.features import FeatureStore
-    from sapiens2.probe.tasks import build_task
-    from sapiens2.probe.train import train_decoder
+    from benchmarks.probe.backbones import build_probe_backbone
+    from benchmarks.probe.data import stack_images
+    from benchmarks.probe.features import FeatureStore
+    from benchmarks.probe.tasks import build_task
+    from benchmarks.probe.train import train_decoder
 
     protocol = quick_protocol().replace(iterations=10)
     data = make_toy_data()
@@ -237,7 +237,7 @@ def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch)
 
 
 def test_finished_records_are_not_recomputed(tmp_path):
-    from sapiens2.probe.api import run_probe
+    from benchmarks.probe.api import run_probe
 
     data = make_toy_data(tasks=("seg",))
     first = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), quick=True)
@@ -251,8 +251,8 @@ def test_finished_records_are_not_recomputed(tmp_path):
 
 
 def test_feature_cache_runs_backbone_once_per_image(tmp_path):
-    from sapiens2.probe.backbones import build_probe_backbone
-    from sapiens2.probe.features import FeatureStore
+    from benchmarks.probe.backbones import build_probe_backbone
+    from benchmarks.probe.features import FeatureStore
 
     protocol = quick_protocol()
     bb = build_probe_backbone("sapiens2_tiny", img_size=protocol.input_size)
@@ -271,9 +271,9 @@ def test_loss_grid_phases_cover_every_pixel_shuffle_sub_position():
     has every sub-position trained (a fixed offset trained only 4 of its 16)."""
     import torch
 
-    from sapiens2.probe.decoders import ProbeDecoder
-    from sapiens2.probe.tasks import build_task
-    from sapiens2.probe.tasks.base import loss_grid
+    from benchmarks.probe.decoders import ProbeDecoder
+    from benchmarks.probe.tasks import build_task
+    from benchmarks.probe.tasks.base import loss_grid
 
     protocol = ProbeProtocol()
     task = build_task("seg", protocol)
@@ -296,9 +296,9 @@ def test_shortcut_reproduces_oracle_features_exactly(name):
     whatever the output stride and space-to-depth factor: on the train images, and for the dense
     tasks on held-out images too (the toy's 308 keypoints are one rigid spiral, so its 6 fit crops
     do not span every heatmap direction a new crop can take)."""
-    from sapiens2.probe.api import _oracle_features
-    from sapiens2.probe.shortcut import fit_shortcut
-    from sapiens2.probe.tasks import build_task
+    from benchmarks.probe.api import _oracle_features
+    from benchmarks.probe.shortcut import fit_shortcut
+    from benchmarks.probe.tasks import build_task
 
     protocol = quick_protocol()
     data = make_toy_data()
@@ -322,12 +322,12 @@ def test_shortcut_reproduces_oracle_features_exactly(name):
 
 
 def test_linear_decoder_is_the_closed_form_shortcut_alone(tmp_path):
-    from sapiens2.probe.api import run_probe
-    from sapiens2.probe.backbones import build_probe_backbone
-    from sapiens2.probe.data import stack_images
-    from sapiens2.probe.features import FeatureStore
-    from sapiens2.probe.tasks import build_task
-    from sapiens2.probe.train import train_decoder
+    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.backbones import build_probe_backbone
+    from benchmarks.probe.data import stack_images
+    from benchmarks.probe.features import FeatureStore
+    from benchmarks.probe.tasks import build_task
+    from benchmarks.probe.train import train_decoder
 
     protocol = quick_protocol().replace(tasks={"seg": {"decoder": "linear"}})
     data = make_toy_data(tasks=("seg",))

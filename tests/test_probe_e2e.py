@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sapiens2.probe.protocol import default_protocol, quick_protocol
+from benchmarks.probe.protocol import default_protocol, quick_protocol
 
 TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
 
@@ -40,8 +40,8 @@ def _metrics(paths):
 
 def _codec_ceiling(data, protocol) -> float:
     """Wholebody AP of the GT heatmaps themselves, UDP-decoded: the best any pose probe can reach."""
-    from sapiens2.probe.data import FolderData, sample_indices
-    from sapiens2.probe.tasks import build_task
+    from benchmarks.probe.data import FolderData, sample_indices
+    from benchmarks.probe.tasks import build_task
 
     task = build_task("pose", protocol)
     samples = FolderData(data).load("pose", protocol.test_split, protocol)
@@ -55,8 +55,8 @@ def test_ground_truth_as_prediction_scores_perfectly(synth64):
     """The evaluation path itself: each task's GT fed in as the prediction gives perfect metrics."""
     import torch.nn.functional as F
 
-    from sapiens2.probe.data import FolderData, sample_indices
-    from sapiens2.probe.tasks import build_task
+    from benchmarks.probe.data import FolderData, sample_indices
+    from benchmarks.probe.tasks import build_task
 
     protocol = quick_protocol()
     data = FolderData(synth64)
@@ -80,7 +80,7 @@ def test_ground_truth_as_prediction_scores_perfectly(synth64):
 
 
 def test_ground_truth_features_reach_the_ceiling_and_random_backbones_do_not(synth128, tmp_path):
-    from sapiens2.probe.api import run_probe
+    from benchmarks.probe.api import run_probe
 
     # one protocol for the oracle and the random backbone (no decoder override for the oracle)
     protocol = default_protocol().replace(input_size=(128, 96), batch_size=4)
@@ -124,8 +124,8 @@ def test_ground_truth_features_reach_the_ceiling_and_random_backbones_do_not(syn
 
 @pytest.mark.parametrize("backbone", ["sapiens2_tiny", "sapiens_tiny", "dinov2_small_tiny", "pixels"])
 def test_backbone_families_write_valid_records(backbone, synth64, tmp_path):
+    from benchmarks.probe.api import run_probe
     from leaderboard.results import read_record
-    from sapiens2.probe.api import run_probe
 
     tasks = TASKS if backbone == "sapiens2_tiny" else ("seg", "pose")
     paths = run_probe(backbone, tasks, synth64, tmp_path, seeds=(0, 1), quick=True)
@@ -145,7 +145,7 @@ def test_backbone_families_write_valid_records(backbone, synth64, tmp_path):
 
 
 def test_cli_probe(synth64, tmp_path, capsys):
-    from sapiens2.cli.main import main
+    from benchmarks.cli.main import main
 
     code = main(
         [
@@ -191,7 +191,7 @@ def test_cli_probe(synth64, tmp_path, capsys):
 def test_cli_reports_missing_ground_truth(synth64, tmp_path, capsys):
     import shutil
 
-    from sapiens2.cli.main import main
+    from benchmarks.cli.main import main
     from sapiens2.utils_io import read_json, write_json_atomic
 
     data = tmp_path / "data"

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from sapiens2.probe.ridge import RidgeStats, fit_ridge, fit_ridge_dual, validation_curve
+from benchmarks.probe.ridge import RidgeStats, fit_ridge, fit_ridge_dual, validation_curve
 
 
 def _data(n=300, c=12, o=5, seed=0, noise=0.5):
@@ -131,8 +131,8 @@ def _reference_ridge_fixed_scale(x, y, keep, alpha):
 
 
 def test_grid_layout_round_trips_padded_outputs():
-    from sapiens2.probe.decoders import padded_size
-    from sapiens2.probe.shortcut import from_grid, to_grid
+    from benchmarks.probe.decoders import padded_size
+    from benchmarks.probe.shortcut import from_grid, to_grid
 
     g = torch.Generator().manual_seed(6)
     y = torch.randn(2, 3, 256, 192, generator=g)
@@ -145,7 +145,7 @@ def test_grid_layout_round_trips_padded_outputs():
 
 
 def test_holdout_fold_always_holds_one_image_out():
-    from sapiens2.probe.shortcut import holdout_fold
+    from benchmarks.probe.shortcut import holdout_fold
 
     assert holdout_fold(8, 4).tolist() == [0, 0, 0, 1, 0, 0, 0, 1]
     assert holdout_fold(3, 4).tolist() == [0, 0, 1]

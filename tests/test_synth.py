@@ -117,7 +117,7 @@ def test_ensure_default_split_caches_atomically(tmp_path):
 
 
 def test_cli_synth_and_show(tmp_path):
-    from sapiens2.cli.main import main
+    from benchmarks.cli.main import main
 
     out = tmp_path / "cli"
     assert main(["data", "synth", "--out", str(out), "--n", "2", "--seed", "0", "--size", "128x96"]) == 0

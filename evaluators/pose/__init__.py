@@ -4,12 +4,7 @@ top-down pipeline (instance scoring, OKS-NMS), ``PoseEvaluator``, parity handler
 from evaluators.pose.coco_ap import STAT_NAMES, KeypointDetections, KeypointGroundTruth, evaluate_keypoints
 from evaluators.pose.evaluator import PoseEvaluator
 from evaluators.pose.metadata import KeypointMeta, load_meta
-
-try:  # registers sapiens2.PoseMetric (mmengine BaseMetric adapter)
-    from evaluators.pose.mm_metric import PoseMetric
-except ModuleNotFoundError as e:  # pragma: no cover - mmengine is a core dependency
-    if e.name != "mmengine":
-        raise
+from evaluators.pose.mm_metric import PoseMetric  # registers sapiens2.PoseMetric
 
 __all__ = [
     "STAT_NAMES",

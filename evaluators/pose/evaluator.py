@@ -22,12 +22,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from evaluators import distributed as D
 from evaluators.base import Evaluator
 from evaluators.pose.coco_ap import STAT_NAMES, evaluate_parts
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results
 from evaluators.pose.metadata import KeypointMeta, load_meta
 from evaluators.pose.pipeline import to_coco_results
+from sapiens2 import distributed as D
 
 
 def _np(x: Any, dtype=np.float64) -> np.ndarray | None:

@@ -20,7 +20,7 @@ import torch
 from mmengine.evaluator import BaseMetric
 
 from evaluators.pose.evaluator import PoseEvaluator
-from sapiens2.registry import METRICS
+from evaluators.registry import METRICS
 
 
 def _field(obj, *path):

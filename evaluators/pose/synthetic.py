@@ -1,6 +1,6 @@
 """Generated COCO keypoint GT/results with the edge cases COCOeval must get right.
 
-Used by the tests (comparison with xtcocotools) and ``benchmarks/coco_ap_speed.py``; also a
+Used by the tests (comparison with xtcocotools) and ``benchmarks/speed/coco_ap_speed.py``; also a
 reference run of stock xtcocotools on such data (:func:`xtcocotools_stats`).
 """
 

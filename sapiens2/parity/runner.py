@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sapiens2.utils_io import read_json
-
-# kind -> "module:function"; the function takes (case: dict, root: Path, manifest: dict) and
-# returns a CaseResult.
-HANDLERS = {
-    "model": "sapiens2.models.parity:run_model_case",
-    "metric": "evaluators.parity:run_metric_case",
-    "codec": "evaluators.parity:run_codec_case",
-}
 
 
 @dataclass
@@ -48,21 +40,6 @@ class CaseResult:
         return asdict(self)
 
 
-def _resolve(kind: str):
-    spec = HANDLERS.get(kind)
-    if spec is None:
-        return None, f"no handler for case kind {kind!r}"
-    mod_name, fn_name = spec.split(":")
-    try:
-        mod = importlib.import_module(mod_name)
-    except ModuleNotFoundError as e:
-        return None, f"not supported yet ({mod_name} missing: {e})"
-    fn = getattr(mod, fn_name, None)
-    if fn is None:
-        return None, f"not supported yet ({spec} missing)"
-    return fn, ""
-
-
 def golden_set_dirs(root: str | Path) -> list[Path]:
     """``[root]`` when it holds ``manifest.json``, else its sub-folders that do (sorted by name).
 
@@ -78,13 +55,22 @@ def golden_set_dirs(root: str | Path) -> list[Path]:
     return subs
 
 
+# A handler takes (case: dict, root: Path, manifest: dict) and returns a CaseResult.
+CaseHandler = Callable[[dict, Path, dict], CaseResult]
+
+
 def run_golden_set(
-    root: str | Path, only: list[str] | None = None, verbose: bool = False
+    root: str | Path,
+    handlers: dict[str, CaseHandler],
+    only: list[str] | None = None,
+    verbose: bool = False,
 ) -> list[CaseResult]:
     """Run every case of ``root/manifest.json``.
 
     Args:
         root: folder holding ``manifest.json`` and the case files.
+        handlers: case kind -> handler; the layer that owns the checked code passes its own
+            (models: :func:`sapiens2.models.parity.run_model_case`; metrics: ``evaluators.parity``).
         only: optional list of case names to run.
         verbose: print a traceback when a handler raises.
 
@@ -102,10 +88,10 @@ def run_golden_set(
         if only and name not in only:
             continue
         kind = case.get("kind", "?")
-        fn, why = _resolve(kind)
+        fn = handlers.get(kind)
         t0 = time.perf_counter()
         if fn is None:
-            res = CaseResult(name=name, kind=kind, passed=False, message=why)
+            res = CaseResult(name=name, kind=kind, passed=False, message=f"no handler for case kind {kind!r}")
         else:
             try:
                 res = fn(case, root, manifest)

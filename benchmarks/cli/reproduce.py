@@ -1,0 +1,196 @@
+"""``sapiens2-bench reproduce TABLE``: reproduce a table of the Sapiens2 paper.
+
+- ``table1``: the model card (params, FLOPs), offline, in seconds.
+- ``table2``: dense probing of the Sapiens2 backbones (``--checkpoint-root`` ``pretrain/``) under
+  our probing protocol; the paper's decoder and schedule are unpublished, so the printed Table 2
+  numbers are shown for context, never as the target of a delta.
+- ``table3`` .. ``table7`` (pose, seg, pointmap, normal, albedo): the official task models
+  (``--checkpoint-root`` in the official layout) evaluated on ``--data-root`` with the official
+  protocol; prints reproduced vs reported with deltas and writes result records.
+
+Whatever is missing (checkpoints, data) is listed with the path where it goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+TABLES = ("table1", "table2", "table3", "table4", "table5", "table6", "table7")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("reproduce", help="reproduce a table of the Sapiens2 paper",
+                       description=__doc__.split("\n\n", 1)[1])
+    p.add_argument("table", choices=TABLES)
+    p.add_argument("--checkpoint-root", default=None,
+                   help="official checkpoint layout (pretrain/, pose/, seg/, ...)")
+    p.add_argument("--data-root", default=None, help="test split folder (table2: default embedded synthetic)")
+    p.add_argument("--out", default="sapiens2-bench-reproduce", help="output folder (records, site)")
+    p.add_argument("--sizes", default="0.4b,0.8b,1b,5b", help="model sizes to evaluate")
+    p.add_argument("--input-size", default="1024x768",
+                   help="model input HxW (other than 1024x768: its own protocol id)")
+    p.add_argument("--arch-settings", default=None,
+                   help="JSON (or file) {arch: settings} substituted for official archs (tests; "
+                        "its own protocol id)")
+    p.add_argument("--max-samples", type=int, default=0, help="evaluate only the first N samples (0: all)")
+    p.add_argument("--batch-size", type=int, default=2)
+    p.add_argument("--quick", action="store_true", help="table2: the tiny probing protocol")
+    p.add_argument("--json", default=None, help="table1: write the model card JSON here")
+    p.add_argument("--no-site", action="store_true", help="do not build the leaderboard site")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.set_defaults(func=run)
+
+
+def _arch_settings(value):
+    if not value:
+        return None
+    from pathlib import Path
+
+    text = Path(value).read_text(encoding="utf-8") if Path(value).is_file() else value
+    try:
+        settings = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--arch-settings: not JSON and not a file: {value!r} ({e})") from e
+    if not isinstance(settings, dict) or not all(isinstance(v, dict) and "embed_dims" in v
+                                                 for v in settings.values()):
+        raise ValueError("--arch-settings: expected {arch: {embed_dims, num_layers, num_heads, ...}}")
+    return settings
+
+
+def _input_size(text: str) -> tuple[int, int]:
+    try:
+        h, w = (int(v) for v in text.lower().split("x"))
+    except ValueError as e:
+        raise ValueError(f"--input-size: expected HxW, got {text!r}") from e
+    return h, w
+
+
+def run(args: argparse.Namespace) -> int:
+    """Reproduce one table; returns the exit code (2 when nothing could run)."""
+    if args.table == "table1":
+        from benchmarks.cli import model_card
+
+        return model_card.run(argparse.Namespace(arch=None, json=args.json, csv=None))
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    if args.table == "table2":
+        return _table2(args, sizes)
+    return _task_table(args, sizes)
+
+
+def _task_table(args, sizes) -> int:
+    from pathlib import Path
+
+    from benchmarks.reproduce.tables import SIZES, TABLE_TASKS, evaluate_job, plan, protocol_for
+
+    unknown = [s for s in sizes if s not in SIZES]
+    if unknown:
+        raise ValueError(f"--sizes: no official task models for {unknown}; known: {', '.join(SIZES)}")
+    task = TABLE_TASKS[args.table]
+    jobs, missing = plan(task, args.checkpoint_root, args.data_root, sizes)
+    _print_missing(missing)
+    if args.data_root is None or any(m.startswith(("data", "--data-root")) for m in missing) or not jobs:
+        print(f"{args.table} ({task}): nothing to evaluate")
+        return 2
+    settings = _arch_settings(args.arch_settings)
+    input_size = _input_size(args.input_size)
+    proto = protocol_for(input_size, settings)
+    if proto.get("protocol_id"):
+        print(f"note: non-official setup -> protocol {proto['protocol_id']} ({proto['description']}); "
+              "never ranked with the paper's numbers")
+    out = Path(args.out)
+    records = [evaluate_job(job, args.data_root, out / "results", settings, input_size, args.batch_size,
+                            args.max_samples, args.device) for job in jobs]
+    _print_comparison(records, task)
+    _site(args, out)
+    return 0
+
+
+def _table2(args, sizes) -> int:
+    from pathlib import Path
+
+    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.protocol import default_protocol, quick_protocol
+    from benchmarks.reproduce.tables import checkpoint_path
+
+    protocol = quick_protocol() if args.quick else default_protocol()
+    missing, ready = [], []
+    for size in sizes:
+        path = checkpoint_path(args.checkpoint_root, size, "pretrain") if args.checkpoint_root else None
+        if path is not None and path.is_file():
+            ready.append((size, path))
+        else:
+            missing.append(f"checkpoint {path or '--checkpoint-root'} (Sapiens2-{size.upper()} pretrained "
+                           f"backbone, pretrain/sapiens2_{size}_pretrain.safetensors)")
+    _print_missing(missing)
+    if not ready:
+        print("table2: nothing to probe")
+        return 2
+    if args.data_root:
+        data = args.data_root
+    else:
+        from benchmarks.cli.probe import default_data_dir
+
+        data = default_data_dir(protocol)
+    out = Path(args.out)
+    paths = []
+    for size, path in ready:
+        paths += run_probe(f"sapiens2_{size}", "pose,seg,normal,pointmap,albedo", data, out / "results",
+                           protocol=protocol, checkpoint=str(path), device=args.device)
+    print(f"\nour protocol {protocol.protocol_id()} on {data}; the paper's Table 2 protocol is unpublished, "
+          "so its numbers are context only (no deltas):")
+    _print_comparison(paths, None, table="Table 2")
+    _site(args, out)
+    return 0
+
+
+def _print_missing(missing: list[str]) -> None:
+    if missing:
+        print("missing (place these to reproduce the rest):")
+        for m in missing:
+            print(f"  - {m}")
+
+
+def _print_comparison(paths, task, table: str | None = None) -> None:
+    from leaderboard.catalog import TASK_METRICS, canonical_metric, canonical_model_key
+    from leaderboard.paper import load_paper_results
+    from leaderboard.report_md import fmt
+    from leaderboard.results import read_record
+
+    paper = load_paper_results()
+    print(f"\n{'model':<16} {'task':<9} {'metric':<22} {'reproduced':>11} {'reported':>9} {'delta':>9}  "
+          "source")
+    for path in paths:
+        rec = read_record(path)
+        key = canonical_model_key(rec["model"]["name"])
+        rows = paper[(paper["model_key"] == key) & (paper["task"] == rec["task"])]
+        rows = rows[rows["table"] == table] if table else rows[rows["protocol_key"] == "eval"]
+        same_protocol = table is None and not rec["protocol"].get("protocol_id")
+        metrics = {}
+        for raw, v in rec["metrics"].items():
+            name, alias = canonical_metric(rec["task"], raw)
+            if name not in metrics or not alias:
+                metrics[name] = v
+        for spec in TASK_METRICS[rec["task"]]:
+            value = metrics.get(spec.key)
+            ref = rows[rows["metric"] == spec.key]
+            if value is None and not len(ref):
+                continue
+            ours = None if value is None else value * spec.scale
+            rep = ref["value"].iloc[0] * spec.scale if len(ref) else None
+            delta = ours - rep if (same_protocol and ours is not None and rep is not None) else None
+            src = ref["table"].iloc[0] if len(ref) else "-"
+            print(f"{rec['model']['name']:<16} {rec['task']:<9} {spec.label:<22} {fmt(ours):>11} "
+                  f"{fmt(rep):>9} "
+                  f"{fmt(delta, signed=True):>9}  {src}")
+
+
+def _site(args, out) -> None:
+    if args.no_site:
+        return
+    from leaderboard.build import build_site
+
+    paths = build_site([out / "results"], out / "site", include_paper=True,
+                       title=f"sapiens2-bench: reproduction of {args.table}")
+    print(f"\nreport: {paths['html']}")

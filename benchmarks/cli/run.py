@@ -1,0 +1,169 @@
+"""``sapiens2-bench run``: the main job, end to end on the embedded synthetic data.
+
+With no arguments: render (or reuse) the default synthetic split, probe the default backbones on
+all five tasks under the default probing protocol, write one result record per (backbone, task,
+seed), build the leaderboard (Markdown + self-contained HTML, with the paper's numbers marked
+reported) and print where the report is. ``--quick`` runs a tiny protocol for tests (its own
+protocol id, never ranked with the default one).
+
+Backbones without weights are probed from a seeded random initialisation (the records and the
+report say so); pass ``--weights NAME=PATH`` to probe pretrained weights. ``gt-oracle`` (features
+computed from the ground truth) gives the ceiling of the decoders and the evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+DEFAULT_BACKBONES = ("gt-oracle", "sapiens2_0.1b", "dinov2_small", "pixels")
+QUICK_BACKBONES = ("gt-oracle", "sapiens2_tiny", "pixels")
+TASKS = "pose,seg,normal,pointmap,albedo"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="main job: probe default backbones on synthetic data, build the report",
+                       description=__doc__.split("\n\n")[1])
+    p.add_argument("--quick", action="store_true", help="tiny protocol and backbones (for tests, ~1 min)")
+    p.add_argument("--out", default="sapiens2-bench-out", help="output folder (results/ and site/)")
+    p.add_argument("--backbones", default=None,
+                   help=f"comma-separated backbones (default {','.join(DEFAULT_BACKBONES)}; "
+                        f"--quick: {','.join(QUICK_BACKBONES)})")
+    p.add_argument("--tasks", default=TASKS, help="comma-separated tasks")
+    p.add_argument("--seeds", default="0", help="comma-separated decoder seeds")
+    p.add_argument("--data", default=None, help="dataset folder (default: the embedded synthetic split)")
+    p.add_argument("--weights", action="append", default=[], metavar="NAME=PATH",
+                   help="weights for a backbone (repeatable), e.g. "
+                        "sapiens2_0.1b=pretrain/sapiens2_0.1b.safetensors")
+    p.add_argument("--no-paper", action="store_true", help="leave the paper's numbers out of the report")
+    p.add_argument("--no-mediapipe", action="store_true",
+                   help="skip the MediaPipe reference system (run only when mediapipe 0.10.21 is installed)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--keep-going", action="store_true", help="continue with the next backbone when one fails")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.set_defaults(func=run)
+
+
+def _parse_weights(items: list[str]) -> dict[str, str]:
+    from pathlib import Path
+
+    weights = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--weights {item!r}: expected NAME=PATH")
+        if not Path(path).exists():
+            raise FileNotFoundError(f"--weights {name}: {path} does not exist")
+        weights[name.strip()] = path
+    return weights
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the main job; returns the exit code (non-zero if any backbone failed)."""
+    from pathlib import Path
+
+    import torch
+
+    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.protocol import default_protocol, quick_protocol
+    from leaderboard.build import build_site
+
+    t0 = time.perf_counter()
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    protocol = quick_protocol() if args.quick else default_protocol()
+    default = ",".join(QUICK_BACKBONES if args.quick else DEFAULT_BACKBONES)
+    names = [b.strip() for b in (args.backbones or default).split(",") if b.strip()]
+    weights = _parse_weights(args.weights)
+    unused = sorted(set(weights) - set(names))
+    if unused:
+        raise ValueError(f"--weights given for backbones not in the run: {unused} (backbones: {names})")
+    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    out = Path(args.out)
+    results = out / "results"
+
+    source = f"using {args.data}" if args.data else "embedded synthetic split (rendered once, cached)"
+    print(f"[1/3] data: {source}")
+    if args.data:
+        data = args.data
+    else:
+        from benchmarks.cli.probe import default_data_dir
+
+        data = default_data_dir(protocol)
+    print(f"      {data}")
+    print(f"[2/3] probing {len(names)} backbone(s) x tasks {args.tasks} x seeds {seeds} under protocol "
+          f"{protocol.protocol_id()}")
+    failed: dict[str, str] = {}
+    for i, name in enumerate(names, 1):
+        tb = time.perf_counter()
+        if name in weights:
+            state = f"weights {weights[name]}"
+        elif name == "gt-oracle":
+            state = "features = ground truth: the ceiling of decoder + evaluation"
+        elif name.startswith("pixels"):
+            state = "raw pixel patches: no weights"
+        else:
+            state = "no weights given: seeded random init"
+        print(f"  ({i}/{len(names)}) {name} [{state}]", flush=True)
+        try:
+            run_probe(name, args.tasks, data, results, seeds=seeds, protocol=protocol,
+                      checkpoint=weights.get(name), device=args.device)
+        except (ValueError, KeyError, RuntimeError, FileNotFoundError, ImportError, TypeError) as e:
+            if not args.keep_going or args.debug:
+                raise
+            failed[name] = f"{type(e).__name__}: {e}"
+            print(f"      FAILED: {failed[name]}")
+            continue
+        print(f"      done in {time.perf_counter() - tb:.0f}s")
+    if not args.no_mediapipe:
+        _mediapipe(data, results / "mediapipe", args.quick)
+    print("[3/3] building the leaderboard")
+    paths = build_site([results], out / "site", include_paper=not args.no_paper,
+                       title="sapiens2-bench leaderboard (synthetic data, probing)")
+    _print_summary(results)
+    print(f"\nrecords:  {results}")
+    print(f"markdown: {paths['markdown']}")
+    print(f"report:   {paths['html']}   (open it in a browser; self-contained, works offline)")
+    print(f"total {time.perf_counter() - t0:.0f}s")
+    if failed:
+        print("backbones that failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
+        return 1
+    return 0
+
+
+def _mediapipe(data, out, quick: bool) -> None:
+    """Evaluate the MediaPipe reference system (``sapiens2-bench system mediapipe``) when installed."""
+    try:
+        from benchmarks.systems import mediapipe_system as M
+    except ImportError as e:  # pragma: no cover - the module is part of the package
+        print(f"  mediapipe reference: skipped ({e})")
+        return
+    try:
+        M.require_mediapipe()
+    except RuntimeError as e:
+        print(f"  mediapipe reference: skipped ({e})")
+        return
+    from benchmarks.cli import system
+
+    print("  mediapipe reference system (pretrained, shared keypoints / person mask)", flush=True)
+    system.run(argparse.Namespace(name="mediapipe", data=str(data), out=str(out), n=8 if quick else None,
+                                  input_size="192x256", min_detection_confidence=0.5, tasks="pose,seg",
+                                  no_progress=False, debug=False))
+
+
+def _print_summary(results) -> None:
+    from leaderboard.catalog import headline_metrics
+    from leaderboard.results import load_records
+    from leaderboard.tables import records_to_frame
+
+    long = records_to_frame(load_records([results], skip_foreign=True))
+    if not len(long):
+        return
+    tasks = ["pose", "seg", "normal", "pointmap", "albedo"]
+    print(f"\n{'model':<34} {'protocol':<34} " + " ".join(f"{t:>20}" for t in tasks))
+    for (model, pkey), g in long.groupby(["model", "protocol_key"], sort=False):
+        cells = []
+        for task in tasks:
+            spec = headline_metrics(task)[0]
+            row = g[(g["task"] == task) & (g["metric"] == spec.key)]
+            cells.append(f"{spec.label} {row['value'].iloc[0] * spec.scale:.3g}" if len(row) else "-")
+        print(f"{model[:34]:<34} {pkey[:34]:<34} " + " ".join(f"{c:>20}" for c in cells))

@@ -1,0 +1,317 @@
+"""Python API of the probe: ``run_probe`` trains and evaluates decoders on a frozen backbone.
+
+Example:
+    >>> from benchmarks.probe.api import run_probe
+    >>> paths = run_probe("pixels", ["seg"], data_dir, "out/", seeds=(0,), quick=True)  # doctest: +SKIP
+
+Files under ``out_dir/<backbone>/<task>/``: ``seed<k>.json`` (one record per seed), ``mean.json``
+(mean and std over seeds) and ``seed<k>.ckpt.pt`` (resumable decoder state). A record whose
+``protocol_id`` matches is a done marker: an interrupted run resumes at the first missing one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from benchmarks.probe.data import as_data_source, load_task_split, sample_indices, stack_images
+from benchmarks.probe.protocol import TASKS, ProbeProtocol, default_protocol, quick_protocol
+from benchmarks.probe.tasks import build_task
+from sapiens2 import distributed as dist_utils
+
+ORACLE = "gt-oracle"
+
+
+def _protocol(protocol, quick: bool, backbone) -> ProbeProtocol:
+    if protocol is None:
+        protocol = quick_protocol() if quick else default_protocol()
+    elif isinstance(protocol, dict):
+        protocol = ProbeProtocol.from_dict(protocol)
+    return protocol
+
+
+def _label(backbone) -> str:
+    from benchmarks.probe.backbones.presets import backbone_label
+
+    return ORACLE if backbone == ORACLE else backbone_label(backbone)
+
+
+def _load_record_if_done(path: Path, protocol_id: str):
+    from leaderboard.results import read_record
+
+    if not path.is_file():
+        return None
+    try:
+        rec = read_record(path)
+    except ValueError:
+        return None
+    return rec if rec["protocol"].get("protocol_id") == protocol_id else None
+
+
+def run_probe(
+    backbone: str | dict,
+    tasks,
+    data_dir,
+    out_dir,
+    seeds=(0,),
+    protocol=None,
+    checkpoint=None,
+    quick: bool = False,
+    cache_dir: str | os.PathLike | None = None,
+    device: str = "cpu",
+) -> list[Path]:
+    """Probe ``backbone`` on ``tasks``; write one record per (task, seed) plus mean +- std per task.
+
+    Args:
+        backbone: preset name (``sapiens2_0.1b``, ``dinov2_small``, ``pixels``, ...), registered
+            ``PROBE_BACKBONES`` type, config dict, or ``"gt-oracle"`` (features = ground truth).
+        tasks: task names (subset of ``pose, seg, normal, pointmap, albedo``) or a comma string.
+        data_dir: dataset folder in the reader formats (or a :class:`~benchmarks.probe.data.MemoryData`).
+        out_dir: output folder.
+        seeds: decoder seeds.
+        protocol: a :class:`ProbeProtocol`, its dict, or None for the default (``quick`` picks the tiny one).
+        checkpoint: backbone weights (file or folder), checked against the arch before training.
+        quick: use :func:`~benchmarks.probe.protocol.quick_protocol` when ``protocol`` is None.
+        cache_dir: on-disk feature cache (None: memory only).
+        device: ``cpu`` or ``cuda``.
+
+    Returns:
+        Paths of the record files written or found complete (per seed, then the mean), rank 0 only
+        (other ranks return the same list without writing).
+    """
+    t_start = time.perf_counter()
+    tasks = [t.strip() for t in tasks.split(",")] if isinstance(tasks, str) else list(tasks)
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown or not tasks:
+        raise ValueError(f"--tasks: unknown {unknown}; expected some of {', '.join(TASKS)}")
+    seeds = [int(s) for s in seeds]
+    protocol = _protocol(protocol, quick, backbone)
+    pid = protocol.protocol_id()
+    label = _label(backbone)
+    out = Path(out_dir) / label.replace("/", "_")
+    source = as_data_source(data_dir)
+
+    # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
+    task_objs = {t: build_task(t, protocol) for t in tasks}
+    splits = {}
+    for name, task in task_objs.items():
+        train = load_task_split(source, task, protocol.train_split, protocol, protocol.max_train_samples)
+        test = load_task_split(source, task, protocol.test_split, protocol, protocol.max_test_samples)
+        splits[name] = (train, test)
+    bb = None
+    if backbone != ORACLE:
+        from benchmarks.probe.backbones import build_probe_backbone
+        from benchmarks.probe.features import FeatureStore
+
+        probe_h, probe_w = protocol.input_size
+        bb = build_probe_backbone(backbone, checkpoint=checkpoint, img_size=(probe_h, probe_w)).to(device)
+        layers = protocol.tapped_layers(bb.num_layers)
+        # feature shapes are validated on one image before anything is trained
+        bb.extract(torch.zeros(1, 3, probe_h, probe_w, device=device), layers, protocol.padding)
+        store = FeatureStore(bb, layers, protocol, cache_dir=cache_dir)
+        bb_desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
+    else:
+        bb_desc = {"type": "GroundTruthOracle", "params": 0, "weights": "none", "cls_used": False}
+
+    ctx = _Context(label, bb_desc, protocol, source, device)
+    written: list[Path] = []
+    for name, task in task_objs.items():
+        train, test = splits[name]
+        t0 = time.perf_counter()
+        tr_tgt = {k: v.to(device) for k, v in task.targets(train).items()}
+        te_tgt = {k: v.to(device) for k, v in task.targets(test).items()}
+        if bb is not None:
+            tr_feat = store.compute(
+                stack_images(train, protocol.input_size, name).to(device), f"{name} features"
+            )
+            te_feat = store.compute(
+                stack_images(test, protocol.input_size, name).to(device), f"{name} features"
+            )
+        else:
+            tr_feat, te_feat = (
+                _oracle_features(task, tr_tgt, protocol),
+                _oracle_features(task, te_tgt, protocol),
+            )
+        run = _TaskRun(task, tr_feat, tr_tgt, te_feat, te_tgt, sample_indices(test), len(train))
+        run.features_s = time.perf_counter() - t0
+        per_seed = []
+        for seed in seeds:
+            path = out / name / f"seed{seed}.json"
+            rec = _load_record_if_done(path, pid)
+            if rec is None:
+                rec = _train_eval_record(ctx, run, seed, path)
+            per_seed.append(rec)
+            written.append(path)
+        if len(seeds) > 1:
+            written.append(_write_mean(out / name / "mean.json", per_seed))
+    dist_utils.barrier()
+    if dist_utils.is_main():
+        ran = f"; backbone ran on {store.backbone_images} image(s) on rank 0" if bb is not None else ""
+        took = time.perf_counter() - t_start
+        print(f"probe {label}: {len(written)} record(s) under {out} in {took:.1f}s{ran}")
+    return written
+
+
+@dataclass
+class _Context:
+    """What every record of one ``run_probe`` call shares."""
+
+    label: str
+    backbone: dict
+    protocol: ProbeProtocol
+    source: object
+    device: str
+
+
+@dataclass
+class _TaskRun:
+    """One task's train/test features and targets, and its shortcut (fitted once, for every seed)."""
+
+    task: object
+    train_feat: object
+    train_tgt: dict
+    test_feat: object
+    test_tgt: dict
+    test_idx: torch.Tensor
+    num_train: int
+    features_s: float = 0.0
+    shortcut: object = None
+    shortcut_s: float = 0.0
+
+    def fitted_shortcut(self, protocol):
+        """The task's closed-form shortcut (seed-independent), fitted on first use."""
+        if self.shortcut is None and protocol.shortcut == "ridge":
+            from benchmarks.probe.train import fit_task_shortcut
+
+            t0 = time.perf_counter()
+            self.shortcut = fit_task_shortcut(self.task, self.train_feat, self.train_tgt, protocol)
+            self.shortcut_s = time.perf_counter() - t0
+        return self.shortcut
+
+
+def _oracle_features(task, tgt, protocol):
+    """GT-derived features, rearranged losslessly (space-to-depth) to the decoder's stage stride.
+
+    At that stride the protocol's pixel-shuffle decoder has no upsampling stage: its conv block and
+    PixelShuffle head can reproduce the targets exactly, at the same output resolution as for every
+    other backbone, so the oracle is scored under the very protocol of the real backbones.
+    """
+    import torch.nn.functional as F
+
+    from benchmarks.probe.features import FeatureSet
+
+    feats, cls, patch = task.oracle_features(tgt)
+    feats = feats.float()
+    size = tuple(int(v) for v in feats.shape[-2:])
+    valid = (1.0, 1.0)
+    r = protocol.decoder_stage_stride // patch if patch < protocol.decoder_stage_stride else 1
+    if r > 1:
+        pad_h, pad_w = (-size[0]) % r, (-size[1]) % r
+        feats = F.pixel_unshuffle(F.pad(feats, (0, pad_w, 0, pad_h)), r)
+        valid = (size[0] / (size[0] + pad_h), size[1] / (size[1] + pad_w))
+        patch *= r
+    image_size = tuple(protocol.input_size) if task.name == "pose" else size
+    return FeatureSet(feats, None if cls is None else cls.float(), patch, valid, image_size)
+
+
+def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path) -> dict:
+    from benchmarks.probe.evaluate import evaluate_decoder
+    from benchmarks.probe.train import train_decoder
+    from leaderboard.results import make_record, write_record
+
+    task, protocol, label, bb_desc, source = run.task, ctx.protocol, ctx.label, ctx.backbone, ctx.source
+    decoder, info = train_decoder(
+        task,
+        run.train_feat,
+        run.train_tgt,
+        protocol,
+        seed,
+        ckpt_path=path.with_suffix(".ckpt.pt"),
+        desc=f"{label} {task.name} seed {seed}",
+        shortcut=run.fitted_shortcut(protocol),
+    )
+    metrics, eval_s = evaluate_decoder(task, decoder, run.test_feat, run.test_tgt, run.test_idx, protocol)
+    pid = protocol.protocol_id()
+    rec = make_record(
+        model={
+            "name": label,
+            "backbone": str(bb_desc.get("arch") or bb_desc.get("family") or bb_desc["type"]),
+            "params": bb_desc.get("params"),
+            "weights": str(bb_desc.get("weights")),
+        },
+        task=task.name,
+        dataset={
+            "name": source.name,
+            "split": protocol.test_split,
+            "content_hash": source.content_hash(task.name, protocol.test_split),
+            "num_samples": int(run.test_feat.feats.shape[0]),
+        },
+        protocol={
+            "kind": "probe",
+            "protocol_id": pid,
+            "description": "frozen backbone + light decoder (benchmarks.probe.protocol.ProbeProtocol)",
+        },
+        metrics=metrics,
+        config={
+            "protocol": protocol.to_dict(),
+            "backbone": bb_desc,
+            "task": task.name,
+            "seed": seed,
+            "num_train_samples": run.num_train,
+            "shortcut": info["shortcut"],
+        },
+        seeds=[seed],
+        timings={
+            "features_s": run.features_s,
+            "shortcut_fit_s": run.shortcut_s,
+            "train_s": info["train_s"],
+            "eval_s": eval_s,
+        },
+        device=ctx.device,
+        notes=f"decoder trained from iteration {info['resumed_from']}; "
+        f"final train loss {info['final_loss']:.5g}",
+    )
+    if dist_utils.is_main():
+        write_record(path, rec)
+    dist_utils.barrier()
+    return rec
+
+
+def _write_mean(path: Path, records: list[dict]) -> Path:
+    """Mean and (population) std over seeds of every metric, as one aggregated record."""
+    import math
+
+    from leaderboard.results import make_record, write_record
+
+    keys = sorted(set.intersection(*(set(r["metrics"]) for r in records)))
+    mean, std = {}, {}
+    for k in keys:
+        vals = [r["metrics"][k] for r in records if r["metrics"][k] is not None]
+        if not vals:
+            mean[k] = std[k] = None
+            continue
+        m = sum(vals) / len(vals)
+        mean[k], std[k] = m, math.sqrt(sum((v - m) ** 2 for v in vals) / len(vals))
+    r0 = records[0]
+    seeds = [s for r in records for s in r["seeds"]]
+    rec = make_record(
+        model=r0["model"],
+        task=r0["task"],
+        dataset=r0["dataset"],
+        protocol=r0["protocol"],
+        metrics=mean,
+        metrics_std=std,
+        config={**r0["config"], "seed": seeds},
+        conventions=r0["conventions"],
+        seeds=seeds,
+        timings={k: sum(r["timings"].get(k, 0.0) for r in records) for k in r0["timings"]},
+        device=r0["device"]["type"],
+        notes=f"mean and std over seeds {seeds}",
+    )
+    if dist_utils.is_main():
+        write_record(path, rec)
+    return path

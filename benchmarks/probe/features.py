@@ -1,0 +1,194 @@
+"""Frozen-backbone features, computed once per image and shared by every decoder.
+
+The backbone runs under ``torch.inference_mode()``; each image's tapped layers are concatenated
+(``L*C x h x w``, plus ``L*C`` CLS values) and kept in memory, and optionally on disk under
+``cache_dir/<feature key>/<image hash>.pt`` so other tasks, seeds and later (resumed) runs reuse
+them. The dense tasks of the synthetic benchmark share their images, so their features are computed
+once. Under torch.distributed each rank computes a shard and the shards are all-gathered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from sapiens2 import distributed as dist_utils
+from sapiens2.utils_io import atomic_write
+
+
+@dataclass
+class FeatureSet:
+    """Cached features of N images.
+
+    Attributes:
+        feats: N x (L*C) x h x w spatial features (``feature_dtype``).
+        cls: N x (L*C) CLS tokens, or None.
+        patch_size: stride of the feature grid.
+        valid_frac: fraction (height, width) of the grid covering the image (padding excluded).
+        image_size: (H, W) of the unpadded input images.
+    """
+
+    feats: torch.Tensor
+    cls: torch.Tensor | None
+    patch_size: int
+    valid_frac: tuple[float, float]
+    image_size: tuple[int, int]
+
+    def batch(self, idx: torch.Tensor, cls_concat: bool):
+        """Assembled decoder input for rows ``idx``: (spatial B x C' x h x w, pooled B x P)."""
+        x = self.feats[idx].float()
+        pooled = [x.mean(dim=(2, 3))]
+        if self.cls is not None:
+            c = self.cls[idx].float()
+            pooled.append(c)
+            if cls_concat:
+                x = torch.cat([x, c[:, :, None, None].expand(-1, -1, *x.shape[-2:])], dim=1)
+        return x, torch.cat(pooled, dim=1)
+
+    def channels(self, cls_concat: bool) -> tuple[int, int]:
+        """(spatial channels, pooled channels) of :meth:`batch`."""
+        c = self.feats.shape[1]
+        k = 0 if self.cls is None else self.cls.shape[1]
+        return c + (k if cls_concat else 0), c + k
+
+
+def image_hash(image: torch.Tensor) -> str:
+    """Content hash of one image tensor (shape, dtype and bytes)."""
+    t = image.detach().contiguous().cpu()
+    h = hashlib.sha256(f"{tuple(t.shape)}|{t.dtype}".encode())
+    h.update(t.numpy().tobytes())
+    return h.hexdigest()[:32]
+
+
+def feature_key(backbone, layers: list[int], protocol) -> str:
+    """Hash of what determines the features: backbone identity and weights, layers, input policy."""
+    desc = backbone.describe()
+    state = hashlib.sha256()
+    for k, v in sorted(backbone.state_dict().items()):
+        state.update(k.encode())
+        state.update(v.detach().float().cpu().numpy().tobytes()[:4096])
+    blob = json.dumps(
+        {
+            "backbone": desc,
+            "state": state.hexdigest(),
+            "layers": list(layers),
+            "padding": protocol.padding,
+            "dtype": protocol.feature_dtype,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class FeatureStore:
+    """Memory (and optional disk) cache of backbone features keyed by image content.
+
+    Args:
+        backbone: a :class:`~benchmarks.probe.backbones.ProbeBackbone`.
+        layers: tapped block indices.
+        protocol: the :class:`~benchmarks.probe.protocol.ProbeProtocol`.
+        cache_dir: on-disk cache folder, or None for memory only.
+        batch_size: images per backbone forward.
+    """
+
+    def __init__(self, backbone, layers, protocol, cache_dir: str | os.PathLike | None = None, batch_size=8):
+        self.backbone, self.layers, self.protocol, self.batch_size = (
+            backbone,
+            list(layers),
+            protocol,
+            batch_size,
+        )
+        self.dtype = getattr(torch, protocol.feature_dtype)
+        self.key = feature_key(backbone, self.layers, protocol)
+        self.dir = Path(cache_dir) / self.key if cache_dir else None
+        self.memory: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
+        self.backbone_images = 0  # images actually run through the backbone by this process
+
+    def _load(self, h: str):
+        if h in self.memory:
+            return self.memory[h]
+        if self.dir is not None and (self.dir / f"{h}.pt").is_file():
+            d = torch.load(self.dir / f"{h}.pt", map_location="cpu", weights_only=True)
+            self.memory[h] = (d["feats"], d.get("cls"))
+            return self.memory[h]
+        return None
+
+    def _store(self, h: str, feats: torch.Tensor, cls: torch.Tensor | None) -> None:
+        self.memory[h] = (feats, cls)
+        if self.dir is not None:
+            obj = {"feats": feats} if cls is None else {"feats": feats, "cls": cls}
+            atomic_write(self.dir / f"{h}.pt", lambda tmp: torch.save(obj, tmp))
+
+    def compute(self, images: torch.Tensor, desc: str = "features") -> FeatureSet:
+        """Features of N x 3 x H x W images in [0, 1] (cached ones are not recomputed)."""
+        from tqdm.auto import tqdm
+
+        hashes = [image_hash(im) for im in images]
+        todo = [i for i, h in enumerate(hashes) if self._load(h) is None]
+        rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
+        mine = todo[rank::world]
+        bar = tqdm(total=len(mine), desc=desc, unit="img", disable=rank != 0 or not mine, leave=False)
+        for s in range(0, len(mine), self.batch_size):
+            sel = mine[s : s + self.batch_size]
+            feats, cls = self.backbone.extract(images[sel], self.layers, self.protocol.padding)
+            f = torch.cat(feats, 1).to(self.dtype).cpu()
+            c = torch.cat(cls, 1).to(self.dtype).cpu() if cls is not None else None
+            for j, i in enumerate(sel):
+                self._store(hashes[i], f[j].clone(), None if c is None else c[j].clone())
+            self.backbone_images += len(sel)
+            bar.update(len(sel))
+        bar.close()
+        if world > 1 and todo:
+            self._share(todo, hashes)
+        rows = [self._load(h) for h in hashes]
+        feats = torch.stack([r[0] for r in rows])
+        cls = torch.stack([r[1] for r in rows]) if rows[0][1] is not None else None
+        h, w = images.shape[-2:]
+        gh, gw = feats.shape[-2:]
+        p = self.backbone.patch_size
+        frac = (h / (gh * p), w / (gw * p)) if self.protocol.padding == "pad" else (1.0, 1.0)
+        dev = images.device
+        return FeatureSet(feats.to(dev), None if cls is None else cls.to(dev), p, frac, (h, w))
+
+    def _share(self, todo: list[int], hashes: list[str]) -> None:
+        """All-gather the features each rank computed for its shard of ``todo``."""
+        from sapiens2.distributed import all_gather_varlen
+
+        rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
+        mine = todo[rank::world]
+        ref = self._load(hashes[mine[0]]) if mine else None
+        shape = self.backbone_feature_shape(ref)
+        f = (
+            torch.stack([self.memory[hashes[i]][0] for i in mine])
+            if mine
+            else torch.zeros((0, *shape[0]), dtype=self.dtype)
+        )
+        idx = torch.tensor(mine, dtype=torch.int64)
+        gathered_idx = all_gather_varlen(idx)
+        gathered_f = all_gather_varlen(f)
+        if shape[1] is not None:
+            c = (
+                torch.stack([self.memory[hashes[i]][1] for i in mine])
+                if mine
+                else torch.zeros((0, shape[1]), dtype=self.dtype)
+            )
+            gathered_c = all_gather_varlen(c)
+        else:
+            gathered_c = [None] * len(gathered_idx)
+        for gi, gf, gc in zip(gathered_idx, gathered_f, gathered_c):
+            for j, i in enumerate(gi.tolist()):
+                if hashes[i] not in self.memory:
+                    self.memory[hashes[i]] = (gf[j].clone(), None if gc is None else gc[j].clone())
+
+    def backbone_feature_shape(self, ref) -> tuple[tuple, int | None]:
+        """((L*C, h, w), L*C or None) of this store's features, agreed across ranks."""
+        shape = (
+            None if ref is None else (tuple(ref[0].shape), None if ref[1] is None else int(ref[1].shape[0]))
+        )
+        shapes = dist_utils.all_gather_object(shape)
+        return next(s for s in shapes if s is not None)

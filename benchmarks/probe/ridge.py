@@ -1,0 +1,279 @@
+"""Closed-form multi-output ridge regression from streamed sufficient statistics.
+
+Features are standardised per channel and centred (the intercept is not penalised); the penalty is
+``alpha * n`` in those units, so ``alpha`` reads the same for any number of rows. ``alpha`` is chosen
+from a grid on a held-out fold of the statistics: one eigendecomposition of the fit fold's Gram
+matrix scores every ``alpha`` without another solve, then the model is refit on all rows.
+
+Example:
+    >>> import torch
+    >>> from benchmarks.probe.ridge import RidgeStats, fit_ridge
+    >>> g = torch.Generator().manual_seed(0)
+    >>> x = torch.randn(200, 5, generator=g)
+    >>> y = x @ torch.arange(10.0).reshape(5, 2) + 3.0
+    >>> stats = RidgeStats(5, 2)
+    >>> stats.update(x[:150], y[:150], fold=0)
+    >>> stats.update(x[150:], y[150:], fold=1)
+    >>> fit = fit_ridge(stats, alphas=(1e-8, 1e-2, 1.0))
+    >>> fit.alpha, round(float(fit.bias[0]), 4)
+    (1e-08, 3.0)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class _Fold:
+    n: int = 0
+    sx: torch.Tensor | None = None
+    sy: torch.Tensor | None = None
+    xx: torch.Tensor | None = None
+    xy: torch.Tensor | None = None
+    yy: torch.Tensor | None = None
+
+    def add(self, other: _Fold) -> _Fold:
+        if other.n == 0:
+            return self
+        if self.n == 0:
+            return _Fold(other.n, other.sx, other.sy, other.xx, other.xy, other.yy)
+        return _Fold(
+            self.n + other.n,
+            self.sx + other.sx,
+            self.sy + other.sy,
+            self.xx + other.xx,
+            self.xy + other.xy,
+            self.yy + other.yy,
+        )
+
+
+class RidgeStats:
+    """Sums over rows of ``x``, ``y``, ``x x^T``, ``x y^T`` and ``y^2`` per fold, all in float64 (the
+    ground-truth oracle's targets are exactly linear in its features; float32 products would leave
+    errors of 1e-3 after the ill-conditioned solve).
+
+    Args:
+        in_dim: feature channels C.
+        out_dim: outputs O.
+        folds: number of folds (fold 0 fits, fold 1 validates the penalty).
+        x_key: identity of the feature rows (same key = same rows in the same folds); fits of several
+            targets on the same rows then share the fit fold's eigendecomposition.
+        shift: subtracted from every row before the products (pass the feature mean: with channels
+            whose mean dwarfs their spread, raw sums would cancel when centred); the fit is returned
+            in unshifted units.
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        folds: int = 2,
+        x_key: str | None = None,
+        shift: torch.Tensor | None = None,
+    ):
+        self.in_dim, self.out_dim, self.x_key = in_dim, out_dim, x_key
+        self.shift = None if shift is None else shift.double().reshape(1, in_dim)
+        self.folds = [_Fold() for _ in range(folds)]
+
+    def update(self, x: torch.Tensor, y: torch.Tensor, fold: int = 0, gram: bool = True) -> None:
+        """Add rows ``x`` (R x C) with targets ``y`` (R x O) to ``fold``.
+
+        ``gram=False`` leaves ``x^T x`` out (set it once per fold with :meth:`set_gram` when several
+        targets share the same feature rows).
+        """
+        if x.shape[1] != self.in_dim or y.shape[1] != self.out_dim or x.shape[0] != y.shape[0]:
+            raise ValueError(
+                f"ridge rows: x {tuple(x.shape)} and y {tuple(y.shape)} do not match "
+                f"({self.in_dim} features -> {self.out_dim} outputs)"
+            )
+        x64, y64 = x.double(), y.double()
+        if self.shift is not None:
+            x64 = x64 - self.shift.to(x64)
+        part = _Fold(
+            int(x.shape[0]),
+            x64.sum(0),
+            y64.sum(0),
+            x64.T @ x64 if gram else torch.zeros((), dtype=torch.float64),
+            x64.T @ y64,
+            y64.square().sum(0),
+        )
+        self.folds[fold] = self.folds[fold].add(part)
+
+    def set_gram(self, fold: int, xx: torch.Tensor) -> None:
+        """Set fold ``fold``'s ``x^T x`` (C x C) computed elsewhere over exactly its rows."""
+        if tuple(xx.shape) != (self.in_dim, self.in_dim):
+            raise ValueError(f"ridge gram: expected {self.in_dim} x {self.in_dim}, got {tuple(xx.shape)}")
+        self.folds[fold].xx = xx.double()
+
+    def total(self, folds=None) -> _Fold:
+        out = _Fold()
+        for i, f in enumerate(self.folds):
+            if folds is None or i in folds:
+                out = out.add(f)
+        return out
+
+
+@dataclass
+class RidgeFit:
+    """A fitted linear map ``y = x @ weight + bias``.
+
+    Attributes:
+        weight: C x O (float32, original feature units).
+        bias: O.
+        alpha: the chosen penalty (per row, standardised units).
+        val_loss: held-out mean squared error per ``alpha`` (empty without a held-out fold).
+        val_r2: held-out R^2 (fraction of the target variance explained) at the chosen ``alpha``.
+    """
+
+    weight: torch.Tensor
+    bias: torch.Tensor
+    alpha: float
+    val_loss: dict = field(default_factory=dict)
+    val_r2: float | None = None
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(self.bias.to(x), x, self.weight.to(x))
+
+
+def _centred(f: _Fold, mx: torch.Tensor, my: torch.Tensor):
+    """Gram, cross term and per-output squared sum of ``f`` about the means ``mx``, ``my``."""
+    xx = f.xx - torch.outer(mx, f.sx) - torch.outer(f.sx, mx) + f.n * torch.outer(mx, mx)
+    xy = f.xy - torch.outer(mx, f.sy) - torch.outer(f.sx, my) + f.n * torch.outer(mx, my)
+    yy = f.yy - 2 * my * f.sy + f.n * my.square()
+    return xx, xy, yy
+
+
+def _scales(sum_sq: torch.Tensor, n: int) -> torch.Tensor:
+    """Per-channel std from centred sums of squares; near-constant channels keep scale 1."""
+    sd = (sum_sq.clamp_min(0) / max(n, 1)).sqrt()
+    floor = 1e-3 * sd[sd > 0].median() if bool((sd > 0).any()) else torch.tensor(1.0, dtype=sd.dtype)
+    return torch.where(sd < floor, torch.ones_like(sd), sd)
+
+
+def _solve(f: _Fold, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+    mx, my = f.sx / f.n, f.sy / f.n
+    if math.isinf(alpha):
+        return torch.zeros_like(f.xy), my
+    xx, xy, _ = _centred(f, mx, my)
+    sd = _scales(xx.diagonal(), f.n)
+    g = xx / torch.outer(sd, sd)
+    rhs = xy / sd[:, None]
+    chol, info = torch.linalg.cholesky_ex(g + alpha * f.n * torch.eye(len(g), dtype=g.dtype, device=g.device))
+    if int(info) == 0:
+        w = torch.cholesky_solve(rhs, chol)
+    else:  # rounding left the Gram slightly indefinite: clamp its spectrum at 0 instead
+        evals, vecs = torch.linalg.eigh(g)
+        w = vecs @ ((vecs.T @ rhs) / (evals.clamp_min(0) + alpha * f.n)[:, None])
+    w = w / sd[:, None]
+    return w, my - mx @ w
+
+
+_EIG_CACHE: dict = {}
+
+
+def validation_curve(stats: RidgeStats, alphas, max_outputs: int = 1536) -> tuple[dict, float]:
+    """Held-out mean squared error per alpha (fit on fold 0, scored on fold 1) and the held-out variance.
+
+    With more than ``max_outputs`` outputs the curve is measured on every k-th output (an unbiased
+    estimate of the all-output curve at a fraction of the cost). ``alpha = inf`` is the intercept alone.
+    """
+    fit, val = stats.folds[0], stats.folds[1]
+    cols = torch.arange(0, stats.out_dim, max(1, -(-stats.out_dim // max_outputs)))
+    fit = _Fold(fit.n, fit.sx, fit.sy[cols], fit.xx, fit.xy[:, cols], fit.yy[cols])
+    val = _Fold(val.n, val.sx, val.sy[cols], val.xx, val.xy[:, cols], val.yy[cols])
+    mx, my = fit.sx / fit.n, fit.sy / fit.n
+    xx, xy, _ = _centred(fit, mx, my)
+    key = (stats.x_key, fit.n) if stats.x_key is not None else None
+    if key is not None and key in _EIG_CACHE:
+        sd, evals, vecs = _EIG_CACHE[key]
+    else:
+        sd = _scales(xx.diagonal(), fit.n)
+        evals, vecs = torch.linalg.eigh(xx / torch.outer(sd, sd))
+        if key is not None:
+            _EIG_CACHE.clear()
+            _EIG_CACHE[key] = (sd, evals, vecs)
+    p = vecs.T @ (xy / sd[:, None])  # C x O in the eigenbasis
+    vxx, vxy, vyy = _centred(val, mx, my)
+    q = vecs.T @ (vxy / sd[:, None])
+    m = vecs.T @ (vxx / torch.outer(sd, sd)) @ vecs
+    pq, ms = (p * q).sum(1), m * (p @ p.T)
+    curve = {}
+    for a in alphas:
+        if math.isinf(a):
+            curve[a] = float(vyy.sum() / max(val.n, 1))
+            continue
+        d = 1.0 / (evals.clamp_min(0) + a * fit.n)
+        curve[float(a)] = float((vyy.sum() - 2 * (d * pq).sum() + d @ ms @ d) / max(val.n, 1))
+    var = float((val.yy - val.sy.square() / max(val.n, 1)).sum() / max(val.n, 1))
+    return curve, var
+
+
+def fit_ridge(stats: RidgeStats, alphas=(1e-6, 1e-4, 1e-2, 1.0)) -> RidgeFit:
+    """Choose ``alpha`` on the held-out fold (when it has rows), then fit on all rows.
+
+    Near-ties go to the smaller penalty. With an empty held-out fold the smallest grid value is used.
+
+    Args:
+        stats: the accumulated :class:`RidgeStats`.
+        alphas: penalty grid (per row, standardised units); ``inf`` (the intercept alone) is added.
+
+    Returns:
+        The :class:`RidgeFit` refit on every fold.
+    """
+    alphas = sorted({float(a) for a in alphas} | {math.inf})
+    curve, r2 = {}, None
+    alpha = alphas[0]
+    if len(stats.folds) > 1 and stats.folds[1].n > 0 and stats.folds[0].n > 0 and len(alphas) > 1:
+        curve, var = validation_curve(stats, alphas)
+        alpha = _pick(curve, var)
+        r2 = 1.0 - curve[alpha] / var if var > 0 else None
+    total = stats.total()
+    if total.n == 0:
+        raise ValueError("ridge fit: no rows")
+    w, b = _solve(total, alpha)
+    if stats.shift is not None:
+        b = b - stats.shift[0] @ w
+    return RidgeFit(w.float(), b.float(), alpha, curve, r2)
+
+
+def fit_ridge_dual(x: torch.Tensor, y: torch.Tensor, alphas=(1e-6, 1e-4, 1e-2, 1.0)) -> RidgeFit:
+    """Ridge for few rows and many features (N << C), ``alpha`` chosen by exact leave-one-out error.
+
+    Same units as :func:`fit_ridge` (standardised, centred features; penalty ``alpha * N``).
+    """
+    x, y = x.double(), y.double()
+    n = x.shape[0]
+    if n < 2:
+        raise ValueError(f"ridge fit: need at least 2 rows, got {n}")
+    mx, my = x.mean(0), y.mean(0)
+    xc = x - mx
+    sd = _scales(xc.square().sum(0), n)
+    xs, yc = xc / sd, y - my
+    evals, u = torch.linalg.eigh(xs @ xs.T)
+    evals = evals.clamp_min(0)
+    uy = u.T @ yc
+    curve = {}
+    for a in sorted({float(v) for v in alphas} | {math.inf}):
+        shrink = torch.zeros_like(evals) if math.isinf(a) else evals / (evals + a * n)
+        hat_diag = (u.square() * shrink).sum(1) + 1.0 / n
+        resid = yc - u @ (shrink[:, None] * uy)
+        loo = resid / (1 - hat_diag).clamp_min(1e-12)[:, None]
+        curve[a] = float(loo.square().mean())
+    var = float(yc.square().mean())
+    alpha = _pick(curve, var)
+    coef = u @ (uy / (evals + alpha * n)[:, None]) if not math.isinf(alpha) else torch.zeros_like(yc)
+    w = xs.T @ coef / sd[:, None]
+    return RidgeFit(
+        w.float(), (my - mx @ w).float(), alpha, curve, 1 - curve[alpha] / var if var > 0 else None
+    )
+
+
+def _pick(curve: dict, var: float) -> float:
+    """The alpha of least held-out error; near-ties (within 1e-9 of the target variance, i.e. at the
+    rounding floor of the statistics, as when the targets are exactly linear) go to the smaller one."""
+    best = min(curve.values())
+    return min(a for a, v in curve.items() if v <= best + 1e-9 * abs(var) + 1e-300)

@@ -1,0 +1,63 @@
+"""Albedo probe: 3 channels through a sigmoid to [0, 1]; L1 + gradient-L1 loss on GT-mask pixels."""
+
+from __future__ import annotations
+
+import torch
+
+from benchmarks.probe.tasks.base import (
+    ProbeTask,
+    gradient_l1,
+    loss_grid,
+    per_sample_masked_mean,
+    resize_to,
+    subsample,
+)
+
+
+class AlbedoTask(ProbeTask):
+    """Diffuse albedo in [0, 1], scored by ``AlbedoEvaluator`` on the GT mask."""
+
+    name = "albedo"
+    out_channels = 3
+    required_keys = ("albedo", "mask")
+
+    def targets(self, samples):
+        return {
+            "albedo": torch.stack([torch.as_tensor(s["albedo"]).float() for s in samples]),
+            "mask": torch.stack([torch.as_tensor(s["mask"]).bool() for s in samples]),
+        }
+
+    def predict(self, maps, size):
+        return torch.sigmoid(resize_to(maps.float(), size))
+
+    def loss(self, maps, glob, tgt):
+        st = self.protocol.loss_stride
+        pred = torch.sigmoid(loss_grid(maps.float(), tgt["albedo"].shape[-2:], st, self.loss_offset))
+        gt, mask = (
+            subsample(tgt["albedo"], st, self.loss_offset),
+            subsample(tgt["mask"], st, self.loss_offset),
+        )
+        l1 = per_sample_masked_mean((pred - gt).abs(), mask).mean()
+        grad = gradient_l1(pred, gt, mask).mean()
+        w = self.settings.loss_weights
+        return w.get("l1", 1.0) * l1 + w.get("grad", 0.0) * grad, {
+            "l1": float(l1.detach()),
+            "grad": float(grad.detach()),
+        }
+
+    def make_evaluator(self):
+        from benchmarks.probe.tasks import import_evaluator
+
+        AlbedoEvaluator = import_evaluator("AlbedoEvaluator", "albedo")
+
+        return AlbedoEvaluator()
+
+    def update_evaluator(self, evaluator, maps, glob, tgt, index):
+        evaluator.update(
+            self.predict(maps, tgt["albedo"].shape[-2:]), tgt["albedo"], tgt["mask"], index=index
+        )
+
+    def linear_targets(self, tgt):
+        # logit of the albedo (clamped to [0.01, 0.99]) on the mask, 0 elsewhere
+        a = tgt["albedo"].clamp(1e-2, 1 - 1e-2)
+        return torch.log(a / (1 - a)) * tgt["mask"][:, None]

@@ -1,0 +1,51 @@
+"""Surface-normal probe: 3 channels, L2-normalised; (1 - cos) + L1 loss on GT-mask pixels."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from benchmarks.probe.tasks.base import ProbeTask, loss_grid, per_sample_masked_mean, subsample
+
+
+class NormalTask(ProbeTask):
+    """Camera-frame unit normals, scored by ``NormalEvaluator`` on the GT mask."""
+
+    name = "normal"
+    out_channels = 3
+    required_keys = ("normal", "mask")
+
+    def targets(self, samples):
+        return {
+            "normal": torch.stack([torch.as_tensor(s["normal"]).float() for s in samples]),
+            "mask": torch.stack([torch.as_tensor(s["mask"]).bool() for s in samples]),
+        }
+
+    def loss(self, maps, glob, tgt):
+        st = self.protocol.loss_stride
+        pred = F.normalize(loss_grid(maps, tgt["normal"].shape[-2:], st, self.loss_offset), dim=1, eps=1e-6)
+        gt, mask = (
+            subsample(tgt["normal"], st, self.loss_offset),
+            subsample(tgt["mask"], st, self.loss_offset),
+        )
+        cos = per_sample_masked_mean(1 - (pred * gt).sum(1), mask).mean()
+        l1 = per_sample_masked_mean((pred - gt).abs(), mask).mean()
+        w = self.settings.loss_weights
+        return w.get("cos", 1.0) * cos + w.get("l1", 1.0) * l1, {
+            "cos": float(cos.detach()),
+            "l1": float(l1.detach()),
+        }
+
+    def make_evaluator(self):
+        from benchmarks.probe.tasks import import_evaluator
+
+        NormalEvaluator = import_evaluator("NormalEvaluator", "normal")
+
+        return NormalEvaluator()
+
+    def update_evaluator(self, evaluator, maps, glob, tgt, index):
+        pred = F.normalize(maps.float(), dim=1, eps=1e-6)
+        evaluator.update(pred, tgt["normal"], tgt["mask"], index=index)
+
+    def linear_targets(self, tgt):
+        return tgt["normal"] * tgt["mask"][:, None]

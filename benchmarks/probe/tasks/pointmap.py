@@ -1,0 +1,85 @@
+"""Pointmap probe: a canonical (focal-normalised, unit-mean-depth) pointmap plus a global scale.
+
+The GT pointmap (camera frame, metres) is canonicalised to focal length ``f_c`` (768):
+``P_c = P * f_c / fx``. The target splits into ``P~ = P_c / s`` with ``s`` the mean depth over the mask,
+and ``log s``. The decoder predicts ``P~`` (3 maps) and ``log s`` (global branch); the prediction is
+``exp(log s) * P~``, scored against ``P_c`` by ``PointmapEvaluator`` on the GT mask.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from benchmarks.probe.tasks.base import (
+    ProbeTask,
+    gradient_l1,
+    loss_grid,
+    per_sample_masked_mean,
+    resize_to,
+    subsample,
+)
+
+
+class PointmapTask(ProbeTask):
+    """Canonical pointmap and scale."""
+
+    name = "pointmap"
+    out_channels = 3
+    global_channels = 1
+    required_keys = ("pointmap", "mask", "K")
+
+    def targets(self, samples):
+        fc = self.protocol.canonical_focal_length
+        pts, masks = [], []
+        for s in samples:
+            if s.get("pointmap_canonical") is not None and fc == 768.0:
+                p = torch.as_tensor(s["pointmap_canonical"]).float()
+            else:
+                p = torch.as_tensor(s["pointmap"]).float() * (fc / float(torch.as_tensor(s["K"])[0, 0]))
+            m = torch.as_tensor(s["mask"]).bool() & torch.isfinite(p).all(0) & (p[2] > 0)
+            pts.append(torch.where(m[None], p, torch.zeros_like(p)))
+            masks.append(m)
+        pc, mask = torch.stack(pts), torch.stack(masks)
+        scale = per_sample_masked_mean(pc[:, 2:3], mask).clamp_min(1e-3)
+        return {"pointmap": pc, "mask": mask, "log_scale": scale.log()}
+
+    def predict(self, maps, glob, size):
+        return resize_to(maps.float(), size) * glob[:, :1, None, None].float().exp()
+
+    def loss(self, maps, glob, tgt):
+        st = self.protocol.loss_stride
+        log_s = tgt["log_scale"]
+        pred_c = loss_grid(maps, tgt["pointmap"].shape[-2:], st, self.loss_offset)
+        gt, mask = (
+            subsample(tgt["pointmap"], st, self.loss_offset),
+            subsample(tgt["mask"], st, self.loss_offset),
+        )
+        gt_c = gt / log_s.exp()[:, None, None, None]
+        l1 = per_sample_masked_mean((pred_c - gt_c).abs(), mask).mean()
+        grad = gradient_l1(pred_c, gt_c, mask).mean()
+        scale = (glob[:, 0] - log_s).abs().mean()
+        w = self.settings.loss_weights
+        total = w.get("l1", 1.0) * l1 + w.get("grad", 0.0) * grad + w.get("scale", 1.0) * scale
+        return total, {"l1": float(l1.detach()), "grad": float(grad.detach()), "scale": float(scale.detach())}
+
+    def global_prior(self, targets):
+        # the scale branch starts at the train-set mean log scale instead of log s = 0 (s = 1 m)
+        return targets["log_scale"].float().mean().reshape(1)
+
+    def make_evaluator(self):
+        from benchmarks.probe.tasks import import_evaluator
+
+        PointmapEvaluator = import_evaluator("PointmapEvaluator", "pointmap")
+
+        return PointmapEvaluator()
+
+    def update_evaluator(self, evaluator, maps, glob, tgt, index):
+        pred = self.predict(maps, glob, tgt["pointmap"].shape[-2:])
+        evaluator.update(pred, tgt["pointmap"], tgt["mask"], index=index)
+
+    def linear_targets(self, tgt):
+        # canonical pointmap P / s (zero outside the mask); the scale is the global branch's target
+        return tgt["pointmap"] / tgt["log_scale"].exp()[:, None, None, None]
+
+    def global_targets(self, tgt):
+        return tgt["log_scale"][:, None]

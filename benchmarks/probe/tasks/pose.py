@@ -1,0 +1,124 @@
+"""308-keypoint pose probe on top-down crops: UDP heatmaps (weighted MSE), UDP decoding, COCO AP.
+
+Heatmaps are at stride ``output_stride`` (4) of the crop; keypoints are decoded with
+``sapiens2.codecs.udp.udp_decode`` into crop pixels and scored with the COCO keypoint AP engine in
+crop coordinates (one crop = one image; the OKS area is the GT area scaled into the crop).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from benchmarks.probe.tasks.base import ProbeTask
+
+
+class PoseTask(ProbeTask):
+    """Top-down heatmap regression of the 308 keypoints."""
+
+    name = "pose"
+    out_channels = 308
+    required_keys = ("keypoints", "visibility")
+
+    def heatmap_size(self, image_size):
+        s = self.settings.output_stride
+        return image_size[0] // s, image_size[1] // s
+
+    def output_size(self, image_size, stride):
+        return self.heatmap_size(image_size)
+
+    def targets(self, samples):
+        from sapiens2.codecs.udp import udp_encode
+
+        h, w = self.protocol.input_size
+        hh, hw = self.heatmap_size((h, w))
+        heatmaps, weights, kpts, vis, areas = [], [], [], [], []
+        for s in samples:
+            k = np.asarray(s["keypoints"], np.float32).reshape(-1, 2)
+            v = (np.asarray(s["visibility"], np.float32).reshape(-1) > 0).astype(np.float32)
+            if k.shape[0] != self.out_channels:
+                raise ValueError(
+                    f"pose sample {s.get('id', s.get('index'))}: {k.shape[0]} keypoints, "
+                    f"expected {self.out_channels}"
+                )
+            hm, wt = udp_encode(
+                k, v, input_size=(w, h), heatmap_size=(hw, hh), sigma=self.protocol.pose_sigma
+            )
+            heatmaps.append(torch.from_numpy(hm))
+            weights.append(torch.from_numpy(wt))
+            kpts.append(torch.from_numpy(k))
+            vis.append(torch.from_numpy(v))
+            areas.append(_area_in_crop(s, k, v))
+        return {
+            "heatmaps": torch.stack(heatmaps),
+            "weights": torch.stack(weights),
+            "keypoints": torch.stack(kpts),
+            "visibility": torch.stack(vis),
+            "area": torch.tensor(areas, dtype=torch.float64),
+        }
+
+    def loss(self, maps, glob, tgt):
+        err = ((maps - tgt["heatmaps"]) ** 2).flatten(2).mean(2)  # B x K
+        mse = (err * tgt["weights"]).mean()
+        return self.settings.loss_weights.get("mse", 1.0) * mse, {"mse": float(mse.detach())}
+
+    def decode(self, maps):
+        from sapiens2.codecs.udp import udp_decode
+
+        h, w = self.protocol.input_size
+        return udp_decode(
+            maps.float(),
+            input_size=(w, h),
+            heatmap_size=(maps.shape[-1], maps.shape[-2]),
+            blur_kernel_size=self.protocol.pose_blur_kernel,
+        )
+
+    def make_evaluator(self):
+        from evaluators.pose.evaluator import PoseEvaluator
+
+        return PoseEvaluator(meta="keypoints308")
+
+    def update_evaluator(self, evaluator, maps, glob, tgt, index):
+        """One crop = one image = one instance, scored in crop pixels against its GT."""
+        kpts, scores = self.decode(maps)
+        gt_xy = torch.as_tensor(tgt["keypoints"]).float().cpu()
+        vis = torch.as_tensor(tgt["visibility"]).float().cpu() > 0
+        gt_xyv = torch.cat([gt_xy, vis[..., None].float() * 2.0], -1)
+        far = torch.full_like(gt_xy, float("inf"))
+        lo = torch.where(vis[..., None], gt_xy, far).amin(1)
+        hi = torch.where(vis[..., None], gt_xy, -far).amax(1)
+        boxes = torch.where(vis.any(1, keepdim=True), torch.cat([lo, hi - lo], 1), torch.zeros(len(vis), 4))
+        ids = torch.as_tensor(index).tolist()
+        evaluator.update(
+            kpts,
+            scores,
+            image_ids=ids,
+            index=ids,
+            gt_keypoints=gt_xyv,
+            gt_bboxes=boxes,
+            gt_areas=torch.as_tensor(tgt["area"]).float().cpu(),
+        )
+
+    def linear_targets(self, tgt):
+        return tgt["heatmaps"]
+
+    @property
+    def oracle_patch(self):
+        return self.settings.output_stride
+
+
+def _area_in_crop(s: dict, k: np.ndarray, v: np.ndarray) -> float:
+    """The GT instance area in crop pixels: COCO ``area`` times the crop affine's area scale."""
+    crop = s.get("crop") or {}
+    if s.get("area") is not None and crop.get("affine") is not None:
+        a = np.asarray(crop["affine"], np.float64).reshape(2, 3)[:, :2]
+        return float(s["area"]) * abs(float(np.linalg.det(a)))
+    return _visible_box_area(k, v)
+
+
+def _visible_box_area(k: np.ndarray, v: np.ndarray) -> float:
+    sel = v > 0
+    if not sel.any():
+        return 1.0
+    span = k[sel].max(0) - k[sel].min(0)
+    return float(max(span[0] * span[1], 1.0))

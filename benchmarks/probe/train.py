@@ -1,0 +1,237 @@
+"""Decoder training on cached features: AdamW, warm-up + cosine schedule, resumable, DDP-ready.
+
+The global batch of iteration ``it`` is a deterministic function of ``(seed, it)``, so a resumed run
+and a run on N ranks see exactly the batches of an uninterrupted single-process run; each rank
+takes an equal slice of every global batch and DDP averages the gradients.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from benchmarks.probe.decoders import ProbeDecoder
+from sapiens2 import distributed as dist_utils
+from sapiens2.utils_io import atomic_write
+
+
+def build_decoder(
+    task, features, protocol, seed: int, targets: dict | None = None, shortcut=None
+) -> ProbeDecoder:
+    """The task's decoder for ``features``, initialised from ``seed`` (same on every rank).
+
+    With ``shortcut`` (a fitted :class:`~benchmarks.probe.shortcut.LinearShortcut`) it is attached and
+    the body's output layers start at zero. Without one, given ``targets`` (the train targets), the
+    global branch's bias starts at the task's train-set prior
+    (:meth:`~benchmarks.probe.tasks.ProbeTask.global_prior`, e.g. the mean log pointmap scale).
+    """
+    settings = protocol.task(task.name)
+    in_ch, pooled_ch = features.channels(protocol.cls_concat)
+    torch.manual_seed(seed)
+    decoder = ProbeDecoder(
+        settings.decoder,
+        in_ch,
+        task.out_channels,
+        features.patch_size,
+        min(settings.output_stride, features.patch_size),
+        hidden=protocol.decoder_channels,
+        min_hidden=protocol.decoder_min_channels,
+        stage_stride=protocol.decoder_stage_stride,
+        pooled_channels=pooled_ch,
+        global_channels=task.global_channels,
+        zero_init_output=shortcut is not None,
+    )
+    decoder.shortcut = shortcut
+    if decoder.global_head is not None:
+        decoder.set_pooled_stats(*pooled_stats(features, protocol))
+    prior = task.global_prior(targets) if targets is not None and shortcut is None else None
+    if prior is not None and decoder.global_head is not None:
+        with torch.no_grad():
+            decoder.global_head.bias.copy_(prior.to(decoder.global_head.bias))
+    return decoder
+
+
+@torch.no_grad()
+def pooled_stats(features, protocol, eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-channel mean and std of the pooled decoder input over all rows of ``features``.
+
+    Channels that barely vary (std < 1e-3 x the median std) keep std 1 instead of being blown up.
+    """
+    n = features.feats.shape[0]
+    pooled = torch.cat(
+        [features.batch(torch.arange(s, min(n, s + 16)), protocol.cls_concat)[1] for s in range(0, n, 16)]
+    ).double()
+    mean = pooled.mean(0)
+    std = pooled.var(0, unbiased=False).add(eps).sqrt()
+    std = torch.where(std < 1e-3 * std.median(), torch.ones_like(std), std)
+    return mean.float(), std.float()
+
+
+def batch_indices(n: int, batch_size: int, seed: int, it: int) -> torch.Tensor:
+    """Indices of the global batch of iteration ``it`` (sampled without replacement when n >= batch)."""
+    g = torch.Generator().manual_seed(seed * 1_000_003 + it)
+    if n >= batch_size:
+        return torch.randperm(n, generator=g)[:batch_size]
+    return torch.randint(0, n, (batch_size,), generator=g)
+
+
+def lr_factor(it: int, protocol) -> float:
+    """Learning-rate multiplier: linear warm-up, then cosine decay to ``min_lr_ratio``."""
+    if it < protocol.warmup_iters:
+        return (it + 1) / protocol.warmup_iters
+    span = max(1, protocol.iterations - protocol.warmup_iters)
+    t = min(1.0, (it - protocol.warmup_iters) / span)
+    return protocol.min_lr_ratio + (1 - protocol.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
+
+
+def select(tgt: dict, idx: torch.Tensor) -> dict:
+    """Rows ``idx`` of every target tensor."""
+    return {k: v[idx] for k, v in tgt.items()}
+
+
+def forward(decoder, task, features, idx, protocol, base=None):
+    """Decoder outputs (maps, global) for the feature rows ``idx``.
+
+    ``base``: precomputed shortcut outputs of all rows (maps, global), from
+    :func:`~benchmarks.probe.shortcut.precompute`; without it the decoder computes its shortcut itself.
+    """
+    x, pooled = features.batch(idx, protocol.cls_concat)
+    stride = min(protocol.task(task.name).output_stride, features.patch_size)
+    out_size = task.output_size(features.image_size, stride)
+    if base is None:
+        return decoder(x, pooled, out_size, features.valid_frac)
+    maps, glob = base
+    return decoder(
+        x,
+        pooled,
+        out_size,
+        features.valid_frac,
+        base=maps[idx].float(),
+        base_global=None if glob is None else glob[idx],
+    )
+
+
+def fit_task_shortcut(task, features, targets: dict, protocol):
+    """The protocol's linear shortcut for ``task`` (None with ``shortcut="none"``)."""
+    if protocol.shortcut != "ridge":
+        return None
+    from benchmarks.probe.shortcut import fit_shortcut
+
+    return fit_shortcut(task, features, targets, protocol)
+
+
+def train_decoder(
+    task,
+    features,
+    targets: dict,
+    protocol,
+    seed: int,
+    ckpt_path: str | os.PathLike | None = None,
+    desc: str = "train",
+    ckpt_every: int = 50,
+    shortcut=None,
+) -> tuple[ProbeDecoder, dict]:
+    """Train a fresh decoder (or resume it from ``ckpt_path``) for ``protocol.iterations`` iterations.
+
+    The linear shortcut is fitted first (or ``shortcut`` is used: it does not depend on the seed);
+    the body then trains on its residual. A ``"linear"`` decoder is the shortcut alone (no iterations).
+
+    Args:
+        task: the :class:`~benchmarks.probe.tasks.ProbeTask`.
+        features: train :class:`~benchmarks.probe.features.FeatureSet`.
+        targets: the task's train targets (first dim = sample).
+        protocol: the protocol.
+        seed: decoder initialisation and batch-order seed.
+        ckpt_path: resumable checkpoint (written by rank 0 every ``ckpt_every`` iterations).
+        desc: progress-bar label.
+        shortcut: a shortcut fitted by :func:`fit_task_shortcut` on these features (fitted here when None).
+
+    Returns:
+        (decoder in eval mode, {"train_s", "final_loss", "resumed_from", "shortcut"}).
+    """
+    from tqdm.auto import tqdm
+
+    from benchmarks.probe.shortcut import precompute
+
+    world, rank = dist_utils.get_world_size(), dist_utils.get_rank()
+    if protocol.batch_size % world:
+        raise ValueError(f"global batch size {protocol.batch_size} is not divisible by {world} processes")
+    t0 = time.perf_counter()
+    if shortcut is None:
+        shortcut = fit_task_shortcut(task, features, targets, protocol)
+    info = {"shortcut": None if shortcut is None else shortcut.describe()}
+    decoder = build_decoder(task, features, protocol, seed, targets, shortcut).to(features.feats.device)
+    if decoder.body is None:
+        decoder.eval()
+        return decoder, {
+            **info,
+            "train_s": time.perf_counter() - t0,
+            "final_loss": float("nan"),
+            "resumed_from": 0,
+        }
+    base = None if shortcut is None else precompute(shortcut, task, features, protocol)
+    opt = torch.optim.AdamW(
+        decoder.parameters(), lr=protocol.lr, betas=tuple(protocol.betas), weight_decay=protocol.weight_decay
+    )
+    start = 0
+    if ckpt_path is not None and Path(ckpt_path).is_file():
+        state = torch.load(ckpt_path, map_location=features.feats.device, weights_only=True)
+        # a checkpoint of another protocol (or without its id) is stale: start afresh
+        if state.get("protocol_id") == protocol.protocol_id():
+            decoder.load_state_dict(state["decoder"])
+            opt.load_state_dict(state["optimizer"])
+            start = int(state["iteration"])
+    model: nn.Module = decoder
+    if world > 1:
+        dev = features.feats.device
+        model = nn.parallel.DistributedDataParallel(decoder, device_ids=[dev] if dev.type == "cuda" else None)
+    decoder.train()
+    n = features.feats.shape[0]
+    loss_val = float("nan")
+    bar = tqdm(
+        range(start, protocol.iterations),
+        desc=desc,
+        unit="it",
+        disable=rank != 0,
+        leave=False,
+        mininterval=1.0,
+    )
+    for it in bar:
+        for group in opt.param_groups:
+            group["lr"] = protocol.lr * lr_factor(it, protocol)
+        idx = batch_indices(n, protocol.batch_size, seed, it)[rank::world]
+        maps, glob = forward(model, task, features, idx, protocol, base)
+        task.set_step(it)
+        loss, terms = task.loss(maps, glob, select(targets, idx))
+        if not torch.isfinite(loss):
+            raise RuntimeError(f"{desc}: non-finite loss at iteration {it} ({terms})")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if protocol.grad_clip:
+            nn.utils.clip_grad_norm_(decoder.parameters(), protocol.grad_clip)
+        opt.step()
+        loss_val = float(loss.detach())
+        if it % 10 == 0:
+            bar.set_postfix(loss=f"{loss_val:.4f}", refresh=False)
+        done = it + 1
+        if ckpt_path is not None and rank == 0 and (done % ckpt_every == 0 or done == protocol.iterations):
+            state = {
+                "decoder": decoder.state_dict(),
+                "optimizer": opt.state_dict(),
+                "iteration": done,
+                "protocol_id": protocol.protocol_id(),
+            }
+            atomic_write(ckpt_path, lambda tmp, s=state: torch.save(s, tmp))
+    bar.close()
+    decoder.eval()
+    return decoder, {
+        **info,
+        "train_s": time.perf_counter() - t0,
+        "final_loss": loss_val,
+        "resumed_from": start,
+    }

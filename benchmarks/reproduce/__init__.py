@@ -1,0 +1,1 @@
+"""Paper-table reproduction from official checkpoints and data in the documented layouts."""
