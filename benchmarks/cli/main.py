@@ -23,6 +23,7 @@ from benchmarks.cli import (
     system,
 )
 from benchmarks.cli import eval as eval_cmd
+from sapiens2.errors import BenchError
 
 # Subcommand modules, in the order shown by --help.
 COMMANDS = [run, parity, model_card, predict, convert, eval_cmd, data, probe, leaderboard, reproduce, system]
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (FileNotFoundError, ValueError, KeyError, RuntimeError) as e:
+    except (BenchError, FileNotFoundError, ValueError, KeyError, RuntimeError) as e:
         if getattr(args, "debug", False):
             raise
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
