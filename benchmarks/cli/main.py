@@ -48,27 +48,38 @@ DISTRIBUTED_COMMANDS = ("probe",)
 EXPECTED_ERRORS = (BenchError, OSError, ValueError, KeyError, RuntimeError, ModuleNotFoundError)
 
 _DEBUG_HELP = "show the full traceback of an error (accepted before or after the subcommand)"
+DEVICE_HELP = "cpu, cuda, cuda:N, mps or auto (CUDA when available), checked before the command runs"
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
     return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
 
 
-def _add_debug(parser: argparse.ArgumentParser) -> None:
-    """Give ``parser`` and every parser below it a ``--debug`` flag that is absent unless given.
-
-    Absent (``SUPPRESS``) rather than False, so a subcommand's default cannot reset a ``--debug``
-    given before the subcommand name (argparse copies a subparser's defaults over the namespace).
-    """
-    action = parser._option_string_actions.get("--debug")
-    if action is None:
-        parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
-    else:
-        action.default = argparse.SUPPRESS
+def _all_parsers(parser: argparse.ArgumentParser):
+    """``parser`` and every (sub)command parser below it, each once."""
+    yield parser
     sub = _subparsers(parser)
     if sub is not None:
         for child in {id(p): p for p in sub.choices.values()}.values():
-            _add_debug(child)
+            yield from _all_parsers(child)
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` on every parser; the accepted names in every ``--device`` help.
+
+    ``--debug`` is absent (``SUPPRESS``) unless given, rather than False, so a subcommand's default
+    cannot reset a ``--debug`` given before the subcommand name (argparse copies a subparser's
+    defaults over the namespace); :func:`main` sets ``args.debug``.
+    """
+    for p in _all_parsers(parser):
+        debug = p._option_string_actions.get("--debug")
+        if debug is None:
+            p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
+        else:
+            debug.default = argparse.SUPPRESS
+        device = p._option_string_actions.get("--device")
+        if device is not None:
+            device.help = f"{device.help or 'torch device'}; {DEVICE_HELP}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod in COMMANDS:
         mod.register(sub)
-    _add_debug(parser)
+    _common_options(parser)
     return parser
 
 
