@@ -207,6 +207,12 @@ def test_finite_checks_skip_integer_buffers_and_bfloat16_is_checked():
     check_finite({"idx": torch.arange(4), "mask": torch.ones(3, dtype=torch.bool), "w": torch.ones(2)})
     assert nonfinite_tensors({"w": torch.tensor([1.0, float("nan")], dtype=torch.bfloat16)}) == [("w", 1, 2)]
     assert nonfinite_tensors({"w": torch.empty(3, device="meta")}) == []
+    # finite values whose sum overflows (the fast path) are not reported; an Inf among them is
+    big = torch.full((8,), 60000.0, dtype=torch.float16)
+    assert not torch.isfinite(big.sum()) and nonfinite_tensors({"w": big}) == []
+    big[3] = float("inf")
+    assert nonfinite_tensors({"w": big}) == [("w", 1, 8)]
+    assert nonfinite_tensors({"z": torch.tensor([1 + 1j, complex("nan")])}) == [("z", 1, 2)]
 
 
 def test_nonfinite_checkpoint_fails_predict_with_one_message(tmp_path, capsys):
