@@ -184,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         traceback.print_exc()
-        print(f"sapiens2-bench {name}: unexpected error: this is a bug in sapiens2-bench; please report it "
-              "with the traceback above and the command line", file=sys.stderr)
+        print(f"sapiens2-bench {name}: unexpected error (most likely a bug in sapiens2-bench): please report "
+              "it with the traceback above and the command line", file=sys.stderr)
         return 1
     return int(code or 0)
 
