@@ -270,8 +270,9 @@ def test_nonfinite_prediction_counts_are_shown(tmp_path):
     recs = [
         _rec("holey", {"mIoU": 90.0, "num_nonfinite_pred": 1234}),
         _rec("whole", {"mIoU": 80.0, "num_nonfinite_pred": 0}),
-        make_record(model={"name": "pm", "params": 1}, task="pointmap", dataset=DATA, protocol={"kind": "eval"},
-                    metrics={"l2_mean": 0.0, "scale_aligned.nonfinite_pred": 5.0}, config={}, seeds=[0]),
+        make_record(model={"name": "pm", "params": 1}, task="pointmap", dataset=DATA,
+                    protocol={"kind": "eval"}, metrics={"l2_mean": 0.0, "scale_aligned.nonfinite_pred": 5.0},
+                    config={}, seeds=[0]),
     ]
     tables = {t.task: t for t in group_tables(records_to_frame(recs))}
     seg = tables["seg"]
