@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from leaderboard.catalog import TASK_METRICS, canonical_metric, headline_metrics, is_nonfinite_count
+from leaderboard.catalog import (
+    TASK_METRICS,
+    MetricSpec,
+    canonical_metric,
+    headline_metrics,
+    is_nonfinite_count,
+)
 from leaderboard.merge import dataset_key, dataset_labels, dedupe_records, model_name_key
 from leaderboard.paper import protocol_key
 
@@ -159,8 +165,6 @@ def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = 
 
 
 def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
-    from leaderboard.catalog import MetricSpec
-
     present = set(g["metric"])
     specs = [s for s in TASK_METRICS.get(task, []) if s.key in present]
     nonfinite = [MetricSpec(m, m, False) for m in sorted(present) if is_nonfinite_count(m)]
