@@ -17,6 +17,7 @@ from benchmarks.cli import (
     model_card,
     parity,
     predict,
+    pretrain,
     probe,
     reproduce,
     run,
@@ -26,7 +27,8 @@ from benchmarks.cli import eval as eval_cmd
 from sapiens2.errors import BenchError
 
 # Subcommand modules, in the order shown by --help.
-COMMANDS = [run, parity, model_card, predict, convert, eval_cmd, data, probe, leaderboard, reproduce, system]
+COMMANDS = [run, parity, model_card, predict, convert, eval_cmd, data, probe, pretrain, leaderboard,
+            reproduce, system]
 
 
 def build_parser() -> argparse.ArgumentParser:
