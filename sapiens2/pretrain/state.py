@@ -91,8 +91,11 @@ def export_backbone(out_dir: Path, backbone: nn.Module, backbone_cfg: dict, *, w
     from safetensors.torch import save_file
 
     tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in backbone.state_dict().items()}
-    metadata = {"format": BACKBONE_FORMAT, "recipe": str(config.get("name")), "config_hash": config_hash,
-                "step": str(step), "exported": which, "backbone_config": json.dumps(backbone_cfg)}
+    info = {"format": BACKBONE_FORMAT, "recipe": config.get("name"), "config_hash": config_hash,
+            "step": int(step), "exported": which, "backbone_config": backbone_cfg}
+    # One metadata key: safetensors writes several keys in hash-map order, which differs between
+    # processes, and the file's bytes (and sha256) should be a function of the weights and the run.
+    metadata = {"sapiens2_pretrain": json.dumps(info, sort_keys=True)}
     path = atomic_write(out_dir / BACKBONE_FILE, lambda tmp: save_file(tensors, tmp, metadata=metadata))
     card = {
         "format": BACKBONE_FORMAT,
