@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from sapiens2.errors import BenchError
+from sapiens2.models.backbones.common import SAPIENS2_ARCHS
 from sapiens2.pretrain.crops import MultiCrop, crop_box
 from sapiens2.pretrain.distill import (
     Centering,
@@ -44,6 +45,11 @@ def _cli(*argv) -> int:
     from benchmarks.cli.main import main
 
     return main(["pretrain", *map(str, argv)])
+
+
+def _smoke(data, out, *extra) -> int:
+    """The smoke recipe through the CLI; returns the exit code."""
+    return _cli("--recipe", "smoke_tiny", "--data", data, "--out", out, "--no-progress", *extra)
 
 
 def _write_images(folder: Path, n: int = 6, size=(24, 32), seed: int = 0) -> Path:
@@ -80,7 +86,7 @@ def images(tmp_path_factory) -> Path:
 def smoke_run(images, tmp_path_factory) -> Path:
     """The smoke recipe run uninterrupted through the CLI (2 steps)."""
     out = tmp_path_factory.mktemp("pt_full")
-    assert _cli("--recipe", "smoke_tiny", "--data", images, "--out", out, "--no-progress") == 0
+    assert _smoke(images, out) == 0
     return out
 
 
@@ -292,7 +298,7 @@ def test_4k_tokenizer_masks_after_the_local_stage():
     assert all(torch.isfinite(v) for v in losses.values())
 
 
-@pytest.mark.parametrize("arch", ["sapiens2_0.1b", "sapiens2_0.4b", "sapiens2_0.8b", "sapiens2_1b", "sapiens2_5b"])
+@pytest.mark.parametrize("arch", sorted(SAPIENS2_ARCHS))
 def test_every_official_arch_builds(arch):
     cfg = get_recipe("paper_1b")["model"]
     cfg["backbone"]["arch"] = arch
@@ -368,9 +374,9 @@ def test_two_step_run_is_deterministic(smoke_run, images, tmp_path):
 
 def test_resume_equals_uninterrupted(smoke_run, images, tmp_path):
     out = tmp_path / "resumed"
-    assert _cli("--recipe", "smoke_tiny", "--data", images, "--out", out, "--stop-at", 1, "--no-progress") == 0
+    assert _smoke(images, out, "--stop-at", 1) == 0
     assert [r["step"] for r in _losses(out)] == [0]
-    assert _cli("--recipe", "smoke_tiny", "--data", images, "--out", out, "--resume", "--no-progress") == 0
+    assert _smoke(images, out, "--resume") == 0
     assert _losses(out) == _losses(smoke_run)
     assert (out / "backbone.safetensors").read_bytes() == (smoke_run / "backbone.safetensors").read_bytes()
     a = torch.load(out / "train_state.pt", weights_only=True)
@@ -381,7 +387,7 @@ def test_resume_equals_uninterrupted(smoke_run, images, tmp_path):
 
 
 def test_export_loads_with_build_model_and_probe(smoke_run):
-    from benchmarks.probe.backbones.presets import build_probe_backbone
+    from benchmarks.probe.backbones.presets import backbone_label, build_probe_backbone
     from sapiens2.models.builder import build_model
     from sapiens2.models.checkpoint import load_checkpoint, load_state_dict_file
 
@@ -394,7 +400,9 @@ def test_export_loads_with_build_model_and_probe(smoke_run):
     report = load_checkpoint(model, weights)
     assert report.loaded == len(state) and not report.missing
     assert all(torch.equal(model.state_dict()[k], v) for k, v in state.items())
-    probe = build_probe_backbone(json.dumps(card["probe_backbone"]), checkpoint=str(weights), img_size=(32, 24))
+    spec = json.dumps(card["probe_backbone"])
+    probe = build_probe_backbone(spec, checkpoint=str(weights), img_size=(32, 24))
+    assert backbone_label(spec) == "pretrain_smoke_tiny"
     assert all(torch.equal(probe.model.state_dict()[k], v) for k, v in state.items())
     feats, cls = probe.forward_layers(torch.randn(1, 3, 32, 24), [-1])
     assert feats[0].shape == (1, 64, 4, 3) and cls[0].shape == (1, 64)
@@ -473,7 +481,7 @@ def test_bad_crop_size_fails_before_any_step(images, tmp_path):
 
 def test_resume_from_another_configs_checkpoint_fails(images, tmp_path, capsys):
     out = tmp_path / "o"
-    assert _cli("--recipe", "smoke_tiny", "--data", images, "--out", out, "--stop-at", 1, "--no-progress") == 0
+    assert _smoke(images, out, "--stop-at", 1) == 0
     state_before = (out / "train_state.pt").read_bytes()
     other = get_recipe("smoke_tiny")
     other["optim"]["lr"] = 5e-4
@@ -485,7 +493,7 @@ def test_resume_from_another_configs_checkpoint_fails(images, tmp_path, capsys):
     assert (out / "train_state.pt").read_bytes() == state_before
     assert [r["step"] for r in _losses(out)] == [0]
     # Starting over an existing run without --resume is refused too.
-    assert _cli("--recipe", "smoke_tiny", "--data", images, "--out", out, "--no-progress") == 1
+    assert _smoke(images, out) == 1
     assert "--resume" in capsys.readouterr().err
 
 

@@ -75,10 +75,15 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def probe_spec(backbone_cfg: dict) -> dict:
-    """The ``probe --backbone`` JSON spec that rebuilds this backbone (``Sapiens2Probe``)."""
+def probe_spec(backbone_cfg: dict, name: str) -> dict:
+    """The ``probe --backbone`` JSON spec that rebuilds this backbone (``Sapiens2Probe``).
+
+    Args:
+        backbone_cfg: the backbone's build config.
+        name: label of the probe's records and output folder.
+    """
     kwargs = {k: v for k, v in backbone_cfg.items() if k not in ("type", "img_size")}
-    return {"type": "Sapiens2Probe", **kwargs}
+    return {"type": "Sapiens2Probe", "name": name, **kwargs}
 
 
 def export_backbone(out_dir: Path, backbone: nn.Module, backbone_cfg: dict, *, which: str, step: int,
@@ -107,7 +112,7 @@ def export_backbone(out_dir: Path, backbone: nn.Module, backbone_cfg: dict, *, w
         "steps": int(config["steps"]),
         "exported": which,
         "backbone_config": backbone_cfg,
-        "probe_backbone": probe_spec(backbone_cfg),
+        "probe_backbone": probe_spec(backbone_cfg, f"pretrain_{config.get('name')}"),
         "params": int(sum(p.numel() for p in backbone.parameters())),
     }
     write_json_atomic(out_dir / BACKBONE_CARD, card)
