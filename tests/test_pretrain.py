@@ -467,6 +467,11 @@ def test_unknown_arch_and_unknown_key_fail_before_any_step(images, tmp_path, cap
     assert "optim.learning_rate" in capsys.readouterr().err
     assert _cli("--recipe", "no_such_recipe", "--data", images, "--out", tmp_path / "o") == 1
     assert "smoke_tiny" in capsys.readouterr().err
+    path.write_text(json.dumps({"model": {"decoder": {"type": "MAEDecodr"}}}))
+    assert _cli("--config", path, "--data", images, "--out", tmp_path / "o") == 1
+    err = capsys.readouterr().err
+    assert "'MAEDecodr'" in err and "MAEDecoder" in err and "Sapiens2" in err
+    assert _no_step_ran(tmp_path / "o")
 
 
 def test_bad_crop_size_fails_before_any_step(images, tmp_path):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from mmengine.registry import Registry
 
+from sapiens2.errors import UnknownNameError
 from sapiens2.registry import MODELS, build_from_cfg_checked
 
 PRETRAIN_MODELS = Registry(
@@ -36,7 +37,13 @@ def build(cfg: dict, **extra):
         The built object.
 
     Raises:
-        KeyError: an unknown type; the message lists the known ones.
+        UnknownNameError: an unknown type; the message lists the known ones (of both registries).
     """
+    if not isinstance(cfg, dict) or "type" not in cfg:
+        raise KeyError(f"pretrain model config needs a 'type' key, got {cfg!r}")
     MODELS.import_from_location()
+    PRETRAIN_MODELS.import_from_location()
+    if isinstance(cfg["type"], str) and PRETRAIN_MODELS.get(cfg["type"]) is None:
+        known = sorted(set(PRETRAIN_MODELS.module_dict) | set(MODELS.module_dict))
+        raise UnknownNameError("pretrain model type", cfg["type"], known)
     return build_from_cfg_checked(PRETRAIN_MODELS, {**cfg, **extra})

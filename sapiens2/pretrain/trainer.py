@@ -168,8 +168,10 @@ def pretrain(config: dict, data_dir: str | Path, out_dir: str | Path, *, resume:
     if dist_utils.is_distributed():
         from torch.nn.parallel import DistributedDataParallel
 
-        student = DistributedDataParallel(student, device_ids=[torch.device(device).index or 0]
-                                          if str(device).startswith("cuda") else None)
+        on_cuda = str(device).startswith("cuda")
+        # init_from_env made cuda:LOCAL_RANK the current device; "cuda" means that one
+        ids = [torch.cuda.current_device()] if on_cuda else None
+        student = DistributedDataParallel(student, device_ids=ids)
     dataset = StepBatches(files, crops, cfg["batch_size"], cfg["seed"], rank, world,
                           masking=model.masking, mask_grid=grid)
     loader = torch.utils.data.DataLoader(dataset, sampler=range(start, end), batch_size=None,
