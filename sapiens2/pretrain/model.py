@@ -124,10 +124,6 @@ class Sapiens2Pretrainer(nn.Module):
         self.teacher_temp_warmup_steps = int(teacher_temp_warmup_steps)
         self.norm_eps = float(norm_eps)
 
-    @property
-    def uses_masks(self) -> bool:
-        return self.masking is not None
-
     def losses(self, out: StudentOutput, batch: dict, step: int) -> dict[str, Tensor]:
         """The weighted objective and its terms; updates the centre (teacher logits of this step).
 
