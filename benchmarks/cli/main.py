@@ -30,6 +30,7 @@ from benchmarks.cli import (
     model_card,
     parity,
     predict,
+    pretrain,
     probe,
     reproduce,
     run,
@@ -39,7 +40,8 @@ from benchmarks.cli import eval as eval_cmd
 from sapiens2.errors import BenchError
 
 # Subcommand modules, in the order shown by --help.
-COMMANDS = [run, parity, model_card, predict, convert, eval_cmd, data, probe, leaderboard, reproduce, system]
+COMMANDS = [run, parity, model_card, predict, convert, eval_cmd, data, probe, pretrain, leaderboard,
+            reproduce, system]
 
 # Commands that split their work across torchrun workers (and write once, from rank 0).
 DISTRIBUTED_COMMANDS = ("probe",)
