@@ -116,3 +116,26 @@ def test_bootstrapped_venv_has_the_xtcocotools_reference():
     from conftest import xtcocotools_problem
 
     assert xtcocotools_problem() is None, xtcocotools_problem()
+
+
+class _NumpyAbiMismatch:
+    """A meta-path finder that fails like a NumPy-1 build of xtcocotools under NumPy 2."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "xtcocotools":
+            raise ValueError("numpy.dtype size changed, may indicate binary incompatibility")
+        return None
+
+
+def test_xtcocotools_problem_reports_abi_mismatch_and_absence(monkeypatch):
+    """The skip check of the xtcocotools-marked tests catches the ValueError of a NumPy-1 wheel (which
+    ``pytest.importorskip`` would let through as an error) as well as a missing package."""
+    from conftest import xtcocotools_problem
+
+    check = xtcocotools_problem.__wrapped__  # uncached
+    for name in [m for m in sys.modules if m.split(".")[0] == "xtcocotools"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_NumpyAbiMismatch(), *sys.meta_path])
+    assert check() == "ValueError: numpy.dtype size changed, may indicate binary incompatibility"
+    monkeypatch.setitem(sys.modules, "xtcocotools", None)
+    assert re.match(r"(ModuleNotFound|Import)Error: ", check()), check()
