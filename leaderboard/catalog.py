@@ -84,6 +84,22 @@ TASK_METRICS: dict[str, list[MetricSpec]] = {
 }
 
 
+NONFINITE_PREFIXES = ("nonfinite", "num_nonfinite")
+
+
+def is_nonfinite_count(key: str) -> bool:
+    """True for a metric that counts non-finite prediction values (shown in every table that has it).
+
+    Any metric whose last name part (after ``/`` or ``.``) starts with ``nonfinite`` or
+    ``num_nonfinite``, e.g. ``num_nonfinite_pred`` or ``scale_aligned.nonfinite_pred``.
+
+    Example:
+        >>> is_nonfinite_count("num_nonfinite_pred"), is_nonfinite_count("mIoU")
+        (True, False)
+    """
+    return key.replace("/", ".").rsplit(".", 1)[-1].startswith(NONFINITE_PREFIXES)
+
+
 def headline_metrics(task: str) -> list[MetricSpec]:
     """The task's headline metrics (plots and deltas)."""
     return [s for s in TASK_METRICS.get(task, []) if s.headline]

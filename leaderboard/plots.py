@@ -37,6 +37,22 @@ def _mpl():
     return plt
 
 
+def text(value, limit: int | None = None) -> str:
+    r"""A user string made safe for matplotlib: cut to ``limit`` characters, every ``$`` escaped.
+
+    Matplotlib parses text with an even number of unescaped ``$`` as mathtext, and a malformed
+    formula (a model named ``$\frac{1$``) aborts the figure; escaped, it is drawn as typed.
+
+    Example:
+        >>> print(text(r"$\frac{1$ model"))
+        \$\frac{1\$ model
+    """
+    s = str(value)
+    if limit is not None:
+        s = s[:limit]
+    return s.replace("$", r"\$")
+
+
 def _png(fig) -> bytes:
     plt = _mpl()
     buf = io.BytesIO()
@@ -47,7 +63,7 @@ def _png(fig) -> bytes:
 
 def _label(row) -> str:
     tag = "" if row["source"] == "reproduced" else " (reported)"
-    return f"{row['model']}{tag}"[:48]
+    return text(f"{row['model']}{tag}", 48)
 
 
 def _param_ticks(ax, params: pd.Series) -> None:
@@ -85,15 +101,16 @@ def metric_vs_params(t: GroupTable) -> Figure | None:
         ax.scatter(g["params"].astype(float), g[label], s=36, color=_COLORS.get(source, "k"), label=source,
                    marker="o" if source == "reproduced" else "s", zorder=3)
         for _, r in g.iterrows():
-            ax.annotate(str(r["model"])[:24], (float(r["params"]), r[label]), fontsize=7,
+            ax.annotate(text(r["model"], 24), (float(r["params"]), r[label]), fontsize=7,
                         xytext=(3, 3), textcoords="offset points")
     ax.set_xscale("log")
     _param_ticks(ax, d["params"].astype(float))
     ax.set_xlabel("parameters")
-    ax.set_ylabel(label + (" (higher is better)" if specs[0].higher_is_better else " (lower is better)"))
+    direction = " (higher is better)" if specs[0].higher_is_better else " (lower is better)"
+    ax.set_ylabel(text(label) + direction)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(f"{t.task}: {label} vs parameters [{t.protocol_key}]", fontsize=9)
+    ax.set_title(text(f"{t.task}: {label} vs parameters [{t.protocol_key}]"), fontsize=9)
     return Figure(f"{t.task} [{t.protocol_key}]: {label} vs parameters", _png(fig), t.table_id)
 
 
@@ -117,9 +134,9 @@ def comparison_bars(t: GroupTable) -> Figure | None:
         ax.set_yticks(y)
         ax.set_yticklabels(labels if ax is axes[0][0] else [], fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel(spec.label + (" ↑" if spec.higher_is_better else " ↓"), fontsize=8)
+        ax.set_xlabel(text(spec.label) + (" ↑" if spec.higher_is_better else " ↓"), fontsize=8)
         ax.grid(True, axis="x", alpha=0.3)
-    fig.suptitle(f"{t.task} [{t.protocol_key}]: comparison across backbones", fontsize=9)
+    fig.suptitle(text(f"{t.task} [{t.protocol_key}]: comparison across backbones"), fontsize=9)
     return Figure(f"{t.task} [{t.protocol_key}]: comparison across backbones", _png(fig), t.table_id)
 
 
@@ -143,14 +160,14 @@ def breakdown_bars(title: str, table: pd.DataFrame, table_id: str, ylabel: str) 
     x = np.arange(len(items))
     for i, m in enumerate(models):
         ax.bar(x + i * width - 0.4 + width / 2, np.nan_to_num(table[m].to_numpy(dtype=float)), width,
-               label=str(m)[:40])
+               label=text(m, 40))
     ax.set_xticks(x)
-    ax.set_xticklabels([str(i)[:18] for i in items], rotation=60 if len(items) > 6 else 0, ha="right",
+    ax.set_xticklabels([text(i, 18) for i in items], rotation=60 if len(items) > 6 else 0, ha="right",
                        fontsize=7)
-    ax.set_ylabel(ylabel, fontsize=8)
+    ax.set_ylabel(text(ylabel), fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(text(title), fontsize=9)
     return Figure(title, _png(fig), table_id)
 
 

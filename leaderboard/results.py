@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from leaderboard.integrity import RECORD_HASH_FIELD, record_hash
 from leaderboard.schema import SCHEMA_ID, SCHEMA_VERSION, config_hash, validate
 from sapiens2.utils_io import read_json, write_json_atomic
 
@@ -41,6 +42,14 @@ class RecordError(ValueError):
         where = self.path or "<record>"
         shown = "; ".join(problems[:8]) + (f"; ... ({len(problems) - 8} more)" if len(problems) > 8 else "")
         super().__init__(f"{where}: invalid result record: {shown}")
+
+
+class UnusableResultsError(RecordError):
+    """Several result files that cannot be used; the message names every one and why."""
+
+    def __init__(self, problems: list[str]):
+        ValueError.__init__(self, f"{len(problems)} result files cannot be used:\n  " + "\n  ".join(problems))
+        self.path, self.problems = None, problems
 
 
 @lru_cache(maxsize=1)
@@ -230,7 +239,8 @@ def make_record(
         command: the command line; ``sys.argv`` by default.
 
     Returns:
-        The record (a JSON-ready dict).
+        The record (a JSON-ready dict), sealed with ``record_hash`` over all its other fields: edit
+        nothing after this call (build a new record instead).
 
     Raises:
         RecordError: the record would not validate; the message lists every problem.
@@ -251,10 +261,10 @@ def make_record(
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id or f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
         "created_utc": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        "model": model_dict,
+        "model": _jsonable(model_dict),
         "task": task,
-        "dataset": dict(dataset),
-        "protocol": dict(protocol),
+        "dataset": _jsonable(dict(dataset)),
+        "protocol": _jsonable(dict(protocol)),
         "metrics": flat,
         "conventions": _jsonable(dict(conventions)),
         "config": config,
@@ -270,6 +280,10 @@ def make_record(
         record["metrics_std"] = flatten_metrics(metrics_std)[0]
     if notes:
         record["notes"] = notes
+    try:
+        record[RECORD_HASH_FIELD] = record_hash(record)
+    except (TypeError, ValueError) as e:
+        raise RecordError(None, [f"record: not plain JSON ({e})"]) from e
     problems = validate(record)
     if problems:
         raise RecordError(None, problems)
@@ -324,48 +338,86 @@ def read_record(path: str | os.PathLike) -> dict:
 
 
 def find_result_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """Expand files and folders (searched recursively for ``*.json``) into a sorted file list."""
+    """Expand files and folders (searched recursively for ``*.json``) into a file list.
+
+    A file reached twice (a folder passed twice, a file passed and inside a passed folder, a link)
+    is listed once, at its first position.
+    """
     files: list[Path] = []
+    seen: set[Path] = set()
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            files.extend(sorted(f for f in p.rglob(f"*{RESULT_SUFFIX}") if f.is_file()))
+            found = sorted(f for f in p.rglob(f"*{RESULT_SUFFIX}") if f.is_file())
         elif p.is_file():
-            files.append(p)
+            found = [p]
         else:
             raise FileNotFoundError(f"{p}: no such results file or folder")
+        for f in found:
+            key = f.resolve()
+            if key not in seen:
+                seen.add(key)
+                files.append(f)
     return files
 
 
-def load_records(paths: Iterable[str | os.PathLike], skip_foreign: bool = False) -> list[dict]:
-    """Read every result record under ``paths``.
+def load_records(
+    paths: Iterable[str | os.PathLike],
+    skip_foreign: bool = False,
+    skipped: list[str] | None = None,
+) -> list[dict]:
+    """Read every result record under ``paths``; each file is read once however often it is reached.
 
     Args:
         paths: result files and/or folders.
-        skip_foreign: in folders, silently skip JSON files that are not sapiens2-bench results (no
-            ``schema`` field), e.g. a probe's resume state. Files named explicitly and invalid
+        skip_foreign: in folders, skip JSON files that are valid JSON but not sapiens2-bench results
+            (no ``schema`` field), e.g. a probe's resume state. Files named explicitly and invalid
             sapiens2-bench records are always errors.
+        skipped: when given, unreadable files (truncated or malformed JSON, unreadable bytes,
+            permission denied) and invalid records are appended to it as ``"path: reason"`` and
+            left out; otherwise they are an error.
 
     Returns:
         Records, each with its source file under the private key ``"_path"``.
+
+    Raises:
+        RecordError: one or more unreadable or invalid files (every one is named), unless
+            ``skipped`` is given.
     """
+    paths = list(paths)
     records = []
+    problems: list[str] = []
+    errors: list[Exception] = []
     explicit = {Path(p).resolve() for p in paths if Path(p).is_file()}
     for f in find_result_files(paths):
         try:
             rec = read_record(f)
-        except RecordError:
-            if skip_foreign and f.resolve() not in explicit and not _claims_our_schema(f):
+        except RecordError as e:
+            if skip_foreign and f.resolve() not in explicit and _is_foreign(f):
                 continue
-            raise
+            problems.append(str(e))
+            errors.append(e)
+            continue
+        except (OSError, UnicodeDecodeError) as e:
+            err = RecordError(f, [f"unreadable result file ({type(e).__name__}: {e})"])
+            problems.append(str(err))
+            errors.append(err)
+            continue
         rec["_path"] = str(f)
         records.append(rec)
+    if problems:
+        if skipped is None:
+            if len(errors) == 1:
+                raise errors[0]
+            raise UnusableResultsError(problems)
+        skipped.extend(problems)
     return records
 
 
-def _claims_our_schema(path: Path) -> bool:
+def _is_foreign(path: Path) -> bool:
+    """True for a well-formed JSON file that does not claim to be a sapiens2-bench result."""
     try:
         obj = read_json(path)
-    except ValueError:
-        return False
-    return isinstance(obj, dict) and obj.get("schema") == SCHEMA_ID
+    except (OSError, ValueError):
+        return False  # unreadable or truncated: reported, never silently skipped
+    return not (isinstance(obj, dict) and obj.get("schema") == SCHEMA_ID)

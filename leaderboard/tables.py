@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from leaderboard.catalog import TASK_METRICS, canonical_metric, canonical_model_key, headline_metrics
+from leaderboard.catalog import (
+    TASK_METRICS,
+    MetricSpec,
+    canonical_metric,
+    headline_metrics,
+    is_nonfinite_count,
+)
+from leaderboard.merge import dataset_key, dataset_labels, dedupe_records, model_name_key
 from leaderboard.paper import protocol_key
 
 LONG_COLUMNS = [
@@ -24,26 +31,35 @@ LONG_COLUMNS = [
 TASK_ORDER = ["pose", "seg", "normal", "pointmap", "albedo"]
 
 
-def records_to_frame(records: list[dict]) -> pd.DataFrame:
+def records_to_frame(records: list[dict], notes: list[tuple[str, str, str]] | None = None) -> pd.DataFrame:
     """One row per (record, metric), then seeds merged: mean over single-seed records, std across them.
 
-    Aggregate records (several seeds, ``metrics_std``) are used only when no single-seed record of
-    the same group exists, so a seed is never counted twice.
+    Records are first deduplicated (``leaderboard.merge``: a run counts once, repeated seeds are
+    one seed, datasets are told apart by content hash). Aggregate records (several seeds,
+    ``metrics_std``) are used only when no single-seed record of the same group exists, so a seed
+    is never counted twice.
+
+    Args:
+        records: validated result records.
+        notes: when given, ``(task, protocol_key, text)`` notes about dropped repeats are appended.
+
+    Returns:
+        The long frame (``LONG_COLUMNS``).
     """
+    records, merge_notes = dedupe_records(records)
+    if notes is not None:
+        notes.extend(merge_notes)
+    labels = dataset_labels(records)
     rows = []
     for rec in records:
         proto = rec["protocol"]
-        ds = rec["dataset"]
-        name, key = rec["model"]["name"], canonical_model_key(rec["model"]["name"])
-        if str(rec["model"].get("weights") or "").startswith("random"):
-            # a randomly initialised model is not the published model: never matched with its numbers
-            name, key = f"{name} (random init)", f"{key}@random"
+        name, key = model_name_key(rec)
         base = {
             "source": "reproduced", "table": "", "model": name,
             "model_key": key, "params": rec["model"].get("params"),
             "task": rec["task"], "protocol_kind": proto["kind"], "protocol_id": proto.get("protocol_id"),
             "protocol_key": protocol_key(proto["kind"], proto.get("protocol_id")),
-            "dataset": f"{ds['name']}/{ds['split']}", "seeds": tuple(rec["seeds"]),
+            "dataset": labels[dataset_key(rec)], "seeds": tuple(rec["seeds"]),
             "aggregate": len(rec["seeds"]) > 1, "run_id": rec["run_id"], "path": rec.get("_path", ""),
         }
         std = rec.get("metrics_std", {})
@@ -126,8 +142,13 @@ class GroupTable:
         return f"t-{safe}"[:80]
 
 
-def group_tables(long: pd.DataFrame) -> list[GroupTable]:
-    """Split the long frame into one ``GroupTable`` per (task, protocol_key), tasks in canonical order."""
+def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = None) -> list[GroupTable]:
+    """Split the long frame into one ``GroupTable`` per (task, protocol_key), tasks in canonical order.
+
+    Args:
+        long: the long frame (``records_to_frame`` / ``combine``).
+        notes: ``(task, protocol_key, text)`` notes (from ``records_to_frame``) added to their table.
+    """
     tables = []
     if not len(long):
         return tables
@@ -137,16 +158,20 @@ def group_tables(long: pd.DataFrame) -> list[GroupTable]:
     order = sorted(groups.groups, key=lambda k: (TASK_ORDER.index(k[0]) if k[0] in TASK_ORDER else 99,
                                                  k[1] not in ours, not k[1].startswith("eval"), k[1]))
     for task, pkey in order:
-        tables.append(_wide(task, pkey, groups.get_group((task, pkey))))
+        table = _wide(task, pkey, groups.get_group((task, pkey)))
+        table.notes += [text for t, k, text in notes or [] if (t, k) == (task, pkey)]
+        tables.append(table)
     return tables
 
 
 def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
-    specs = [s for s in TASK_METRICS.get(task, []) if s.key in set(g["metric"])]
+    present = set(g["metric"])
+    specs = [s for s in TASK_METRICS.get(task, []) if s.key in present]
+    nonfinite = [MetricSpec(m, m, False) for m in sorted(present) if is_nonfinite_count(m)]
     if not specs:  # unknown metrics only: show them as they are, undirected
-        from leaderboard.catalog import MetricSpec
-
-        specs = [MetricSpec(m, m, True) for m in sorted(g["metric"].unique())]
+        specs = [MetricSpec(m, m, True) for m in sorted(present) if not is_nonfinite_count(m)] or nonfinite
+    if specs is not nonfinite:
+        specs += nonfinite  # a count of missing predictions is shown wherever a record has one
     id_cols = ["source", "model", "model_key", "params", "dataset", "table", "seeds", "run_ids"]
     ident = g.drop_duplicates(["source", "model_key", "dataset"])[id_cols].reset_index(drop=True)
     rows = ident.copy()
@@ -178,6 +203,11 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
     if len(datasets) > 1:
         notes.append("rows come from different test sets (" + "; ".join(datasets)
                      + "): deltas compare a model with its reported number, not like for like")
+    for s in nonfinite:
+        bad = rows[rows[s.label].fillna(0) > 0]
+        if len(bad):
+            notes.append(f"{s.key}: non-finite prediction values in " + "; ".join(
+                f"{r['model']} ({r[s.label]:g})" for _, r in bad.iterrows()))
     if pkey.startswith("probe:"):
         notes.append(f"probe protocol {pkey[6:]}: only results made under exactly this protocol are listed")
     return GroupTable(task, pkey, rows, std, [(s.key, s.label, s.higher_is_better) for s in specs],

@@ -10,8 +10,35 @@ from pathlib import Path
 from typing import Any
 
 
+def current_umask() -> int:
+    """The process umask (read from ``/proc/self/status`` where possible, so nothing is changed).
+
+    Example:
+        >>> 0 <= current_umask() <= 0o777
+        True
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # no read-only query exists: set and restore at once
+    os.umask(mask)
+    return mask
+
+
+def default_mode(directory: bool = False) -> int:
+    """Mode a plain ``open()`` / ``mkdir()`` would give under the current umask (0o666 / 0o777 minus it)."""
+    return (0o777 if directory else 0o666) & ~current_umask()
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     """Write a file atomically: ``write(tmp_path)`` then rename over ``path``.
+
+    The file gets the mode a plain ``open()`` would give it (0o666 minus the umask), not the 0o600
+    of the private temporary file it is written to.
 
     Args:
         path: final destination.
@@ -26,6 +53,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, default_mode())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -129,3 +129,113 @@ def test_cli_synth_and_show(tmp_path):
     with Image.open(png) as im:
         assert im.size[1] == 24 + 2 * 128 and im.size[0] > 4 * 96
     assert main(["data", "show", str(tmp_path)]) == 1  # not a split: clean error
+
+
+SMALL = (64, 48)
+
+
+def _leftovers(folder, keep):
+    return sorted(p.name for p in folder.iterdir() if p.name not in keep)
+
+
+def test_folder_created_while_rendering_is_not_wiped(tmp_path, monkeypatch):
+    from sapiens2.datasets.synth import writer
+
+    out = tmp_path / "s"
+    original = writer._write_manifests
+
+    def someone_else_writes_there(*args, **kw):
+        out.mkdir()
+        (out / "theirs.txt").write_text("keep me")
+        return original(*args, **kw)
+
+    monkeypatch.setattr(writer, "_write_manifests", someone_else_writes_there)
+    with pytest.raises(writer.SplitExistsError, match="appeared while the split was rendered"):
+        generate_split(out, n=1, size=SMALL, progress=False)
+    assert (out / "theirs.txt").read_text() == "keep me" and sorted(p.name for p in out.iterdir()) == [
+        "theirs.txt"
+    ]
+    assert _leftovers(tmp_path, {"s"}) == [], "the discarded split's temporary folder is removed"
+    # even an empty folder made meanwhile is not replaced
+    out2 = tmp_path / "e"
+
+    def empty_folder_appears(*args, **kw):
+        out2.mkdir()
+        return original(*args, **kw)
+
+    monkeypatch.setattr(writer, "_write_manifests", empty_folder_appears)
+    with pytest.raises(writer.SplitExistsError):
+        generate_split(out2, n=1, size=SMALL, progress=False)
+    assert list(out2.iterdir()) == []
+
+
+def test_two_concurrent_runs_cannot_both_succeed(tmp_path, monkeypatch):
+    from sapiens2.datasets.synth import writer
+
+    out = tmp_path / "s"
+    original = writer._write_manifests
+    calls = []
+
+    def second_run_finishes_first(*args, **kw):
+        calls.append(1)
+        if len(calls) == 1:  # run A is about to finish: run B renders the same --out completely
+            generate_split(out, n=2, seed=7, size=SMALL, progress=False)
+        return original(*args, **kw)
+
+    monkeypatch.setattr(writer, "_write_manifests", second_run_finishes_first)
+    with pytest.raises(writer.SplitExistsError):
+        generate_split(out, n=1, seed=3, size=SMALL, progress=False)
+    info = json.loads((out / "split.json").read_text())
+    assert (info["seed"], info["n"]) == (7, 2), "the run that finished first keeps its output"
+    assert len(list((out / "images").iterdir())) == 2
+    assert _leftovers(tmp_path, {"s"}) == []
+
+
+def test_overwrite_replaces_a_split_only(tmp_path):
+    from sapiens2.datasets.synth import writer
+
+    out = generate_split(tmp_path / "s", n=1, seed=1, size=SMALL, progress=False)
+    generate_split(out, n=2, seed=2, size=SMALL, progress=False, overwrite=True)
+    assert json.loads((out / "split.json").read_text())["seed"] == 2
+    assert _leftovers(tmp_path, {"s"}) == [], "the replaced split is gone, no temporary folders"
+    other = tmp_path / "home"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a synthetic split"):
+        generate_split(other, n=1, size=SMALL, progress=False, overwrite=True)
+    assert (other / "notes.txt").read_text() == "mine"
+    with pytest.raises(writer.SplitExistsError, match="already exists"):
+        generate_split(out, n=1, size=SMALL, progress=False)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_split_and_files_respect_umask(tmp_path, umask):
+    import os
+    import stat
+
+    from sapiens2.utils_io import write_text_atomic
+
+    old = os.umask(umask)
+    try:
+        out = generate_split(tmp_path / "s", n=1, size=SMALL, progress=False)
+        written = write_text_atomic(tmp_path / "report.txt", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~umask
+    for f in (out / "split.json", out / "seg.json", out / "images" / "000000.png", written):
+        assert stat.S_IMODE(f.stat().st_mode) == 0o666 & ~umask, f
+
+
+def test_show_never_writes_into_the_split(tmp_path):
+    from benchmarks.cli.main import main
+    from leaderboard.results import dataset_content_hash
+
+    split = generate_split(tmp_path / "s", n=1, size=SMALL, progress=False)
+    before = sorted(p.relative_to(split) for p in split.rglob("*"))
+    digest = dataset_content_hash(split)
+    assert main(["data", "show", str(split), "--n", "1", "--tile-height", "32"]) == 0
+    assert (tmp_path / "s_contact_sheet.png").is_file()
+    assert sorted(p.relative_to(split) for p in split.rglob("*")) == before
+    assert dataset_content_hash(split) == digest
+    assert main(["data", "show", str(split), "--out", str(split / "sheet.png")]) == 1
+    assert not (split / "sheet.png").exists() and dataset_content_hash(split) == digest

@@ -27,7 +27,8 @@ def register(sub) -> None:
     s.set_defaults(func=run_synth)
     v = dsub.add_parser("show", help="contact sheet of a split with every ground truth overlaid")
     v.add_argument("dir", help="split folder (with split.json)")
-    v.add_argument("--out", default=None, help="PNG path (default DIR/contact_sheet.png)")
+    v.add_argument("--out", default=None,
+                   help="PNG path outside the split (default: DIR_contact_sheet.png beside DIR)")
     v.add_argument("--n", type=int, default=6, help="number of images (default 6)")
     v.add_argument("--tile-height", type=int, default=320, help="tile height in pixels (default 320)")
     v.set_defaults(func=run_show)
@@ -47,11 +48,9 @@ def run_synth(args) -> int:
 
 def run_show(args) -> int:
     """Write the contact sheet."""
-    from pathlib import Path
+    from sapiens2.datasets.show import contact_sheet, default_sheet_path
 
-    from sapiens2.datasets.show import contact_sheet
-
-    out = args.out or str(Path(args.dir) / "contact_sheet.png")
+    out = args.out or default_sheet_path(args.dir)
     path = contact_sheet(args.dir, out, n=args.n, tile_height=args.tile_height)
     print(f"wrote {path}")
     return 0

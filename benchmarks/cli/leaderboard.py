@@ -13,9 +13,12 @@ def register(sub) -> None:
     b.add_argument("--include-paper", action="store_true", help="add the paper's reported numbers")
     b.add_argument("--title", default="sapiens2-bench leaderboard", help="page title")
     b.add_argument("--no-figures", action="store_true", help="skip the matplotlib figures")
+    b.add_argument("--skip-unreadable", action="store_true",
+                   help="leave out unreadable or invalid result files (each is listed) instead of failing")
     b.set_defaults(func=_build)
 
-    v = lsub.add_parser("validate", help="check result record files against the schema")
+    v = lsub.add_parser("validate",
+                        help="check result records: schema, config and record hashes, protocol ids")
     v.add_argument("results", nargs="+", help="result record files or folders")
     v.set_defaults(func=_validate)
 
@@ -31,10 +34,15 @@ def register(sub) -> None:
 
 
 def _build(args) -> int:
+    import sys
+
     from leaderboard.build import build_site, summary_lines
 
+    skipped: list[str] | None = [] if args.skip_unreadable else None
     paths = build_site(args.results, args.out, include_paper=args.include_paper, title=args.title,
-                       with_figures=not args.no_figures)
+                       with_figures=not args.no_figures, skipped=skipped)
+    for problem in skipped or []:
+        print(f"skipped  {problem}", file=sys.stderr)
     for line in summary_lines(paths):
         print(line)
     print(f"report: {paths['html']}")
@@ -42,16 +50,23 @@ def _build(args) -> int:
 
 
 def _validate(args) -> int:
+    from leaderboard.integrity import RECORD_HASH_FIELD
     from leaderboard.results import RecordError, find_result_files, read_record
 
     bad = 0
     for f in find_result_files(args.results):
         try:
             rec = read_record(f)
-            print(f"ok       {f}  ({rec['task']}, {rec['model']['name']}, {rec['protocol']['kind']})")
         except RecordError as e:
             bad += 1
             print(f"INVALID  {e}")
+            continue
+        except (OSError, UnicodeDecodeError) as e:
+            bad += 1
+            print(f"INVALID  {f}: unreadable ({type(e).__name__}: {e})")
+            continue
+        sealed = "" if RECORD_HASH_FIELD in rec else "; schema v1: no record hash, edits cannot be detected"
+        print(f"ok       {f}  ({rec['task']}, {rec['model']['name']}, {rec['protocol']['kind']}{sealed})")
     return 1 if bad else 0
 
 

@@ -3,12 +3,25 @@
 Each subcommand lives in its own module that defines ``register(subparsers)``; the module adds
 its parser and sets ``func`` (called with the parsed namespace, returns an exit code). Heavy
 imports stay inside the ``func`` so that ``--help`` and small commands start fast.
+
+Errors: every expected failure (:class:`sapiens2.errors.BenchError`, any ``OSError`` such as a
+missing, read-only or wrong-kind path, ``ValueError``, ``KeyError``, ``RuntimeError``, a missing
+package) ends in one line ``sapiens2-bench CMD: error: ...`` and exit code 1. Anything else is a
+bug: its traceback is printed with a one-line hint, exit code 1. ``--debug`` (accepted before or
+after the subcommand) re-raises, so the full traceback of any error is shown.
+
+Common options handled here for every command: ``--device`` is resolved by
+:func:`sapiens2.device.resolve_device` (``auto``, and a clear error for a device this torch build
+cannot use), and a command that cannot split its work across processes refuses to run under
+``torchrun`` with ``WORLD_SIZE > 1`` (every worker would repeat the work and write the same files).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 
 from benchmarks.cli import (
     convert,
@@ -28,6 +41,46 @@ from sapiens2.errors import BenchError
 # Subcommand modules, in the order shown by --help.
 COMMANDS = [run, parity, model_card, predict, convert, eval_cmd, data, probe, leaderboard, reproduce, system]
 
+# Commands that split their work across torchrun workers (and write once, from rank 0).
+DISTRIBUTED_COMMANDS = ("probe",)
+
+# Failures caused by the input, the files or the machine, not by a bug: one message, exit 1.
+EXPECTED_ERRORS = (BenchError, OSError, ValueError, KeyError, RuntimeError, ModuleNotFoundError)
+
+_DEBUG_HELP = "show the full traceback of an error (accepted before or after the subcommand)"
+DEVICE_HELP = "cpu, cuda, cuda:N, mps or auto (CUDA when available), checked before the command runs"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
+def _all_parsers(parser: argparse.ArgumentParser):
+    """``parser`` and every (sub)command parser below it, each once."""
+    yield parser
+    sub = _subparsers(parser)
+    if sub is not None:
+        for child in {id(p): p for p in sub.choices.values()}.values():
+            yield from _all_parsers(child)
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` on every parser; the accepted names in every ``--device`` help.
+
+    ``--debug`` is absent (``SUPPRESS``) unless given, rather than False, so a subcommand's default
+    cannot reset a ``--debug`` given before the subcommand name (argparse copies a subparser's
+    defaults over the namespace); :func:`main` sets ``args.debug``.
+    """
+    for p in _all_parsers(parser):
+        debug = p._option_string_actions.get("--debug")
+        if debug is None:
+            p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
+        else:
+            debug.default = argparse.SUPPRESS
+        device = p._option_string_actions.get("--device")
+        if device is not None:
+            device.help = f"{device.help or 'torch device'}; {DEVICE_HELP}"
+
 
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every available subcommand."""
@@ -41,26 +94,98 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod in COMMANDS:
         mod.register(sub)
+    _common_options(parser)
     return parser
+
+
+def command_name(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The chosen (sub)command path, e.g. ``"data synth"``, for messages."""
+    names, p = [], parser
+    while (sub := _subparsers(p)) is not None:
+        chosen = getattr(args, sub.dest, None)
+        if chosen not in sub.choices:
+            break
+        names.append(chosen)
+        p = sub.choices[chosen]
+    return " ".join(names)
+
+
+def refuse_torchrun(command: str, name: str) -> None:
+    """Raise when launched with ``WORLD_SIZE > 1`` for a command that does not split its work.
+
+    Raises:
+        BenchError: names the world size and the commands that do support torchrun.
+    """
+    world = os.environ.get("WORLD_SIZE", "").strip()
+    if not world or command in DISTRIBUTED_COMMANDS:
+        return
+    try:
+        size = int(world)
+    except ValueError as e:
+        raise BenchError(f"WORLD_SIZE={world!r} in the environment is not an integer") from e
+    if size > 1:
+        rank = os.environ.get("RANK", "?")
+        raise BenchError(
+            f"launched as worker {rank} of WORLD_SIZE={size} (torchrun?), but '{name}' runs in one process: "
+            f"every worker would repeat all the work and write the same files. Run it without torchrun; "
+            f"only {', '.join(DISTRIBUTED_COMMANDS)} splits its work across workers"
+        )
+
+
+def describe_error(e: BaseException) -> str:
+    """The one-line message for an expected error (an ``OSError`` names its path).
+
+    Example:
+        >>> describe_error(PermissionError(13, "Permission denied", "/data/out.json"))
+        'Permission denied: /data/out.json'
+        >>> describe_error(KeyError("unknown key 'x'"))
+        "unknown key 'x'"
+    """
+    if isinstance(e, OSError) and not isinstance(e, BenchError) and e.filename is not None:
+        path = os.fsdecode(e.filename)
+        if e.filename2 is not None:
+            path += f" -> {os.fsdecode(e.filename2)}"
+        msg = f"{e.strerror or type(e).__name__}: {path}"
+        if isinstance(e, NotADirectoryError):
+            msg += " (a part of this path is a file, not a folder)"
+        return msg
+    if isinstance(e, ModuleNotFoundError):
+        return f"{e} (a required package is missing; see scripts/requirements.txt)"
+    if isinstance(e, KeyError) and not isinstance(e, BenchError) and e.args:
+        return str(e.args[0])
+    return str(e) or type(e).__name__
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.debug = bool(getattr(args, "debug", False))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    name = command_name(parser, args) or str(args.command)
     try:
+        refuse_torchrun(args.command, name)
+        if isinstance(getattr(args, "device", None), str):
+            from sapiens2.device import resolve_device
+
+            args.device = resolve_device(args.device)
         code = args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (BenchError, FileNotFoundError, ValueError, KeyError, RuntimeError) as e:
-        if getattr(args, "debug", False):
+    except EXPECTED_ERRORS as e:
+        if args.debug:
             raise
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"sapiens2-bench {args.command}: error: {msg}", file=sys.stderr)
+        print(f"sapiens2-bench {name}: error: {describe_error(e)}", file=sys.stderr)
+        return 1
+    except Exception:
+        if args.debug:
+            raise
+        traceback.print_exc()
+        print(f"sapiens2-bench {name}: unexpected error (most likely a bug in sapiens2-bench): please report "
+              "it with the traceback above and the command line", file=sys.stderr)
         return 1
     return int(code or 0)
 

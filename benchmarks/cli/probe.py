@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--quick", action="store_true", help="tiny protocol for smoke tests (different protocol_id)"
     )
     p.add_argument("--feature-cache", default=None, help="on-disk feature cache folder")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--list-backbones", action="store_true", help="print the backbone presets and exit")
     p.add_argument("--show-protocol", action="store_true", help="print the protocol and its id and exit")
     p.add_argument("--debug", action="store_true", help="show tracebacks")

@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-paper", action="store_true", help="leave the paper's numbers out of the report")
     p.add_argument("--no-mediapipe", action="store_true",
                    help="skip the MediaPipe reference system (run only when mediapipe 0.10.21 is installed)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--keep-going", action="store_true", help="continue with the next backbone when one fails")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(func=run)

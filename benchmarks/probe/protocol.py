@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -186,9 +185,14 @@ class ProbeProtocol:
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
     def protocol_id(self) -> str:
-        """``probe-v<version>-<12 hex>``: SHA-256 of the canonical JSON of every field."""
-        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return f"probe-v{self.version}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+        """``probe-v<version>-<12 hex>``: SHA-256 of the canonical JSON of every field.
+
+        The formula lives in :func:`leaderboard.integrity.protocol_id`, which record validation uses
+        to check the id a record stores against the protocol dict in its config.
+        """
+        from leaderboard.integrity import protocol_id
+
+        return protocol_id("probe", self.version, self.to_dict())
 
     def replace(self, **changes) -> ProbeProtocol:
         """A copy with ``changes`` applied; ``tasks`` may map a task name to a dict of its changes."""

@@ -66,17 +66,23 @@ def contact_sheet(
 
     Args:
         split_dir: split folder (``split.json``).
-        out: PNG path.
+        out: PNG path, outside ``split_dir`` (a file inside would change the split's content hash).
         n: number of images (rows).
         tile_height: height of each tile in pixels.
 
     Returns:
         The written PNG path.
+
+    Raises:
+        ValueError: ``out`` lies inside ``split_dir``.
     """
     from PIL import Image, ImageDraw
 
     from sapiens2.utils_io import atomic_write
 
+    if Path(out).resolve().is_relative_to(Path(split_dir).resolve()):
+        raise ValueError(f"{out}: the contact sheet must be written outside the split {split_dir} "
+                         "(a file inside it would change the split's content hash)")
     tasks = available_tasks(split_dir)
     readers = {t: open_split(split_dir, t) for t in tasks if t != "pose"}
     coco = open_split(split_dir, "pose").coco if "pose" in tasks else None
@@ -132,5 +138,15 @@ def contact_sheet(
     tile_w = rows[0].shape[1] // len(COLUMNS)
     for i, name in enumerate(COLUMNS):
         draw.text((i * tile_w + 6, 6), name, fill=(0, 0, 0))
-    out = Path(out)
-    return atomic_write(out, lambda tmp: sheet.save(tmp, format="PNG"))
+    return atomic_write(Path(out), lambda tmp: sheet.save(tmp, format="PNG"))
+
+
+def default_sheet_path(split_dir: str | os.PathLike) -> Path:
+    """Where ``data show`` writes by default: beside the split, ``<parent>/<split name>_contact_sheet.png``.
+
+    Example:
+        >>> default_sheet_path("/data/synth/test").as_posix()
+        '/data/synth/test_contact_sheet.png'
+    """
+    root = Path(split_dir).resolve()
+    return root.parent / f"{root.name}_contact_sheet.png"

@@ -135,6 +135,20 @@ def _classes(family: str):
     return getattr(transformers, cfg_name), getattr(transformers, model_name)
 
 
+def _from_pretrained(model_cls, folder):
+    """``from_pretrained`` offline; a refused pickle or non-finite weights become errors naming ``folder``."""
+    import pickle
+
+    from sapiens2.models.checkpoint import check_finite, pickle_refused
+
+    try:
+        model = model_cls.from_pretrained(os.fspath(folder), local_files_only=True)
+    except pickle.UnpicklingError as e:  # transformers reads .bin files with weights_only=True
+        raise pickle_refused(folder, e) from e
+    check_finite(model.state_dict(), f"{folder} (transformers weights)")
+    return model
+
+
 @PROBE_BACKBONES.register_module()
 class HFViTProbe(ProbeBackbone):
     """A ``transformers`` vision transformer as a probing backbone.
@@ -142,8 +156,9 @@ class HFViTProbe(ProbeBackbone):
     Args:
         family: one of ``dinov2, dinov2_reg, dinov3, mae, clip, siglip``.
         config: config overrides (random init); ignored keys are those the config class does not know.
-        pretrained: local folder (``from_pretrained``) or a ``.safetensors`` file loaded into a model
-            built from ``config`` (strict).
+        pretrained: local folder (``from_pretrained``) or a ``.safetensors`` (or, through
+            ``torch.load(weights_only=True)``, ``.pth``/``.pt``/``.bin``) file loaded into a model
+            built from ``config`` (strict). Weights holding NaN or Inf are refused.
         checkpoint: alias of ``pretrained`` (the CLI's ``--checkpoint``).
         img_size: unused (position embeddings are interpolated to the input grid).
     """
@@ -155,7 +170,7 @@ class HFViTProbe(ProbeBackbone):
         _, _, self.norm_attr, self.has_cls, reg_key, mean, std = FAMILIES[family]
         pretrained = pretrained or checkpoint
         if pretrained and Path(pretrained).is_dir():
-            self.model = model_cls.from_pretrained(os.fspath(pretrained), local_files_only=True)
+            self.model = _from_pretrained(model_cls, pretrained)
             self.weights = str(pretrained)
         else:
             cfg = cfg_cls(**dict(config or {}))
@@ -179,12 +194,10 @@ class HFViTProbe(ProbeBackbone):
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such checkpoint file or folder")
-        if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
+        from sapiens2.models.checkpoint import load_state_dict_file
 
-            state = load_file(os.fspath(path))
-        else:
-            state = torch.load(os.fspath(path), map_location="cpu", weights_only=True)
+        # .safetensors, or a pickle through torch.load(weights_only=True); NaN/Inf weights refused
+        state = load_state_dict_file(path)
         result = self.model.load_state_dict(state, strict=False)
         bad = [
             k

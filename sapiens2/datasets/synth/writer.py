@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -12,8 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from sapiens2.errors import BenchError
 from sapiens2.reference import keypoints308
-from sapiens2.utils_io import write_json_atomic
+from sapiens2.utils_io import default_mode, write_json_atomic
 
 from .scene import synth_sample
 
@@ -85,6 +87,49 @@ def _coco(results: list[dict], hw: tuple[int, int]) -> dict:
     }
 
 
+class SplitExistsError(BenchError, FileExistsError, ValueError):
+    """The output folder of a synthetic split exists (or appeared while the split was rendered)."""
+
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+
+
+def _rename_noreplace(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst``; FileExistsError if ``dst`` exists, even as an empty folder.
+
+    Uses Linux ``renameat2(RENAME_NOREPLACE)``, which checks and renames in one step. Where it is
+    missing, ``dst`` is checked just before a plain rename: a non-empty folder created in between
+    still makes the rename fail, only an empty one could be replaced.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        renameat2 = None
+    if renameat2 is not None:
+        rc = renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE)
+        if rc == 0:
+            return
+        err = ctypes.get_errno()
+        if err == errno.EEXIST:
+            raise FileExistsError(err, os.strerror(err), str(dst))
+        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise OSError(err, os.strerror(err), str(src), None, str(dst))
+    if os.path.lexists(dst):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(dst))
+    os.rename(src, dst)
+
+
+def _replaceable(out: Path) -> bool:
+    """True for what ``overwrite`` may remove: a synthetic split (has ``split.json``) or an empty folder."""
+    if out.is_symlink() or not out.is_dir():
+        return False
+    return (out / "split.json").is_file() or not any(out.iterdir())
+
+
 def generate_split(
     out: str | os.PathLike,
     n: int,
@@ -97,7 +142,10 @@ def generate_split(
     """Render ``n`` scenes and write all five tasks' ground truth under ``out``.
 
     The split is written to a temporary folder next to ``out`` and renamed into place at the end,
-    so ``out`` either does not exist or is complete.
+    so ``out`` either does not exist or is complete. Nothing this call did not create is deleted:
+    without ``overwrite``, a folder that appears at ``out`` while rendering (another run's split)
+    makes this call fail and is left alone; with ``overwrite`` only a previous split (or an empty
+    folder) is replaced, and it is moved aside before the new split is renamed in.
 
     Args:
         out: destination folder (must not exist unless ``overwrite``).
@@ -106,20 +154,30 @@ def generate_split(
         size: (H, W) in pixels.
         workers: processes used to render.
         progress: show a progress bar.
-        overwrite: replace an existing ``out``.
+        overwrite: replace an existing split at ``out``.
 
     Returns:
         The split folder.
+
+    Raises:
+        SplitExistsError: ``out`` exists (at the start, or when the split is ready) and ``overwrite``
+            is off; the rendered split is discarded.
+        ValueError: bad sizes, or ``overwrite`` of something that is not a split.
     """
     out = Path(out)
     h, w = int(size[0]), int(size[1])
     if n < 1 or h < 16 or w < 16 or h > 4096 or w > 4096:
         raise ValueError(f"synth: need n >= 1 and 16 <= H, W <= 4096, got n={n}, size={h}x{w}")
-    if out.exists() and not overwrite:
-        raise ValueError(f"{out} already exists (pass overwrite / --overwrite to replace it)")
+    if os.path.lexists(out):
+        if not overwrite:
+            raise SplitExistsError(f"{out} already exists (pass overwrite / --overwrite to replace it)")
+        if not _replaceable(out):
+            raise ValueError(f"{out}: not a synthetic split (no split.json) and not empty; "
+                             "refusing to overwrite it")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
+        os.chmod(tmp, default_mode(directory=True))  # mkdtemp makes it private (0700)
         for sub in ("images", "seg", "mask", "albedo", "normal", "pointmap"):
             (tmp / sub).mkdir()
         jobs = [(str(tmp), int(seed), i, (h, w)) for i in range(n)]
@@ -139,13 +197,33 @@ def generate_split(
                 bar.update()
         bar.close()
         _write_manifests(tmp, results, (h, w), seed, out.name)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        _move_into_place(tmp, out, overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _move_into_place(tmp: Path, out: Path, overwrite: bool) -> None:
+    """Rename the finished split ``tmp`` to ``out`` without ever deleting a folder another run made."""
+    old = None
+    if overwrite and os.path.lexists(out):
+        if not _replaceable(out):
+            raise ValueError(f"{out}: not a synthetic split (no split.json) and not empty; "
+                             "refusing to overwrite it")
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+        os.rename(out, old / "split")  # aside, not deleted, until the new split is in place
+    try:
+        _rename_noreplace(tmp, out)
+    except FileExistsError as e:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        raise SplitExistsError(
+            f"{out} appeared while the split was rendered (another run?); left it as it is and "
+            "discarded this run's split (pass overwrite / --overwrite to replace it)"
+        ) from e
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _write_manifests(root: Path, results: list[dict], hw: tuple[int, int], seed: int, name: str) -> None:
