@@ -64,26 +64,32 @@ def test_constraints_pin_every_declared_package_inside_its_range():
         assert canonicalize_name(name) in pins, f"{name} not pinned in scripts/constraints.txt"
 
 
-def _needed(root: str, extras: tuple[str, ...]) -> dict[str, str]:
-    """Installed distributions that ``root[extras]`` needs, transitively: name -> who needs it."""
-    needed, todo = {}, [(root, extras, "(root)")]
+def _needed() -> dict[str, str]:
+    """Installed distributions that pyproject.toml's dependencies and the bootstrap extras need,
+    transitively (read from pyproject.toml, then from each installed package's metadata): name ->
+    who needs it."""
+    proj = _project()
+    roots = list(proj["dependencies"])
+    roots += [r for extra in BOOTSTRAP_EXTRAS for r in proj["optional-dependencies"][extra]]
+    needed, todo = {}, [(r, "pyproject.toml") for r in roots + list(NO_DEPS)]
     while todo:
-        name, extras_here, parent = todo.pop()
-        key = canonicalize_name(name)
+        line, parent = todo.pop()
+        req = Requirement(line)
+        key = canonicalize_name(req.name)
         if key in needed:
             continue
         needed[key] = parent
         if key in map(canonicalize_name, NO_DEPS):
             continue
         try:
-            dist = metadata.distribution(name)
+            dist = metadata.distribution(req.name)
         except metadata.PackageNotFoundError:
-            raise AssertionError(f"{name} (needed by {parent}) is not installed in {sys.prefix}") from None
-        for line in dist.requires or []:
-            req = Requirement(line)
-            envs = [{"extra": e} for e in extras_here] or [{"extra": ""}]
-            if req.marker is None or any(req.marker.evaluate(env) for env in envs):
-                todo.append((req.name, tuple(sorted(req.extras)), key))
+            raise AssertionError(f"{req.name} (needed by {parent}) not installed in {sys.prefix}") from None
+        for sub in dist.requires or []:
+            sub_req = Requirement(sub)
+            envs = [{"extra": e} for e in req.extras] or [{"extra": ""}]
+            if sub_req.marker is None or any(sub_req.marker.evaluate(env) for env in envs):
+                todo.append((sub, key))
     return needed
 
 
@@ -92,10 +98,7 @@ def test_bootstrapped_venv_holds_the_pinned_versions():
     if Path(sys.prefix).resolve() != venv.resolve() or not list(venv.glob(".bootstrap-*")):
         pytest.skip(f"not running in the bootstrapped {venv} (sys.prefix={sys.prefix})")
     pins = _pins()
-    needed = _needed("sapiens2-bench", BOOTSTRAP_EXTRAS)
-    for name in NO_DEPS:
-        needed.setdefault(canonicalize_name(name), "scripts/bootstrap.sh")
-    needed.pop(canonicalize_name("sapiens2-bench"))
+    needed = _needed()
     wrong = []
     for name, parent in sorted(needed.items()):
         have = Version(metadata.version(name))
