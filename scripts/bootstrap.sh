@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# Creates .venv and installs sapiens2-bench with every pinned dependency. Idempotent: a second run
-# only checks that the environment is complete.
+# Creates .venv and installs sapiens2-bench in editable mode with the extras the test suite uses
+# (test, openmmlab, hf, coco), every package at the exact version of scripts/constraints.txt
+# (pyproject.toml itself only declares compatible ranges). The result is a NumPy-1 environment on
+# the CPU build of torch 2.13.0. Idempotent: a second run only checks that the environment is complete.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-stamp=.venv/.bootstrap-$(cat scripts/requirements.txt pyproject.toml | sha1sum | cut -c1-12)
+install=(.venv/bin/python -m pip install -q -c scripts/constraints.txt)
+stamp=.venv/.bootstrap-$(cat scripts/constraints.txt pyproject.toml scripts/bootstrap.sh | sha1sum | cut -c1-12)
 if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip wheel setuptools
+  "${install[@]}" --upgrade pip wheel setuptools
   # torch first and alone, so nothing later can pull a CUDA build.
-  .venv/bin/python -m pip install -q torch==2.13.0
-  .venv/bin/python -m pip install -q -r scripts/requirements.txt
-  # mmpose's declared deps include chumpy, which does not build; its real needs are in requirements.txt.
-  .venv/bin/python -m pip install -q --no-deps mmpose==1.3.2
-  .venv/bin/python -m pip install -q --no-deps -e .
+  "${install[@]}" torch
+  "${install[@]}" -e '.[test,openmmlab,hf,coco]'
+  # mmpose's declared deps include chumpy, which does not build; its real needs are in the
+  # openmmlab extra.
+  "${install[@]}" --no-deps mmpose
   rm -f .venv/.bootstrap-*
   touch "$stamp"
 fi

@@ -17,7 +17,7 @@ if "$PY" -c "$check" >/dev/null 2>&1; then
   exit 0
 fi
 before=$("$PY" -c 'import numpy, torch; print(numpy.__version__, torch.__version__)')
-if ! "$PY" -m pip install -q --no-deps -r scripts/requirements-mediapipe.txt; then
+if ! "$PY" -m pip install -q --no-deps -c scripts/constraints.txt -r scripts/requirements-mediapipe.txt; then
   echo "install_mediapipe: pip install failed; the MediaPipe reference system stays unavailable" >&2
   exit 0
 fi

@@ -15,8 +15,6 @@ from evaluators.pose.metadata import load_meta, meta_for_count
 from evaluators.pose.synthetic import make_keypoint_case, restrict_to_keypoints, xtcocotools_stats
 from sapiens2.utils_io import read_json
 
-pytest.importorskip("xtcocotools", reason="stock xtcocotools is the reference")
-
 
 def _ours(gt, results, sigmas, ids=None, use_area=True):
     g, k = load_coco_gt(copy.deepcopy(gt), use_area=use_area)
@@ -42,6 +40,7 @@ def test_golden_pose_ap(golden_metrics):
         assert len(res.errors) == sum(len(v) for v in case["expected"].values())
 
 
+@pytest.mark.xtcocotools
 @pytest.mark.parametrize(
     "seed,num_kpts,cats", [(0, 17, (1,)), (1, 5, (1, 2)), (2, 12, (1,)), (3, 17, (1, 3))]
 )
@@ -66,6 +65,7 @@ def test_equals_xtcocotools_on_edge_cases(seed, num_kpts, cats):
     assert _max_err(_ours(gt, results, sigmas, ids), ref) <= 1e-6
 
 
+@pytest.mark.xtcocotools
 def test_degenerate_cases_equal_xtcocotools():
     gt, results = make_keypoint_case(12, 6, seed=7)
     sig = np.full(6, 0.05)
@@ -91,6 +91,7 @@ def test_degenerate_cases_equal_xtcocotools():
     assert _max_err(_ours(gt, res4, sig), xtcocotools_stats(gt, res4, sig)) <= 1e-6
 
 
+@pytest.mark.xtcocotools
 def test_results_with_bbox_use_box_area():
     gt, results = make_keypoint_case(30, 8, seed=11)
     sig = np.full(8, 0.06)
@@ -153,6 +154,7 @@ def test_bad_input_errors_name_file_and_record(tmp_path):
         load_coco_results(_write(tmp_path, "obj.json", {"a": 1}), g, k)
 
 
+@pytest.mark.xtcocotools
 def test_cli_writes_json_per_part(tmp_path, capsys):
     from evaluators.pose.cli import run_pose_eval
 
@@ -178,6 +180,7 @@ def test_cli_writes_json_per_part(tmp_path, capsys):
     assert "wholebody" in capsys.readouterr().out
 
 
+@pytest.mark.xtcocotools
 def test_keypoints308_parts_equal_xtcocotools():
     meta = load_meta(None)
     gt, results = make_keypoint_case(15, 308, seed=5)
@@ -187,6 +190,7 @@ def test_keypoints308_parts_equal_xtcocotools():
         assert _max_err(_ours(gt, results, meta.sigmas, ids), ref) <= 1e-6, part
 
 
+@pytest.mark.xtcocotools
 @pytest.mark.parametrize("seed", [0, 1])
 def test_body_area_convention_equals_xtcocotools_wholebody_fields(seed):
     """Official convention: one detection area (box of its body keypoints) for every part.

@@ -87,6 +87,7 @@ def test_instance_scores_and_nms_match_reference_loops():
         np.testing.assert_array_equal(oks_nms(kp, scores, areas, sig, 0.9), ref)
 
 
+@pytest.mark.xtcocotools
 def test_compute_equals_xtcocotools_on_pipeline_output():
     s = make_samples(40, seed=1)
     ev = PoseEvaluator(meta=META)
