@@ -44,7 +44,7 @@ COMMANDS = [run, parity, model_card, predict, convert, eval_cmd, data, probe, pr
             reproduce, system]
 
 # Commands that split their work across torchrun workers (and write once, from rank 0).
-DISTRIBUTED_COMMANDS = ("probe",)
+DISTRIBUTED_COMMANDS = ("probe", "pretrain")
 
 # Failures caused by the input, the files or the machine, not by a bug: one message, exit 1.
 EXPECTED_ERRORS = (BenchError, OSError, ValueError, KeyError, RuntimeError, ModuleNotFoundError)
@@ -130,7 +130,7 @@ def refuse_torchrun(command: str, name: str) -> None:
         raise BenchError(
             f"launched as worker {rank} of WORLD_SIZE={size} (torchrun?), but '{name}' runs in one process: "
             f"every worker would repeat all the work and write the same files. Run it without torchrun; "
-            f"only {', '.join(DISTRIBUTED_COMMANDS)} splits its work across workers"
+            f"only {', '.join(DISTRIBUTED_COMMANDS)} split their work across workers"
         )
 
 
