@@ -11,7 +11,7 @@ mmengine configs: ``custom_imports = dict(imports=["evaluators.registry"])`` cre
 ``import evaluators`` does that too when mmengine is already loaded (as in any mmengine run).
 
 Example:
-    >>> from evaluators import SegEvaluator, NormalEvaluator, PointmapEvaluator, AlbedoEvaluator
+    >>> from evaluators import EVALUATORS, SegEvaluator, NormalEvaluator, PointmapEvaluator
     >>> sorted(EVALUATORS)[:2]
     ['albedo', 'normal']
 """
