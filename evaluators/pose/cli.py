@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from evaluators.pose.coco_ap import STAT_NAMES, evaluate_parts
-from evaluators.pose.coco_io import load_coco_gt, load_coco_results
+from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
 from evaluators.pose.metadata import KeypointMeta, load_meta, meta_for_count
 from sapiens2.utils_io import write_json_atomic
 
@@ -78,10 +78,12 @@ def evaluate_files(
     """
     meta = None if meta_path is None else load_meta(meta_path)
     gt, k = load_coco_gt(gt_path, meta.num_keypoints if meta else None, use_area=use_area)
+    results = read_json_file(results_path, "COCO keypoint results")
     meta, how = choose_meta(meta, k or None, str(gt_path))
     if info is not None:
         info.append(how)
-    dets = load_coco_results(results_path, gt, meta.num_keypoints)
+    dets = load_coco_results(results, gt, meta.num_keypoints, source=str(results_path))
+    del results
     return evaluate_parts(gt, dets, meta, use_area=use_area, detection_area=detection_area, parts=parts)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 import stat
 from itertools import chain
 from pathlib import Path
@@ -46,24 +47,26 @@ def read_json_file(path: str | Path, what: str) -> Any:
         raise ValueError(f"{p}: is a directory, expected a {what} JSON file")
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"{p}: not a regular file (a device or pipe), expected a {what} JSON file")
-    data = p.read_bytes()
-    if not data.strip():
+    if st.st_size < 64 and not p.read_bytes().strip():
         raise ValueError(f"{p}: empty file, expected a {what} JSON file")
-    if orjson is not None:
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass  # NaN tokens or malformed: the standard parser decides and words the error
+    with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        if orjson is not None:  # parses straight from the mapped file: no copy of a large file
+            try:
+                with memoryview(mm) as view:
+                    return orjson.loads(view)
+            except orjson.JSONDecodeError:
+                pass  # NaN tokens or malformed: the standard parser decides and words the error
+        data = mm[:]
     try:
         return json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
         raise ValueError(f"{p}: malformed JSON ({e}), expected a {what} JSON file") from None
 
 
-def _load(obj_or_path: Any, what: str) -> tuple[Any, str]:
+def _load(obj_or_path: Any, what: str, source: str | None = None) -> tuple[Any, str]:
     if isinstance(obj_or_path, (str, Path)):
         return read_json_file(obj_or_path, what), str(obj_or_path)
-    return obj_or_path, f"<{what}>"
+    return obj_or_path, source or f"<{what}>"
 
 
 def _kpt_array(values: Any, num_keypoints: int | None, src: str, rec: str) -> np.ndarray:
@@ -242,7 +245,9 @@ def load_coco_gt(
     return gt, k
 
 
-def load_coco_results(obj_or_path: Any, gt: KeypointGroundTruth, num_keypoints: int) -> KeypointDetections:
+def load_coco_results(
+    obj_or_path: Any, gt: KeypointGroundTruth, num_keypoints: int, source: str | None = None
+) -> KeypointDetections:
     """Read COCO keypoint results (a list of ``{image_id, category_id, keypoints, score}``).
 
     Like ``COCO.loadRes``: when the first result has a non-empty ``bbox``, every result's area is
@@ -252,11 +257,12 @@ def load_coco_results(obj_or_path: Any, gt: KeypointGroundTruth, num_keypoints: 
         obj_or_path: path of the JSON file or the loaded list.
         gt: the ground truth (result image ids must be among its images).
         num_keypoints: K.
+        source: the name errors give a loaded list (default ``<COCO keypoint results>``).
 
     Returns:
         Detection arrays.
     """
-    data, src = _load(obj_or_path, "COCO keypoint results")
+    data, src = _load(obj_or_path, "COCO keypoint results", source)
     if not isinstance(data, list):
         raise ValueError(f"{src}: COCO results must be a JSON list of objects, got {type(data).__name__}")
     pos = {iid: i for i, iid in enumerate(gt.image_ids)}
