@@ -146,14 +146,11 @@ def require_nonempty(valid: torch.Tensor, name: str) -> None:
         )
 
 
-def nonfinite_pixels(x: torch.Tensor) -> torch.Tensor:
-    """B x H x W bool: pixels where any channel of B x C x H x W ``x`` is NaN or Inf."""
-    bad = nonfinite_or_none(x)
-    return torch.zeros(x.shape[0], *x.shape[2:], dtype=torch.bool, device=x.device) if bad is None else bad
-
-
 def nonfinite_or_none(x: torch.Tensor) -> torch.Tensor | None:
-    """Like :func:`nonfinite_pixels`, but None when every value is finite (one cheap global check)."""
+    """B x H x W bool: pixels where any channel of B x C x H x W ``x`` is NaN/Inf; None when none is.
+
+    One cheap global check first; the per-pixel map only when something is non-finite.
+    """
     if bool(torch.isfinite(x).all()):
         return None
     fin = torch.isfinite(x)
@@ -280,18 +277,6 @@ def masked_bincount(bins: torch.Tensor, mask: torch.Tensor, nbins: int) -> torch
 def dilate(mask: torch.Tensor, size: int) -> torch.Tensor:
     """B x H x W bool mask grown by a ``size`` x ``size`` square (odd size)."""
     return F.max_pool2d(mask[:, None].to(torch.float32), size, stride=1, padding=size // 2)[:, 0] > 0
-
-
-def pixel_sample_ids(valid: torch.Tensor) -> torch.Tensor:
-    """1-D batch index of every True pixel of a B x H x W mask (in ``valid[...]`` order)."""
-    b, h, w = valid.shape
-    return torch.arange(b, device=valid.device).view(b, 1, 1).expand(b, h, w)[valid]
-
-
-def per_sample_sum(values: torch.Tensor, sample: torch.Tensor, batch: int) -> torch.Tensor:
-    """Sum the rows of ``values`` (N x ...) into ``batch`` rows by their sample id (N)."""
-    out = torch.zeros((batch, *values.shape[1:]), dtype=values.dtype, device=values.device)
-    return out.index_add_(0, sample, values)
 
 
 def chan_sum(x: torch.Tensor) -> torch.Tensor:

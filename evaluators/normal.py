@@ -61,30 +61,6 @@ def rows_bins(bin_deg: float) -> int:
     return int(round(180.0 / bin_deg))
 
 
-def angle_histogram(angles: torch.Tensor, sample: torch.Tensor, batch: int, bin_deg: float) -> torch.Tensor:
-    """Per-sample histograms of angles in [0, 180] with bins of ``bin_deg`` (last bin holds 180).
-
-    Args:
-        angles: 1-D angles in degrees.
-        sample: 1-D sample id of each angle, in [0, batch).
-        batch: number of samples B.
-        bin_deg: bin width.
-
-    Returns:
-        int64 B x nbins counts, nbins = round(180 / bin_deg); angles of exactly 180 fall in the last bin.
-    """
-    nbins = int(round(180.0 / bin_deg))
-    b = torch.floor(angles.to(torch.float64) / bin_deg).long().clamp(0, nbins - 1)
-    return torch.bincount(sample * nbins + b, minlength=batch * nbins).view(batch, nbins)
-
-
-def quantised_histogram(angles: torch.Tensor, sample: torch.Tensor, batch: int, step: float) -> torch.Tensor:
-    """Per-sample counts of angles rounded to the grid ``k * step``, k = 0..180/step (B x (n + 1))."""
-    n = int(round(180.0 / step)) + 1
-    q = torch.round(angles.to(torch.float64) / step).long().clamp(0, n - 1)
-    return torch.bincount(sample * n + q, minlength=batch * n).view(batch, n)
-
-
 def histogram_bin_centre_median(hist: torch.Tensor, bin_deg: float) -> float:
     """Official median: centre of the first bin whose cumulative count reaches half the total.
 

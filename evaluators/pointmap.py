@@ -34,10 +34,8 @@ from evaluators import filters
 from evaluators.base import Evaluator
 from evaluators.dense_common import (
     angle_key,
-    chan_dot,
     chan_norm,
     dilate,
-    masked_sum,
     prepare_dense_batch,
     require_valid_pixels,
     unit_angle_deg,
@@ -104,42 +102,6 @@ def _cross_unit(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``cross(a, b) / (|cross| + 1e-6)`` of 3 x N columns (the official normal of Sobel derivatives)."""
     n = torch.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
     return n / (_norm3(n) + 1e-6)
-
-
-def _sum64(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """Per-sample float64 sum of B x H x W ``x`` over ``valid``."""
-    return masked_sum(x, valid)
-
-
-def align_scale(pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """Per-image L2 least-squares scale ``s`` (B, float64) minimising ``sum |s p - g|^2`` over valid pixels.
-
-    Per-pixel products in the inputs' precision, sums in float64.
-    """
-    num = _sum64(chan_dot(pred, gt), valid)
-    den = _sum64(chan_dot(pred, pred), valid)
-    return torch.where(den > 0, num / den.clamp_min(1e-300), torch.ones_like(num))
-
-
-def align_scale_shift(
-    pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-image L2 least-squares scale ``s`` (B) and shift ``t`` (B x 3) minimising sum|s p + t - g|^2.
-
-    Uses ``sum<p - p_mean, g - g_mean> = sum<p, g> - n <p_mean, g_mean>`` with float64 sums of
-    float64 per-pixel values (centred sums would need a second pass over the image).
-    """
-    v = valid[:, None]
-    n = valid.flatten(1).sum(1).to(torch.float64).clamp_min(1.0)
-    p64, g64 = pred.to(torch.float64), gt.to(torch.float64)
-    zero = torch.zeros((), dtype=torch.float64, device=pred.device)
-    pz, gz = torch.where(v, p64, zero), torch.where(v, g64, zero)
-    pm = pz.flatten(2).sum(2) / n[:, None]
-    gm = gz.flatten(2).sum(2) / n[:, None]
-    num = (pz * gz).flatten(1).sum(1) - n * (pm * gm).sum(1)
-    den = (pz * pz).flatten(1).sum(1) - n * (pm * pm).sum(1)
-    s = torch.where(den > 0, num / den.clamp_min(1e-300), torch.ones_like(num))
-    return s, gm - s[:, None] * pm
 
 
 class PointmapEvaluator(Evaluator):
@@ -239,12 +201,15 @@ class PointmapEvaluator(Evaluator):
             sc = num / den if den > 0 else torch.ones((), dtype=f64)
             for k, v in self._distance_stats(p * sc.to(p.dtype) - g, gnorm).items():
                 rows["scale_aligned." + k] = v
-            if self.shift_aligned:
+            if self.shift_aligned:  # centred least squares (no cancellation in the sums)
                 n = max(float(pf.shape[1] if fit is None else fit.sum()), 1.0)
                 gf = g if fit is None else g * fit
                 pm, gm = pf.sum(1, dtype=f64) / n, gf.sum(1, dtype=f64) / n
-                num = _dot3(pf, g).sum(dtype=f64) - n * (pm * gm).sum()
-                den = _dot3(pf, pf).sum(dtype=f64) - n * (pm * pm).sum()
+                pc = p - pm.to(p.dtype)[:, None]
+                gc = g - gm.to(p.dtype)[:, None]
+                if fit is not None:
+                    pc, gc = pc * fit, gc * fit
+                num, den = _dot3(pc, gc).sum(dtype=f64), _dot3(pc, pc).sum(dtype=f64)
                 s2 = num / den if den > 0 else torch.ones((), dtype=f64)
                 t2 = (gm - s2 * pm).to(p.dtype)[:, None]
                 aligned = p * s2.to(p.dtype) + t2

@@ -83,11 +83,17 @@ class _OfficialSeg:
         self.metric.process({}, samples)
 
     def evaluate(self) -> dict:
-        import contextlib
-        import io
+        import logging
 
-        with contextlib.redirect_stdout(io.StringIO()):
+        from mmengine.logging import MMLogger
+
+        logger = MMLogger.get_current_instance()
+        level = logger.level
+        logger.setLevel(logging.WARNING)  # IoUMetric prints its per-class table at INFO
+        try:
             return self.metric.compute_metrics(self.metric.results)
+        finally:
+            logger.setLevel(level)
 
 
 class _OfficialNormal:
