@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,13 +152,13 @@ def nonfinite_or_none(x: torch.Tensor) -> torch.Tensor | None:
 
     One cheap global check first; the per-pixel map only when something is non-finite.
     """
-    if bool(torch.isfinite(x).all()):
+    if bool(torch.isfinite(x.sum())):  # NaN/Inf propagate into the sum; an overflow goes on below
         return None
     fin = torch.isfinite(x)
     ok = fin[:, 0].clone()
     for c in range(1, x.shape[1]):
         ok &= fin[:, c]
-    return ~ok
+    return None if bool(ok.all()) else ~ok
 
 
 def angle_key(t: float) -> str:
@@ -252,6 +253,25 @@ def prepare_dense_batch(
         bad = torch.zeros_like(m)
         valid = scored
     return DenseBatch(pred, gt, valid, bad, scored, gt_bad, pred_nf, gt_nf)
+
+
+@contextmanager
+def single_thread(device: torch.device):
+    """Run the enclosed CPU tensor code on one intra-op thread (restored afterwards).
+
+    The per-sample loops work on arrays of a few hundred thousand values: too small for
+    PyTorch's thread pool to pay, and on a busy machine every op then waits for a second thread
+    to be scheduled (measured: pointmap 10-20x slower with 2 threads at load 9 on 2 cores).
+    """
+    n = torch.get_num_threads()
+    if device.type != "cpu" or n == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
 
 
 def masked_sum(x: torch.Tensor, mask: torch.Tensor, dtype=torch.float64) -> torch.Tensor:

@@ -36,6 +36,7 @@ from evaluators.dense_common import (
     normalize,
     prepare_dense_batch,
     require_valid_pixels,
+    single_thread,
     unit_angle_deg,
 )
 
@@ -156,7 +157,8 @@ class NormalEvaluator(Evaluator):
             mask: B x H x W (or B x 1 x H x W) GT mask (bool or > 0.5).
         """
         db = prepare_dense_batch(pred, gt, mask, "normal", 3, self.allow_empty_masks)
-        per = [self._sample_rows(i, db) for i in range(db.gt.shape[0])]
+        with single_thread(db.gt.device):
+            per = [self._sample_rows(i, db) for i in range(db.gt.shape[0])]
         rows = db.counts()
         for k in per[0]:
             rows[k] = torch.stack([r[k] for r in per])

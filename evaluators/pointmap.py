@@ -8,9 +8,9 @@ OpenCV's ``Sobel(ksize=5)`` with reflect-101 borders, ``n = cross(dP/dx, dP/dy) 
 (mean of ``|p - g| / |g|``) and ``delta_1.25`` (fraction of pixels with relative error < 0.25).
 
 Aligned keys repeat the distance metrics under the prefixes ``scale_aligned.`` (the paper's
-"we optimize for scale") and ``scale_shift_aligned.``, after aligning each image's prediction to its
-GT with the closed-form L2 least-squares solver named in the conventions (``lstsq_l2``):
-``s = sum<p, g> / sum<p, p>``, or with a 3-D shift ``s = sum<p - p_mean, g - g_mean> / sum|p - p_mean|^2``,
+"we optimize for scale") and, with ``shift_aligned=True``, ``scale_shift_aligned.``, after
+aligning each image's prediction to its GT with the closed-form L2 least-squares solver named
+in the conventions (``lstsq_l2``): ``s = sum<p, g> / sum<p, p>``, or with a 3-D shift ``s = sum<p - p_mean, g - g_mean> / sum|p - p_mean|^2``,
 ``t = g_mean - s * p_mean`` (sums over the image's valid pixels). Normals are invariant to a positive
 scale and a shift, so the normal keys are not repeated.
 
@@ -38,6 +38,7 @@ from evaluators.dense_common import (
     dilate,
     prepare_dense_batch,
     require_valid_pixels,
+    single_thread,
     unit_angle_deg,
 )
 
@@ -112,8 +113,8 @@ class PointmapEvaluator(Evaluator):
         angle_thresholds: ``within_*_deg`` thresholds for the Sobel normals (fractions).
         allow_empty_masks: skip samples whose mask is empty instead of raising.
         aligned: also report the ``scale_aligned.`` keys (the paper's protocol; on by default).
-        shift_aligned: also report the ``scale_shift_aligned.`` keys (an extra; about a quarter of
-            the update time, see docs/evaluators.md).
+        shift_aligned: also report the ``scale_shift_aligned.`` keys (an extra, off by default; it
+            adds about a quarter to the update time, see docs/evaluators.md).
     """
 
     task = "pointmap"
@@ -124,7 +125,7 @@ class PointmapEvaluator(Evaluator):
         angle_thresholds=DEFAULT_ANGLES,
         allow_empty_masks: bool = False,
         aligned: bool = True,
-        shift_aligned: bool = True,
+        shift_aligned: bool = False,
     ) -> None:
         super().__init__()
         self.aligned, self.shift_aligned = bool(aligned), bool(aligned and shift_aligned)
@@ -184,7 +185,7 @@ class PointmapEvaluator(Evaluator):
             "delta": (rel < 0.25).sum(),
         }
 
-    def _sample_rows(self, i: int, db, derivs: torch.Tensor, nmask: torch.Tensor) -> dict[str, torch.Tensor]:
+    def _sample_rows(self, i: int, db, derivs: tuple, nmask: torch.Tensor) -> dict[str, torch.Tensor]:
         """All statistics of sample ``i`` on its scored pixels gathered into compact arrays."""
         f64 = torch.float64
         idx = db.scored[i].flatten().nonzero().squeeze(1)
@@ -218,8 +219,8 @@ class PointmapEvaluator(Evaluator):
                 for k, v in self._distance_stats(aligned - g, gnorm).items():
                     rows["scale_shift_aligned." + k] = v
         nidx = idx if nmask is db.scored else nmask[i].flatten().nonzero().squeeze(1)
-        dv = derivs[i].reshape(12, -1).index_select(1, nidx)
-        ang = unit_angle_deg(_cross_unit(dv[0:3], dv[3:6]), _cross_unit(dv[6:9], dv[9:12]), dim=0)
+        pdx, pdy, gdx, gdy = (d[i].reshape(3, -1).index_select(1, nidx) for d in derivs)
+        ang = unit_angle_deg(_cross_unit(pdx, pdy), _cross_unit(gdx, gdy), dim=0)
         if db.pred_nonfinite is not None:  # a spoilt predicted 5x5 neighbourhood is a failure (180 deg)
             spoilt = dilate(db.pred_nonfinite[i : i + 1], 5)[0].flatten().index_select(0, nidx)
             ang = torch.where(spoilt, torch.full((), 180.0, dtype=ang.dtype), ang)
@@ -242,10 +243,9 @@ class PointmapEvaluator(Evaluator):
         nmask = db.scored
         if db.gt_nonfinite is not None:  # GT normals need a finite 5x5 neighbourhood
             nmask = nmask & ~dilate(db.gt_nonfinite, 5)
-        pdx, pdy = sobel5(db.pred)
-        gdx, gdy = sobel5(db.gt)
-        derivs = torch.cat([pdx, pdy, gdx, gdy], 1)  # B x 12 x H x W
-        per = [self._sample_rows(i, db, derivs, nmask) for i in range(db.gt.shape[0])]
+        derivs = (*sobel5(db.pred), *sobel5(db.gt))  # pred d/dx, d/dy, GT d/dx, d/dy
+        with single_thread(db.gt.device):
+            per = [self._sample_rows(i, db, derivs, nmask) for i in range(db.gt.shape[0])]
         rows = db.counts()
         for k in per[0]:
             rows[k] = torch.stack([r[k] for r in per])

@@ -60,7 +60,7 @@ def _smooth_surface(b=2, h=16, w=12):
 def test_alignment_recovers_scale_and_shift():
     gt, mask = _smooth_surface()
     shift = torch.tensor([0.3, -0.2, 0.5]).view(1, 3, 1, 1)
-    ev = PointmapEvaluator()
+    ev = PointmapEvaluator(shift_aligned=True)
     ev.update(0.5 * gt, gt, mask)
     r = ev.compute()
     assert r["l2_mean"] > 0.5 and r["scale_aligned.l2_mean"] < 1e-6
@@ -113,7 +113,7 @@ def test_nonfinite_gt_outside_the_mask_does_not_spoil_aligned_or_normal_metrics(
     gt = full.clone()
     gt[:, :, :3] = float("nan")  # top rows invalid
     mask[:, :3] = False
-    ev = PointmapEvaluator()
+    ev = PointmapEvaluator(shift_aligned=True)
     ev.update(2.0 * gt, gt, mask)  # a perfect prediction up to scale
     r = ev.compute()
     assert r["scale_aligned.l2_mean"] == pytest.approx(0.0, abs=1e-6)
@@ -161,10 +161,11 @@ def test_nonfinite_predictions_never_improve_the_score():
 def test_optional_variants_and_layouts():
     gt, mask = _case(6)
     pred = gt + 0.02 * torch.randn_like(gt)
-    full = PointmapEvaluator()
+    full = PointmapEvaluator(shift_aligned=True)
     full.update(pred, gt, mask)
     want = full.compute()
-    lean = PointmapEvaluator(shift_aligned=False)
+    assert any(k.startswith("scale_shift_aligned.") for k in want)
+    lean = PointmapEvaluator()
     lean.update(pred.permute(0, 2, 3, 1), gt.permute(0, 2, 3, 1), mask)  # B x H x W x 3
     got = lean.compute()
     assert not any(k.startswith("scale_shift_aligned.") for k in got)
