@@ -10,8 +10,9 @@ OpenCV's ``Sobel(ksize=5)`` with reflect-101 borders, ``n = cross(dP/dx, dP/dy) 
 Aligned keys repeat the distance metrics under the prefixes ``scale_aligned.`` (the paper's
 "we optimize for scale") and, with ``shift_aligned=True``, ``scale_shift_aligned.``, after
 aligning each image's prediction to its GT with the closed-form L2 least-squares solver named
-in the conventions (``lstsq_l2``): ``s = sum<p, g> / sum<p, p>``, or with a 3-D shift ``s = sum<p - p_mean, g - g_mean> / sum|p - p_mean|^2``,
-``t = g_mean - s * p_mean`` (sums over the image's valid pixels). Normals are invariant to a positive
+in the conventions (``lstsq_l2``): ``s = sum<p, g> / sum<p, p>``, or with a 3-D shift
+``s = sum<p - p_mean, g - g_mean> / sum|p - p_mean|^2``, ``t = g_mean - s * p_mean`` (sums over
+the image's valid pixels). Normals are invariant to a positive
 scale and a shift, so the normal keys are not repeated.
 
 Example:
