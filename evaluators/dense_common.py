@@ -274,6 +274,19 @@ def single_thread(device: torch.device):
         torch.set_num_threads(n)
 
 
+def fsum(x: torch.Tensor) -> torch.Tensor:
+    """Sum of the values of one sample, accumulated in float64 (a float64 scalar)."""
+    return x.sum(dtype=torch.float64)
+
+
+def count_below(x: torch.Tensor, thresholds) -> torch.Tensor:
+    """int64 counts of ``x < t`` for each threshold (NumPy's ``count_nonzero`` on CPU: 20-30x faster)."""
+    if x.device.type == "cpu":
+        a = x.numpy()
+        return torch.tensor([int(np.count_nonzero(a < t)) for t in thresholds], dtype=torch.int64)
+    return torch.stack([(x < t).sum() for t in thresholds])
+
+
 def masked_sum(x: torch.Tensor, mask: torch.Tensor, dtype=torch.float64) -> torch.Tensor:
     """Per-sample sum of B x H x W ``x`` over the True pixels of ``mask``, accumulated in ``dtype``."""
     return (

@@ -33,6 +33,7 @@ import torch
 from evaluators.base import Evaluator
 from evaluators.dense_common import (
     angle_key,
+    count_below,
     normalize,
     prepare_dense_batch,
     require_valid_pixels,
@@ -179,7 +180,7 @@ class NormalEvaluator(Evaluator):
         rows = {
             "sum_angle": a64.sum(),
             "sum_angle_sq": (a64 * a64).sum(),
-            "within": torch.stack([(ang < t).sum() for t in self.thresholds]),
+            "within": count_below(ang, self.thresholds),
             "hist_official": torch.bincount(
                 torch.floor(a64 / self.bin_deg).long().clamp_(0, n_off - 1), minlength=n_off
             ),
