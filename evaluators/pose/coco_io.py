@@ -8,6 +8,7 @@ keypoint files), else with :mod:`json`; NaN/Infinity tokens, which orjson reject
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import mmap
@@ -49,6 +50,16 @@ def read_json_file(path: str | Path, what: str) -> Any:
         raise ValueError(f"{p}: not a regular file (a device or pipe), expected a {what} JSON file")
     if st.st_size < 64 and not p.read_bytes().strip():
         raise ValueError(f"{p}: empty file, expected a {what} JSON file")
+    enabled = gc.isenabled()
+    gc.disable()  # the parser makes only acyclic lists and dicts: no cycle collections while it runs
+    try:
+        return _parse(p, what)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse(p: Path, what: str) -> Any:
     with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         if orjson is not None:  # parses straight from the mapped file: no copy of a large file
             try:
