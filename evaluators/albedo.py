@@ -26,62 +26,67 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
 from evaluators.base import Evaluator
-from evaluators.dense_common import prepare_dense_batch, require_valid_pixels
+from evaluators.dense_common import (
+    chan_dot,
+    chan_sum,
+    masked_count,
+    masked_sum,
+    prepare_dense_batch,
+    require_valid_pixels,
+)
+from evaluators.filters import gaussian_blur, gaussian_window
 
-
-def gaussian_window(size: int = 11, sigma: float = 1.5, dtype=torch.float64, device=None) -> torch.Tensor:
-    """Normalised 1-D Gaussian of ``size`` taps.
-
-    Example:
-        >>> round(float(gaussian_window().sum()), 6)
-        1.0
-    """
-    x = torch.arange(size, dtype=dtype, device=device) - (size - 1) / 2.0
-    g = torch.exp(-(x * x) / (2 * sigma * sigma))
-    return g / g.sum()
-
-
-def _blur(x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """Separable Gaussian filter of B x C x H x W with zero padding (same size)."""
-    b, c, h, w = x.shape
-    k = g.numel()
-    y = x.reshape(b * c, 1, h, w)
-    y = F.conv2d(y, g.view(1, 1, 1, k), padding=(0, k // 2))
-    y = F.conv2d(y, g.view(1, 1, k, 1), padding=(k // 2, 0))
-    return y.view(b, c, h, w)
+__all__ = ["AlbedoEvaluator", "gaussian_window", "masked_ssim_map"]
 
 
 def masked_ssim_map(
-    pred: torch.Tensor, gt: torch.Tensor, mask: torch.Tensor, data_range, size: int = 11, sigma: float = 1.5
+    pred: torch.Tensor,
+    gt: torch.Tensor,
+    mask: torch.Tensor,
+    data_range,
+    size: int = 11,
+    sigma: float = 1.5,
+    dtype=torch.float32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Masked Gaussian-window SSIM map.
+
+    Local moments are Gaussian blurs (OpenCV/SciPy on CPU, see :mod:`evaluators.filters`) of the
+    data centred on its per-sample, per-channel masked GT mean: variances and covariances are
+    shift-invariant, and centring keeps ``E[x^2] - E[x]^2`` accurate in float32 (the means are
+    shifted back before the luminance term). ``dtype=torch.float64`` gives the reference.
 
     Args:
         pred, gt: B x C x H x W images.
         mask: B x H x W bool.
         data_range: scalar or B tensor (``R``).
         size, sigma: Gaussian window.
+        dtype: working precision.
 
     Returns:
-        (ssim B x C x H x W float64, window_valid B x H x W bool: mask support > 0.5).
+        (ssim B x C x H x W in ``dtype``, window_valid B x H x W bool: mask support > 0.5).
     """
-    dt = torch.float64
-    g = gaussian_window(size, sigma, dt, pred.device)
-    m = mask[:, None].to(dt)
-    x, y = pred.to(dt), gt.to(dt)
-    support = _blur(m, g)
-    den = support.clamp_min(1e-12)
-    mu_x, mu_y = _blur(m * x, g) / den, _blur(m * y, g) / den
-    var_x = _blur(m * x * x, g) / den - mu_x**2
-    var_y = _blur(m * y * y, g) / den - mu_y**2
-    cov = _blur(m * x * y, g) / den - mu_x * mu_y
-    r = torch.as_tensor(data_range, dtype=dt, device=pred.device).reshape(-1, 1, 1, 1)
+    g = gaussian_window(size, sigma, torch.float64)
+    m = mask[:, None].to(dtype)
+    cnt = m.flatten(2).sum(2).clamp_min(1.0)
+    centre = ((gt.to(dtype) * m).flatten(2).sum(2) / cnt)[..., None, None]  # B x C x 1 x 1
+    x = (pred.to(dtype) - centre).mul_(m)
+    y = (gt.to(dtype) - centre).mul_(m)
+    support = gaussian_blur(m, g)
+    inv = 1.0 / support.clamp_min(1e-12)
+    mu_x, mu_y = gaussian_blur(x, g).mul_(inv), gaussian_blur(y, g).mul_(inv)
+    var_x = gaussian_blur(x * x, g).mul_(inv).sub_(mu_x * mu_x)
+    var_y = gaussian_blur(y * y, g).mul_(inv).sub_(mu_y * mu_y)
+    cov = gaussian_blur(x * y, g).mul_(inv).sub_(mu_x * mu_y)
+    mu_x.add_(centre)
+    mu_y.add_(centre)
+    r = torch.as_tensor(data_range, dtype=torch.float64, device=pred.device).reshape(-1, 1, 1, 1).to(dtype)
     c1, c2 = (0.01 * r) ** 2, (0.03 * r) ** 2
-    ssim = ((2 * mu_x * mu_y + c1) * (2 * cov + c2)) / ((mu_x**2 + mu_y**2 + c1) * (var_x + var_y + c2))
-    return ssim, support[:, 0] > 0.5
+    mxy = mu_x * mu_y
+    num = (2 * mxy + c1).mul_(cov.mul_(2).add_(c2))
+    den = (mu_x.mul_(mu_x).add_(mu_y.mul_(mu_y)).add_(c1)).mul_(var_x.add_(var_y).add_(c2))
+    return num.div_(den), support[:, 0] > 0.5
 
 
 class AlbedoEvaluator(Evaluator):
@@ -118,6 +123,7 @@ class AlbedoEvaluator(Evaluator):
         self.add_state("range_max", torch.zeros((), dtype=f64), reduce="max")
         self.add_state("range_min", torch.full((), math.inf, dtype=f64), reduce="min")
         self.add_state("nonfinite_pred_pixels", torch.zeros((), dtype=i64))
+        self.add_state("nonfinite_gt_pixels", torch.zeros((), dtype=i64))
         self.conventions = {
             "pooling": "pixel-pooled over GT-mask pixels of the whole dataset; channel-averaged errors",
             "resize": "pred bilinear (align_corners=False) to GT size",
@@ -129,48 +135,55 @@ class AlbedoEvaluator(Evaluator):
             "moments, windows with mask support > 0.5, averaged over windows and channels, C1=(0.01R)^2, "
             "C2=(0.03R)^2",
             "grad_l1": "forward differences (x and y) with both pixels valid, averaged over pairs, channels",
-            "nonfinite_predictions": "pixels with NaN/Inf predictions are excluded and counted in "
-            "nonfinite_pred_pixels",
-            "mask": "GT mask > 0.5",
+            "precision": "MAE/RMSE/PSNR from float64 errors; SSIM in float32 on data centred on the "
+            "masked GT mean (moments shift-invariant), sums in float64",
+            "nonfinite_predictions": "mask pixels with a NaN/Inf prediction are failures in mae, rmse and "
+            "psnr, scored as the value in [0, R] farthest from the GT (0 or R); left out of SSIM windows "
+            "and gradient pairs; counted in nonfinite_pred_pixels",
+            "nonfinite_gt": "GT pixels with NaN/Inf leave the mask and are counted in nonfinite_gt_pixels",
+            "mask": "GT mask > 0.5, without non-finite GT pixels",
         }
 
     def batch_stats(self, pred, gt, mask) -> dict[str, torch.Tensor]:
         """Per-sample statistics.
 
         Args:
-            pred: B x C x h x w predicted albedo (resized to the GT size).
+            pred: B x C x h x w (or B x h x w x C, C 1 or 3) predicted albedo, resized to the GT size;
+                one unbatched sample is accepted with an H x W mask.
             gt: B x C x H x W GT albedo in [0, 1] or [0, 255].
             mask: B x H x W (or B x 1 x H x W) GT mask.
         """
-        pred, gt, bad, valid = prepare_dense_batch(pred, gt, mask, "albedo", None, self.allow_empty_masks)
+        db = prepare_dense_batch(pred, gt, mask, "albedo", None, self.allow_empty_masks)
+        pred, gt, valid, sc = db.pred, db.gt, db.valid, db.scored
         b, c = gt.shape[:2]
-        if not torch.isfinite(gt).all():
-            raise ValueError("gt_albedo: contains NaN or Inf values")
-        pred = torch.where(torch.isfinite(pred), pred, torch.zeros_like(pred))
         if self.data_range == "auto":
             rng = torch.where(gt.flatten(1).amax(1) > 1.5, 255.0, 1.0).to(torch.float64)
         else:
             rng = torch.full((b,), float(self.data_range), dtype=torch.float64, device=gt.device)
-        d = (pred - gt).to(torch.float64)
-        vf = valid.to(torch.float64)
+        if db.pred_nonfinite is not None:  # failure: the value farthest from the GT within [0, R]
+            r = rng.to(gt.dtype)[:, None, None, None]
+            worst = torch.where(gt < r / 2, r, torch.zeros((), dtype=gt.dtype))
+            pred = torch.where(db.bad[:, None], worst, pred)
+        d = pred - gt
         ssim, win_ok = masked_ssim_map(pred, gt, valid, rng, self.ssim_window, self.ssim_sigma)
         win_ok = win_ok & valid
-        gx = (d[..., :, 1:] - d[..., :, :-1]).abs()
-        gy = (d[..., 1:, :] - d[..., :-1, :]).abs()
-        vx = (valid[..., :, 1:] & valid[..., :, :-1])[:, None]
-        vy = (valid[..., 1:, :] & valid[..., :-1, :])[:, None]
-        return {
-            "pixels": valid.flatten(1).sum(1),
-            "sum_abs": (d.abs().mean(1) * vf).flatten(1).sum(1),
-            "sum_sq": ((d * d).mean(1) * vf).flatten(1).sum(1),
-            "ssim_sum": (ssim * win_ok[:, None]).flatten(1).sum(1),
-            "ssim_count": win_ok.flatten(1).sum(1) * c,
-            "grad_sum": (gx * vx).flatten(1).sum(1) + (gy * vy).flatten(1).sum(1),
-            "grad_count": (vx.flatten(1).sum(1) + vy.flatten(1).sum(1)) * c,
-            "range_max": rng,
-            "range_min": rng,
-            "nonfinite_pred_pixels": bad.flatten(1).sum(1),
-        }
+        gx = chan_sum((d[..., :, 1:] - d[..., :, :-1]).abs_())
+        gy = chan_sum((d[..., 1:, :] - d[..., :-1, :]).abs_())
+        vx = valid[..., :, 1:] & valid[..., :, :-1]
+        vy = valid[..., 1:, :] & valid[..., :-1, :]
+        rows = db.counts()
+        d64 = pred.to(torch.float64) - gt.to(torch.float64)  # PSNR keeps float64 squared errors
+        rows.update(
+            sum_abs=masked_sum(chan_sum(d64.abs()) / c, sc),
+            sum_sq=masked_sum(chan_dot(d64, d64) / c, sc),
+            ssim_sum=masked_sum(chan_sum(ssim), win_ok),
+            ssim_count=win_ok.flatten(1).sum(1) * c,
+            grad_sum=masked_sum(gx, vx) + masked_sum(gy, vy),
+            grad_count=(masked_count(vx, vx) + masked_count(vy, vy)) * c,
+            range_max=rng,
+            range_min=rng,
+        )
+        return rows
 
     def compute_from_state(self, s: dict[str, torch.Tensor]) -> dict:
         n = require_valid_pixels(s, "AlbedoEvaluator")
@@ -189,4 +202,5 @@ class AlbedoEvaluator(Evaluator):
             "data_range": r_max,
             "num_pixels": float(n),
             "nonfinite_pred_pixels": float(s["nonfinite_pred_pixels"]),
+            "nonfinite_gt_pixels": float(s["nonfinite_gt_pixels"]),
         }

@@ -8,8 +8,9 @@ name); the conventions stay on ``metric.last_conventions``.
 
 Data samples (dicts, or mmengine data elements, whose tensors may be wrapped as ``{"data": t}``):
 
-* ``SegMetric``: ``seg_logits`` (C x h x w, resized and argmaxed) or ``pred_sem_seg`` (1 x H x W labels),
-  and ``gt_sem_seg`` (1 x H x W) -- the mmseg ``SegDataSample`` layout;
+* ``SegMetric``: ``pred_sem_seg`` (1 x H x W labels; scored first, as mmseg's ``IoUMetric`` does) or,
+  without it, ``seg_logits`` (C x h x w, resized and argmaxed; 1 x h x w: a binary model's logits,
+  ``sigmoid > 0.3``), and ``gt_sem_seg`` (1 x H x W) -- the mmseg ``SegDataSample`` layout;
 * ``NormalMetric`` / ``PointmapMetric`` / ``AlbedoMetric``: ``pred_<task>`` (3 x h x w),
   ``gt_<task>`` (C x H x W) and ``mask`` (H x W or 1 x H x W).
 
@@ -153,13 +154,13 @@ class SegMetric(_DenseMetric):
         gt = _stack(samples, "gt_sem_seg", where)
         if gt.dim() == 4:
             gt = gt[:, 0]
-        if all(_get(s, "seg_logits") is not None for s in samples):
-            self.evaluator.update(_stack(samples, "seg_logits", where).float(), gt, index=index)
-        else:
+        if all(_get(s, "pred_sem_seg") is not None for s in samples):  # what IoUMetric scores
             pred = _stack(samples, "pred_sem_seg", where)
             if pred.dim() == 4:
                 pred = pred[:, 0]
-            self.evaluator.update(pred, gt, pred_is_labels=True, index=index)
+            self.evaluator.update(pred.long(), gt, pred_is_labels=True, index=index)
+        else:
+            self.evaluator.update(_stack(samples, "seg_logits", where).float(), gt, index=index)
 
 
 class _PredGtMaskMetric(_DenseMetric):

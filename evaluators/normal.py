@@ -29,15 +29,15 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
 from evaluators.base import Evaluator
 from evaluators.dense_common import (
     angle_key,
-    per_sample_sum,
-    pixel_sample_ids,
+    count_below,
+    normalize,
     prepare_dense_batch,
     require_valid_pixels,
+    single_thread,
     unit_angle_deg,
 )
 
@@ -55,31 +55,12 @@ def angular_error_deg(pred: torch.Tensor, gt: torch.Tensor, eps: float = 1e-12) 
         >>> angular_error_deg(a, b).item()
         90.0
     """
-    return unit_angle_deg(F.normalize(pred, dim=1, eps=eps), F.normalize(gt, dim=1, eps=eps))
+    return unit_angle_deg(normalize(pred, eps), normalize(gt, eps))
 
 
-def angle_histogram(angles: torch.Tensor, sample: torch.Tensor, batch: int, bin_deg: float) -> torch.Tensor:
-    """Per-sample histograms of angles in [0, 180] with bins of ``bin_deg`` (last bin holds 180).
-
-    Args:
-        angles: 1-D angles in degrees.
-        sample: 1-D sample id of each angle, in [0, batch).
-        batch: number of samples B.
-        bin_deg: bin width.
-
-    Returns:
-        int64 B x nbins counts, nbins = round(180 / bin_deg); angles of exactly 180 fall in the last bin.
-    """
-    nbins = int(round(180.0 / bin_deg))
-    b = torch.floor(angles.to(torch.float64) / bin_deg).long().clamp(0, nbins - 1)
-    return torch.bincount(sample * nbins + b, minlength=batch * nbins).view(batch, nbins)
-
-
-def quantised_histogram(angles: torch.Tensor, sample: torch.Tensor, batch: int, step: float) -> torch.Tensor:
-    """Per-sample counts of angles rounded to the grid ``k * step``, k = 0..180/step (B x (n + 1))."""
-    n = int(round(180.0 / step)) + 1
-    q = torch.round(angles.to(torch.float64) / step).long().clamp(0, n - 1)
-    return torch.bincount(sample * n + q, minlength=batch * n).view(batch, n)
+def rows_bins(bin_deg: float) -> int:
+    """Number of ``bin_deg`` bins covering [0, 180] degrees."""
+    return int(round(180.0 / bin_deg))
 
 
 def histogram_bin_centre_median(hist: torch.Tensor, bin_deg: float) -> float:
@@ -120,6 +101,9 @@ class NormalEvaluator(Evaluator):
         angle_thresholds: ``within_*`` thresholds in degrees (strict ``angle < t``), reported in percent.
         hist_bin_size_deg: bin width of the official histogram median (0.5).
         allow_empty_masks: skip samples whose mask is empty instead of raising.
+        exact_median: also keep the 0.001-degree histogram for ``normal_median_exact_deg`` (an
+            extra, on by default; its cost is a 180,001-bin bincount per sample and 1.4 MB of
+            per-sample state in the dedup tail; the official median does not need it).
     """
 
     task = "normal"
@@ -129,8 +113,10 @@ class NormalEvaluator(Evaluator):
         angle_thresholds=DEFAULT_THRESHOLDS,
         hist_bin_size_deg: float = OFFICIAL_BIN_DEG,
         allow_empty_masks: bool = False,
+        exact_median: bool = True,
     ) -> None:
         super().__init__()
+        self.exact_median = bool(exact_median)
         self.thresholds = tuple(float(t) for t in angle_thresholds)
         self.allow_empty_masks = allow_empty_masks
         self.bin_deg = float(hist_bin_size_deg)
@@ -141,8 +127,10 @@ class NormalEvaluator(Evaluator):
         self.add_state("sum_angle_sq", torch.zeros((), dtype=torch.float64))
         self.add_state("within", torch.zeros(len(self.thresholds), dtype=torch.int64))
         self.add_state("hist_official", torch.zeros(n_off, dtype=torch.int64))
-        self.add_state("hist_fine", torch.zeros(n_fine, dtype=torch.int64))
+        if self.exact_median:
+            self.add_state("hist_fine", torch.zeros(n_fine, dtype=torch.int64))
         self.add_state("nonfinite_pred_pixels", torch.zeros((), dtype=torch.int64))
+        self.add_state("nonfinite_gt_pixels", torch.zeros((), dtype=torch.int64))
         self.conventions = {
             "pooling": "pixel-pooled over GT-mask pixels of the whole dataset",
             "angle": "acos(clamp(dot(normalize(pred), normalize(gt)), -1, 1)) in degrees",
@@ -151,47 +139,70 @@ class NormalEvaluator(Evaluator):
             "within_units": "percent, strict angle < t",
             "normal_median_deg": f"official: centre of the first {self.bin_deg:g}-deg histogram bin reaching "
             "half the pixels",
-            "normal_median_exact_deg": "median of angles quantised to 0.001 deg (|err| <= 0.0005 deg)",
-            "nonfinite_predictions": "pixels with NaN/Inf predictions are excluded and counted in "
-            "nonfinite_pred_pixels",
-            "mask": "GT mask > 0.5",
+            "normal_median_exact_deg": "median of angles quantised to 0.001 deg (|err| <= 0.0005 deg)"
+            if self.exact_median
+            else "not computed (exact_median=False)",
+            "nonfinite_predictions": "mask pixels with a NaN/Inf prediction are failures scored as 180 deg "
+            "(in every metric) and counted in nonfinite_pred_pixels",
+            "nonfinite_gt": "GT pixels with NaN/Inf leave the mask and are counted in nonfinite_gt_pixels",
+            "mask": "GT mask > 0.5, without non-finite GT pixels",
         }
 
     def batch_stats(self, pred, gt, mask) -> dict[str, torch.Tensor]:
-        """Per-sample statistics.
+        """Per-sample statistics (dense per-pixel maps, reduced per sample; no pixel gathering).
 
         Args:
-            pred: B x 3 x h x w predicted normals (any length; resized to the GT size).
-            gt: B x 3 x H x W GT normals.
+            pred: B x 3 x h x w (or B x h x w x 3) predicted normals, any length; resized to the GT
+                size. One unbatched sample (3 x H x W or H x W x 3) is accepted with an H x W mask.
+            gt: B x 3 x H x W (or B x H x W x 3) GT normals.
             mask: B x H x W (or B x 1 x H x W) GT mask (bool or > 0.5).
         """
-        pred, gt, bad, valid = prepare_dense_batch(pred, gt, mask, "normal", 3, self.allow_empty_masks)
-        b = gt.shape[0]
-        ang = angular_error_deg(torch.nan_to_num(pred), gt)
-        sample = pixel_sample_ids(valid)
-        a = ang[valid]
-        a64 = a.to(torch.float64)
-        thr = torch.tensor(self.thresholds, device=a.device, dtype=a.dtype)
-        return {
-            "pixels": valid.flatten(1).sum(1),
-            "sum_angle": per_sample_sum(a64, sample, b),
-            "sum_angle_sq": per_sample_sum(a64 * a64, sample, b),
-            "within": per_sample_sum((a[:, None] < thr).to(torch.int64), sample, b),
-            "hist_official": angle_histogram(a, sample, b, self.bin_deg),
-            "hist_fine": quantised_histogram(a, sample, b, FINE_BIN_DEG),
-            "nonfinite_pred_pixels": bad.flatten(1).sum(1),
+        db = prepare_dense_batch(pred, gt, mask, "normal", 3, self.allow_empty_masks)
+        with single_thread(db.gt.device):
+            per = [self._sample_rows(i, db) for i in range(db.gt.shape[0])]
+        rows = db.counts()
+        for k in per[0]:
+            rows[k] = torch.stack([r[k] for r in per])
+        return rows
+
+    def _sample_rows(self, i: int, db) -> dict[str, torch.Tensor]:
+        """Statistics of sample ``i`` from its scored pixels, gathered once into 3 x N arrays."""
+        f64 = torch.float64
+        idx = db.scored[i].flatten().nonzero().squeeze(1)
+        p = db.pred[i].reshape(3, -1).index_select(1, idx)[:, None]  # 3 x 1 x N: "B x C x pixels"
+        g = db.gt[i].reshape(3, -1).index_select(1, idx)[:, None]
+        ang = angular_error_deg(p.transpose(0, 1), g.transpose(0, 1))[0]
+        if db.pred_nonfinite is not None:  # a missing prediction is the worst possible angle
+            failed = db.bad[i].flatten().index_select(0, idx)
+            ang = torch.where(failed, torch.full((), 180.0, dtype=ang.dtype), ang)
+        a64 = ang.to(f64)
+        n_off = rows_bins(self.bin_deg)
+        rows = {
+            "sum_angle": a64.sum(),
+            "sum_angle_sq": (a64 * a64).sum(),
+            "within": count_below(ang, self.thresholds),
+            "hist_official": torch.bincount(
+                torch.floor(a64 / self.bin_deg).long().clamp_(0, n_off - 1), minlength=n_off
+            ),
         }
+        if self.exact_median:
+            n_fine = rows_bins(FINE_BIN_DEG) + 1
+            q = torch.round(a64 / FINE_BIN_DEG).long().clamp_(0, n_fine - 1)
+            rows["hist_fine"] = torch.bincount(q, minlength=n_fine)
+        return rows
 
     def compute_from_state(self, s: dict[str, torch.Tensor]) -> dict:
         n = require_valid_pixels(s, "NormalEvaluator")
         out = {
             "normal_mae": float(s["sum_angle"]) / n,
             "normal_median_deg": histogram_bin_centre_median(s["hist_official"], self.bin_deg),
-            "normal_median_exact_deg": quantised_median(s["hist_fine"], FINE_BIN_DEG),
             "normal_rmse": math.sqrt(float(s["sum_angle_sq"]) / n),
         }
+        if self.exact_median:
+            out["normal_median_exact_deg"] = quantised_median(s["hist_fine"], FINE_BIN_DEG)
         for t, c in zip(self.thresholds, s["within"].tolist()):
             out[angle_key(t)] = 100.0 * c / n
         out["num_pixels"] = float(n)
         out["nonfinite_pred_pixels"] = float(s["nonfinite_pred_pixels"])
+        out["nonfinite_gt_pixels"] = float(s["nonfinite_gt_pixels"])
         return out

@@ -8,10 +8,11 @@ OpenCV's ``Sobel(ksize=5)`` with reflect-101 borders, ``n = cross(dP/dx, dP/dy) 
 (mean of ``|p - g| / |g|``) and ``delta_1.25`` (fraction of pixels with relative error < 0.25).
 
 Aligned keys repeat the distance metrics under the prefixes ``scale_aligned.`` (the paper's
-"we optimize for scale") and ``scale_shift_aligned.``, after aligning each image's prediction to its
-GT with the closed-form L2 least-squares solver named in the conventions (``lstsq_l2``):
-``s = sum<p, g> / sum<p, p>``, or with a 3-D shift ``s = sum<p - p_mean, g - g_mean> / sum|p - p_mean|^2``,
-``t = g_mean - s * p_mean`` (sums over the image's valid pixels). Normals are invariant to a positive
+"we optimize for scale") and, with ``shift_aligned=True``, ``scale_shift_aligned.``, after
+aligning each image's prediction to its GT with the closed-form L2 least-squares solver named
+in the conventions (``lstsq_l2``): ``s = sum<p, g> / sum<p, p>``, or with a 3-D shift
+``s = sum<p - p_mean, g - g_mean> / sum|p - p_mean|^2``, ``t = g_mean - s * p_mean`` (sums over
+the image's valid pixels). Normals are invariant to a positive
 scale and a shift, so the normal keys are not repeated.
 
 Example:
@@ -29,17 +30,17 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
+from evaluators import filters
 from evaluators.base import Evaluator
 from evaluators.dense_common import (
     angle_key,
-    nonfinite_pixels,
-    per_sample_sum,
-    pixel_sample_ids,
+    chan_norm,
+    count_below,
+    dilate,
     prepare_dense_batch,
     require_valid_pixels,
-    unit_angle_deg,
+    single_thread,
 )
 
 DEFAULT_DISTANCES = (0.05, 0.1, 0.2)
@@ -66,16 +67,9 @@ def sobel5(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-channel 5x5 Sobel derivatives of B x C x H x W ``x`` (reflect-101 border, as OpenCV).
 
     Returns:
-        (d/dx, d/dy), each B x C x H x W.
+        (d/dx, d/dy), each B x C x H x W (see :func:`evaluators.filters.sobel5`).
     """
-    b, c, h, w = x.shape
-    if h < 3 or w < 3:
-        raise ValueError(f"pointmap: 5x5 Sobel needs H, W >= 3, got {h} x {w}")
-    kx, ky = sobel5_kernels(x.dtype, x.device)
-    weight = torch.stack([kx, ky])[:, None]  # 2 x 1 x 5 x 5
-    xp = F.pad(x.reshape(b * c, 1, h, w), (2, 2, 2, 2), mode="reflect")
-    d = F.conv2d(xp, weight).view(b, c, 2, h, w)
-    return d[:, :, 0], d[:, :, 1]
+    return filters.sobel5(x)
 
 
 def pointmap_normals(points: torch.Tensor) -> torch.Tensor:
@@ -88,34 +82,37 @@ def pointmap_normals(points: torch.Tensor) -> torch.Tensor:
         [0.0, 0.0, 1.0]
     """
     dx, dy = sobel5(points)
-    n = torch.cross(dx, dy, dim=1)
-    return n / (n.norm(dim=1, keepdim=True) + 1e-6)
+    a0, a1, a2 = dx[:, 0], dx[:, 1], dx[:, 2]
+    b0, b1, b2 = dy[:, 0], dy[:, 1], dy[:, 2]
+    n = torch.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], 1)  # cross product
+    return n / (chan_norm(n) + 1e-6)[:, None]
 
 
-def align_scale(pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """Per-image L2 least-squares scale ``s`` (B) minimising ``sum |s p - g|^2`` over valid pixels."""
-    v = valid[:, None].to(torch.float64)
-    p, g = pred.to(torch.float64) * v, gt.to(torch.float64) * v
-    num = (p * g).flatten(1).sum(1)
-    den = (p * p).flatten(1).sum(1)
-    return torch.where(den > 0, num / den.clamp_min(1e-300), torch.ones_like(num))
+def _dot3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Column-wise dot product of two C x N tensors (plane additions, no strided reduction)."""
+    out = a[0] * b[0]
+    for c in range(1, a.shape[0]):
+        out.addcmul_(a[c], b[c])
+    return out
 
 
-def align_scale_shift(
-    pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-image L2 least-squares scale ``s`` (B) and shift ``t`` (B x 3) minimising sum|s p + t - g|^2."""
-    v = valid[:, None].to(torch.float64)
-    n = v.flatten(1).sum(1).clamp_min(1.0)
-    p64, g64 = pred.to(torch.float64), gt.to(torch.float64)
-    pm = (p64 * v).flatten(2).sum(2) / n[:, None]
-    gm = (g64 * v).flatten(2).sum(2) / n[:, None]
-    pc = (p64 - pm[:, :, None, None]) * v
-    gc = (g64 - gm[:, :, None, None]) * v
-    num = (pc * gc).flatten(1).sum(1)
-    den = (pc * pc).flatten(1).sum(1)
-    s = torch.where(den > 0, num / den.clamp_min(1e-300), torch.ones_like(num))
-    return s, gm - s[:, None] * pm
+def _norm3(a: torch.Tensor) -> torch.Tensor:
+    return _dot3(a, a).sqrt_()
+
+
+def _cross(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``cross(a, b)`` of 3 x N columns."""
+    return torch.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def normal_angle_deg(n1: torch.Tensor, n2: torch.Tensor) -> torch.Tensor:
+    """Angle (degrees) between the official normals ``n / (|n| + 1e-6)`` of two 3 x N cross products.
+
+    ``dot(n1 / (|n1| + e), n2 / (|n2| + e)) = dot(n1, n2) / ((|n1| + e)(|n2| + e))``: the same value
+    without normalising six planes.
+    """
+    den = (_norm3(n1) + 1e-6).mul_(_norm3(n2) + 1e-6)
+    return torch.rad2deg(torch.acos(_dot3(n1, n2).div_(den).clamp_(-1.0, 1.0)))
 
 
 class PointmapEvaluator(Evaluator):
@@ -125,6 +122,9 @@ class PointmapEvaluator(Evaluator):
         distance_thresholds: ``within_XX_cm`` thresholds in the pointmap's unit (metres).
         angle_thresholds: ``within_*_deg`` thresholds for the Sobel normals (fractions).
         allow_empty_masks: skip samples whose mask is empty instead of raising.
+        aligned: also report the ``scale_aligned.`` keys (the paper's protocol; on by default).
+        shift_aligned: also report the ``scale_shift_aligned.`` keys (an extra, off by default; it
+            adds about a quarter to the update time, see docs/evaluators.md).
     """
 
     task = "pointmap"
@@ -134,15 +134,20 @@ class PointmapEvaluator(Evaluator):
         distance_thresholds=DEFAULT_DISTANCES,
         angle_thresholds=DEFAULT_ANGLES,
         allow_empty_masks: bool = False,
+        aligned: bool = True,
+        shift_aligned: bool = False,
     ) -> None:
         super().__init__()
+        self.aligned, self.shift_aligned = bool(aligned), bool(aligned and shift_aligned)
+        self.variants = tuple(v for v, on in zip(VARIANTS, (True, self.aligned, self.shift_aligned)) if on)
         self.dist_thr = tuple(float(t) for t in distance_thresholds)
         self.ang_thr = tuple(float(t) for t in angle_thresholds)
         self.allow_empty_masks = allow_empty_masks
         f64, i64 = torch.float64, torch.int64
         self.add_state("pixels", torch.zeros((), dtype=i64))
         self.add_state("nonfinite_pred_pixels", torch.zeros((), dtype=i64))
-        for v in VARIANTS:
+        self.add_state("nonfinite_gt_pixels", torch.zeros((), dtype=i64))
+        for v in self.variants:
             self.add_state(v + "sum_l2", torch.zeros((), dtype=f64))
             self.add_state(v + "sum_sq", torch.zeros((), dtype=f64))
             self.add_state(v + "sum_abs", torch.zeros(3, dtype=f64))
@@ -160,80 +165,107 @@ class PointmapEvaluator(Evaluator):
             "angle_thresholds_deg": list(self.ang_thr),
             "within_units": "fractions, strict < t",
             "normals": "OpenCV-equivalent 5x5 Sobel (reflect-101 border), cross(d/dx, d/dy)/(|n|+1e-6), "
-            "angle acos(clamp(dot)) over mask pixels with finite normals",
+            "angle acos(clamp(dot)) over mask pixels whose 5x5 GT neighbourhood is finite",
             "alignment_solver": SOLVER,
             "alignment": "per image over valid pixels: scale s=<p,g>/<p,p>; scale+shift: centred least "
             "squares with a 3-D shift; normal metrics are alignment-invariant and not repeated",
             "rel_point_err": "MoGe-style mean |p-g|/|g|; delta_1.25 = fraction with |p-g|/|g| < 0.25",
-            "nonfinite_predictions": "pixels with NaN/Inf predictions are excluded and counted in "
+            "variants": [v.rstrip(".") or "raw" for v in self.variants],
+            "precision": "per-pixel float32 (the input's precision), sums and alignment in float64",
+            "nonfinite_predictions": "mask pixels with a NaN/Inf prediction are failures: scored as a "
+            "prediction at the origin (0, 0, 0) (after alignment: at the fitted shift), left out of the "
+            "alignment fit, and their normals (5x5 neighbourhood) scored as 180 deg; counted in "
             "nonfinite_pred_pixels",
-            "mask": "GT mask > 0.5",
+            "nonfinite_gt": "GT pixels with NaN/Inf leave the mask and are counted in nonfinite_gt_pixels; "
+            "normal metrics also leave out mask pixels within 2 px of a non-finite GT pixel",
+            "mask": "GT mask > 0.5, without non-finite GT pixels",
         }
 
-    def _distance_rows(self, pred, gt, valid, sample, b) -> dict[str, torch.Tensor]:
-        d = (pred - gt).to(torch.float64).permute(0, 2, 3, 1)[valid]  # N x 3
-        g = gt.to(torch.float64).permute(0, 2, 3, 1)[valid]
-        l2 = d.norm(dim=1)
-        rel = l2 / g.norm(dim=1).clamp_min(1e-12)
-
-        def per_sample(x):
-            return per_sample_sum(x, sample, b)
-
-        thr = torch.tensor(self.dist_thr, dtype=torch.float64, device=l2.device)
+    def _distance_stats(self, d: torch.Tensor, gnorm: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Distance sums of one sample and variant from compact 3 x N errors ``d`` and GT norms (N)."""
+        l2 = _norm3(d)
+        rel = l2 / gnorm
+        # one float64-accumulated reduction for all sums (one op instead of six)
+        sums = torch.cat([torch.stack([l2, l2 * l2, rel]), d.abs()]).sum(1, dtype=torch.float64)
         return {
-            "sum_l2": per_sample(l2),
-            "sum_sq": per_sample(l2 * l2),
-            "sum_abs": per_sample(d.abs()),
-            "within_dist": per_sample((l2[:, None] < thr).to(torch.int64)),
-            "sum_rel": per_sample(rel),
-            "delta": per_sample((rel < 0.25).to(torch.int64)),
+            "sum_l2": sums[0],
+            "sum_sq": sums[1],
+            "sum_abs": sums[3:6],
+            "within_dist": count_below(l2, self.dist_thr),
+            "sum_rel": sums[2],
+            "delta": count_below(rel, (0.25,))[0],
         }
+
+    def _sample_rows(self, i: int, db, derivs: tuple, nmask: torch.Tensor) -> dict[str, torch.Tensor]:
+        """All statistics of sample ``i`` on its scored pixels gathered into compact arrays."""
+        f64 = torch.float64
+        idx = db.scored[i].flatten().nonzero().squeeze(1)
+        p = db.pred[i].reshape(3, -1).index_select(1, idx)
+        g = db.gt[i].reshape(3, -1).index_select(1, idx)
+        if p.dtype in (torch.float16, torch.bfloat16):
+            p, g = p.float(), g.float()
+        fit = None if db.pred_nonfinite is None else db.valid[i].flatten().index_select(0, idx)
+        gnorm = _norm3(g).clamp_min_(1e-12)
+        rows = {k: v for k, v in self._distance_stats(p - g, gnorm).items()}
+        if self.aligned:
+            pf = p if fit is None else p * fit
+            num, den = torch.stack([_dot3(pf, g), _dot3(pf, pf)]).sum(1, dtype=f64)
+            sc = num / den if den > 0 else torch.ones((), dtype=f64)
+            for k, v in self._distance_stats(p * sc.to(p.dtype) - g, gnorm).items():
+                rows["scale_aligned." + k] = v
+            if self.shift_aligned:  # centred least squares (no cancellation in the sums)
+                n = max(float(pf.shape[1] if fit is None else fit.sum()), 1.0)
+                gf = g if fit is None else g * fit
+                pm, gm = pf.sum(1, dtype=f64) / n, gf.sum(1, dtype=f64) / n
+                pc = p - pm.to(p.dtype)[:, None]
+                gc = g - gm.to(p.dtype)[:, None]
+                if fit is not None:
+                    pc, gc = pc * fit, gc * fit
+                num, den = torch.stack([_dot3(pc, gc), _dot3(pc, pc)]).sum(1, dtype=f64)
+                s2 = num / den if den > 0 else torch.ones((), dtype=f64)
+                t2 = (gm - s2 * pm).to(p.dtype)[:, None]
+                aligned = p * s2.to(p.dtype) + t2
+                if fit is not None:  # a failed pixel sits at the fitted shift
+                    aligned = torch.where(fit[None], aligned, t2)
+                for k, v in self._distance_stats(aligned - g, gnorm).items():
+                    rows["scale_shift_aligned." + k] = v
+        nidx = idx if nmask is db.scored else nmask[i].flatten().nonzero().squeeze(1)
+        pdx, pdy, gdx, gdy = (d[i].reshape(3, -1).index_select(1, nidx) for d in derivs)
+        ang = normal_angle_deg(_cross(pdx, pdy), _cross(gdx, gdy))
+        if db.pred_nonfinite is not None:  # a spoilt predicted 5x5 neighbourhood is a failure (180 deg)
+            spoilt = dilate(db.pred_nonfinite[i : i + 1], 5)[0].flatten().index_select(0, nidx)
+            ang = torch.where(spoilt, torch.full((), 180.0, dtype=ang.dtype), ang)
+        rows["normal_pixels"] = torch.tensor(nidx.numel())
+        sums = torch.stack([ang, ang * ang]).sum(1, dtype=torch.float64)
+        rows["sum_angle"], rows["sum_angle_sq"] = sums[0], sums[1]
+        rows["within_angle"] = count_below(ang, self.ang_thr)
+        return rows
 
     def batch_stats(self, pred, gt, mask) -> dict[str, torch.Tensor]:
-        """Per-sample statistics.
+        """Per-sample statistics, computed on each sample's mask pixels gathered once.
 
         Args:
-            pred: B x 3 x h x w predicted pointmap (resized to the GT size).
-            gt: B x 3 x H x W GT pointmap.
+            pred: B x 3 x h x w (or B x h x w x 3) predicted pointmap, resized to the GT size; one
+                unbatched sample is accepted with an H x W mask.
+            gt: B x 3 x H x W (or B x H x W x 3) GT pointmap.
             mask: B x H x W (or B x 1 x H x W) GT mask.
         """
-        pred, gt, bad, valid = prepare_dense_batch(pred, gt, mask, "pointmap", 3, self.allow_empty_masks)
-        b = gt.shape[0]
-        m = valid | bad  # the GT mask
-        pred0 = torch.where(torch.isfinite(pred), pred, torch.zeros_like(pred))
-        sample = pixel_sample_ids(valid)
-        rows: dict[str, torch.Tensor] = {
-            "pixels": valid.flatten(1).sum(1),
-            "nonfinite_pred_pixels": bad.flatten(1).sum(1),
-        }
-        s = align_scale(pred0, gt, valid)
-        s2, t2 = align_scale_shift(pred0, gt, valid)
-        p64 = pred0.to(torch.float64)
-        preds = {
-            "": pred0,
-            "scale_aligned.": p64 * s[:, None, None, None],
-            "scale_shift_aligned.": p64 * s2[:, None, None, None] + t2[:, :, None, None],
-        }
-        for v, p in preds.items():
-            for k, val in self._distance_rows(p, gt, valid, sample, b).items():
-                rows[v + k] = val
-        n_pred, n_gt = pointmap_normals(pred0), pointmap_normals(gt)
-        # a non-finite prediction spoils the 5x5 Sobel neighbourhood around it
-        near_bad = F.max_pool2d(nonfinite_pixels(pred)[:, None].float(), 5, stride=1, padding=2)[:, 0] > 0
-        nvalid = m & ~near_bad
-        nsample = pixel_sample_ids(nvalid)
-        ang = unit_angle_deg(n_pred, n_gt)[nvalid].to(torch.float64)
-        athr = torch.tensor(self.ang_thr, dtype=torch.float64, device=ang.device)
-        rows["normal_pixels"] = nvalid.flatten(1).sum(1)
-        rows["sum_angle"] = per_sample_sum(ang, nsample, b)
-        rows["sum_angle_sq"] = per_sample_sum(ang * ang, nsample, b)
-        rows["within_angle"] = per_sample_sum((ang[:, None] < athr).to(torch.int64), nsample, b)
+        db = prepare_dense_batch(pred, gt, mask, "pointmap", 3, self.allow_empty_masks)
+        nmask = db.scored
+        if db.gt_nonfinite is not None:  # GT normals need a finite 5x5 neighbourhood
+            nmask = nmask & ~dilate(db.gt_nonfinite, 5)
+        derivs = (*sobel5(db.pred), *sobel5(db.gt))  # pred d/dx, d/dy, GT d/dx, d/dy
+        with single_thread(db.gt.device):
+            per = [self._sample_rows(i, db, derivs, nmask) for i in range(db.gt.shape[0])]
+        rows = db.counts()
+        for k in per[0]:
+            rows[k] = torch.stack([r[k] for r in per])
         return rows
 
     def compute_from_state(self, s: dict[str, torch.Tensor]) -> dict:
         n = require_valid_pixels(s, "PointmapEvaluator")
         out: dict = {}
-        for v in VARIANTS:
+        for v in self.variants:
             out[v + "l2_mean"] = float(s[v + "sum_l2"]) / n
             for axis, val in zip("xyz", s[v + "sum_abs"].tolist()):
                 out[f"{v}{axis}_mae"] = val / n
@@ -250,4 +282,5 @@ class PointmapEvaluator(Evaluator):
                     out[angle_key(t)] = c / nn_ if nn_ else math.nan
         out["num_pixels"] = float(n)
         out["nonfinite_pred_pixels"] = float(s["nonfinite_pred_pixels"])
+        out["nonfinite_gt_pixels"] = float(s["nonfinite_gt_pixels"])
         return out

@@ -1,7 +1,7 @@
 """The metric registry of sapiens2-bench (scope ``sapiens2``, child of mmengine's ``METRICS``).
 
 mmengine, mmpose or mmseg configs name our metrics with the ``sapiens2.`` prefix; ``locations``
-imports this package on first use, which registers every metric adapter.
+imports the two adapter modules on first use, which registers every metric adapter.
 
 Example:
     >>> from evaluators.registry import METRICS
@@ -15,4 +15,9 @@ from __future__ import annotations
 from mmengine.registry import METRICS as MM_METRICS
 from mmengine.registry import Registry
 
-METRICS = Registry("metric", parent=MM_METRICS, scope="sapiens2", locations=["evaluators"])
+METRICS = Registry(
+    "metric",
+    parent=MM_METRICS,
+    scope="sapiens2",
+    locations=["evaluators.mm_metrics", "evaluators.pose.mm_metric"],
+)

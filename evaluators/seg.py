@@ -24,18 +24,44 @@ import math
 import torch
 
 from evaluators.base import Evaluator
-from evaluators.dense_common import as_tensor, check_bchw, nonfinite_pixels, resize_to
+from evaluators.dense_common import as_tensor, check_bchw, masked_bincount, resize_to
 
 PER_CLASS_METRICS = ("IoU", "Acc", "Dice", "Fscore", "Precision", "Recall")
 SUMMARY_KEYS = ("aAcc", "mIoU", "mAcc", "mDice", "mFscore", "mPrecision", "mRecall")
 
 
-def seg_labels_from_logits(logits: torch.Tensor, size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+def fast_argmax(x: torch.Tensor) -> torch.Tensor:
+    """First index of the maximum along dim 1 of B x C x H x W (``argmax(1)``, ties to the lowest).
+
+    PyTorch's CPU ``argmax`` over a strided dimension is several times slower than a plain
+    reduction; this takes ``amax`` and then the lowest class equal to it, with uint8 planes.
+    NaN-free input is assumed (NaN pixels give C).
+
+    Example:
+        >>> fast_argmax(torch.tensor([[[[1.0]], [[3.0]], [[3.0]]]])).item()
+        1
+    """
+    c = x.shape[1]
+    if c > 255 or x.device.type != "cpu":
+        return x.argmax(1)
+    best = x.amax(1, keepdim=True)
+    rank = torch.arange(c, 0, -1, dtype=torch.uint8, device=x.device).view(1, c, 1, 1)  # C..1
+    hit = (x == best).to(torch.uint8).mul_(rank)
+    return c - hit.amax(1).to(torch.int64)
+
+
+def seg_labels_from_logits(
+    logits: torch.Tensor, size: tuple[int, int], binary_threshold: float = 0.3
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Resize logits bilinearly (align_corners=False) to ``size`` and take the argmax.
 
+    A one-channel map is a binary model's logit (mmseg's convention): label 1 where
+    ``sigmoid(logit) > binary_threshold``.
+
     Args:
-        logits: B x C x h x w class scores.
+        logits: B x C x h x w class scores (C >= 2), or B x 1 x h x w binary logits.
         size: GT size (H, W).
+        binary_threshold: probability threshold of one-channel logits (mmseg's default 0.3).
 
     Returns:
         (labels B x H x W int64 with -1 where any logit is NaN/Inf, nonfinite B x H x W bool).
@@ -46,9 +72,15 @@ def seg_labels_from_logits(logits: torch.Tensor, size: tuple[int, int]) -> tuple
         ((2, 6, 6), 0)
     """
     up = resize_to(logits, size)
-    bad = nonfinite_pixels(up)
-    labels = torch.nan_to_num(up, nan=0.0, posinf=0.0, neginf=0.0).argmax(1)
-    labels[bad] = -1
+    if up.shape[1] == 1:
+        labels = (torch.sigmoid(up[:, 0]) > binary_threshold).to(torch.int64)
+        bad = ~torch.isfinite(up[:, 0])
+    else:
+        lo, hi = up.amin(1), up.amax(1)
+        bad = ~(torch.isfinite(lo) & torch.isfinite(hi))
+        labels = fast_argmax(up)
+    if bool(bad.any()):
+        labels = labels.masked_fill(bad, -1)
     return labels, bad
 
 
@@ -75,16 +107,13 @@ def seg_confusion(
     """
     c = num_classes
     keep = gt != ignore_index
-    bad = keep & ((gt < 0) | (gt >= c))
-    if bad.any():
-        vals = gt[bad].unique()[:10].tolist()
+    outside = keep & ((gt < 0) | (gt >= c))
+    if bool(outside.any()):
+        vals = gt[outside].unique()[:10].tolist()
         raise ValueError(f"gt_seg: labels {vals} are outside [0, {c}) and not ignore_index {ignore_index}")
     b = gt.shape[0]
-    pred_col = torch.where(pred < 0, torch.full_like(pred, c), pred)
-    sample = torch.arange(b, device=gt.device).view(b, 1, 1).expand_as(gt)
-    flat = (sample * (c * (c + 1)) + gt.clamp(0, c - 1) * (c + 1) + pred_col)[keep]
-    counts = torch.bincount(flat, minlength=b * c * (c + 1))
-    return counts.view(b, c, c + 1)
+    cell = gt * (c + 1) + torch.where(pred < 0, c, pred)  # GT row, predicted column (C: none)
+    return masked_bincount(cell, keep, c * (c + 1)).view(b, c, c + 1)
 
 
 def seg_metrics_from_confusion(
@@ -148,6 +177,8 @@ class SegEvaluator(Evaluator):
             the official config uses 0.0).
         beta: F-score beta.
         class_names: names for the per-class table (default: the 29 Sapiens2 classes when C == 29).
+        binary_threshold: with ``num_classes=2``, one-channel logits give label 1 where
+            ``sigmoid(logit) > binary_threshold`` (mmseg's default 0.3).
     """
 
     task = "seg"
@@ -159,8 +190,10 @@ class SegEvaluator(Evaluator):
         nan_to_num: float | None = None,
         beta: float = 1.0,
         class_names: list[str] | None = None,
+        binary_threshold: float = 0.3,
     ) -> None:
         super().__init__()
+        self.binary_threshold = float(binary_threshold)
         self.num_classes, self.ignore_index, self.nan_to_num, self.beta = (
             num_classes,
             ignore_index,
@@ -186,42 +219,62 @@ class SegEvaluator(Evaluator):
             + (f"; nan_to_num={nan_to_num} per class before the means" if nan_to_num is not None else ""),
             "nonfinite_predictions": "pixels with NaN/Inf logits count as 'no prediction' (a miss for the GT "
             "class, no predicted class), reported as nonfinite_pred_pixels",
-            "resize": "logits bilinear (align_corners=False) to GT size, then argmax",
+            "resize": "logits bilinear (align_corners=False) to GT size, then argmax (one-channel logits "
+            f"with 2 classes: sigmoid > {binary_threshold})",
             "units": "summary metrics in percent, unrounded (the official evaluator prints 2 decimals); "
             "per-class values are fractions",
             "fscore_beta": beta,
         }
 
-    def batch_stats(self, pred, gt, pred_is_labels: bool = False) -> dict[str, torch.Tensor]:
+    def batch_stats(self, pred, gt, pred_is_labels: bool | None = None) -> dict[str, torch.Tensor]:
         """Per-sample confusion matrices.
 
         Args:
-            pred: B x C x h x w logits, or B x H x W integer labels with ``pred_is_labels=True``.
-            gt: B x H x W integer GT labels (``ignore_index`` allowed).
-            pred_is_labels: ``pred`` holds labels already (must be at GT size).
+            pred: B x C x h x w logits (B x 1 x h x w: a binary model's logits), or B x H x W
+                integer labels at the GT size (-1: no prediction). One unbatched sample (C x h x w
+                logits or H x W labels) is accepted with an H x W GT.
+            gt: B x H x W (or B x 1 x H x W) integer GT labels (``ignore_index`` allowed).
+            pred_is_labels: None (default): integer tensors are labels, floating ones logits;
+                True/False force the reading.
         """
         gt = as_tensor(gt, "gt_seg")
+        pred = as_tensor(pred, "pred_seg")
+        if gt.dim() == 2:  # one sample
+            gt = gt.unsqueeze(0)
+            pred = pred.unsqueeze(0)
         if gt.dim() == 4 and gt.shape[1] == 1:
             gt = gt[:, 0]
         if gt.dim() != 3 or gt.is_floating_point():
-            raise ValueError(f"gt_seg: expected integer labels B x H x W, got {tuple(gt.shape)} {gt.dtype}")
+            raise ValueError(
+                f"gt_seg: expected integer labels B x H x W (one sample: H x W), "
+                f"got {tuple(gt.shape)} {gt.dtype}"
+            )
         gt = gt.to(torch.int64)
+        if pred_is_labels is None:
+            pred_is_labels = not pred.is_floating_point()
         if pred_is_labels:
-            labels = as_tensor(pred, "pred_labels")
+            labels = pred[:, 0] if pred.dim() == 4 and pred.shape[1] == 1 else pred
             if tuple(labels.shape) != tuple(gt.shape) or labels.is_floating_point():
                 raise ValueError(
                     f"pred_labels: expected integer labels of the GT shape {tuple(gt.shape)}, "
                     f"got {tuple(labels.shape)} {labels.dtype}"
                 )
             labels = labels.to(torch.int64).to(gt.device)
-            if ((labels < -1) | (labels >= self.num_classes)).any():
+            if bool(((labels < -1) | (labels >= self.num_classes)).any()):
                 raise ValueError(f"pred_labels: labels outside [0, {self.num_classes})")
             bad = labels < 0
         else:
-            logits = check_bchw(pred, "pred_logits", channels=self.num_classes)
+            if pred.dim() != 4:
+                raise ValueError(
+                    f"pred_seg: expected B x {self.num_classes} x h x w float logits or B x H x W integer "
+                    f"labels (one sample: {self.num_classes} x h x w or H x W), got {tuple(pred.shape)} "
+                    f"{pred.dtype}"
+                )
+            binary = self.num_classes == 2 and pred.shape[1] == 1
+            logits = check_bchw(pred, "pred_logits", channels=None if binary else self.num_classes)
             if logits.shape[0] != gt.shape[0]:
                 raise ValueError(f"pred_logits has batch {logits.shape[0]} but gt_seg has {gt.shape[0]}")
-            labels, bad = seg_labels_from_logits(logits, tuple(gt.shape[-2:]))
+            labels, bad = seg_labels_from_logits(logits, tuple(gt.shape[-2:]), self.binary_threshold)
             gt = gt.to(labels.device)
         conf = seg_confusion(labels, gt, self.num_classes, self.ignore_index)
         scored = gt != self.ignore_index

@@ -84,9 +84,50 @@ def test_nonfinite_and_bad_inputs():
     assert all(math.isfinite(v) for v in r.values() if isinstance(v, float))
     with pytest.raises(ValueError, match="pred_albedo"):
         ev.update(pred[:, :1], gt, mask)
-    with pytest.raises(ValueError, match="gt_albedo"):
+    with pytest.raises(ValueError, match="gt_albedo: every mask pixel has a non-finite GT value"):
         ev.update(pred, torch.full_like(gt, float("nan")), mask)
     with pytest.raises(ValueError, match="mask"):
         ev.update(pred, gt, mask[None])
     with pytest.raises(ValueError, match="data_range"):
         AlbedoEvaluator(data_range=-1)
+
+
+def test_nonfinite_gt_is_left_out_and_nonfinite_pred_is_a_failure():
+    pred, gt, mask = _case(4)
+    mask[:] = True
+    gt_nan = gt.clone()
+    gt_nan[0, :, 0, :3] = float("nan")  # three invalid GT pixels: used to be an error
+    ev = AlbedoEvaluator()
+    ev.update(pred, gt_nan, mask)
+    r = ev.compute()
+    assert r["nonfinite_gt_pixels"] == 3.0 and r["num_pixels"] == mask.sum().item() - 3
+    up = torch.nn.functional.interpolate(pred, size=gt.shape[-2:], mode="bilinear", align_corners=False)
+    keep = mask.clone()
+    keep[0, 0, :3] = False
+    d = (up - gt).permute(0, 2, 3, 1)[keep].double()
+    assert r["mae"] == pytest.approx(d.abs().mean().item(), rel=1e-9)
+    # a NaN prediction is scored as the farthest value in [0, 1]: never better than a finite guess
+    full = torch.nn.functional.interpolate(pred, size=gt.shape[-2:], mode="bilinear", align_corners=False)
+    holes = full.clone()
+    holes[:, :, ::2] = float("nan")
+    scores = []
+    for p in (full, holes):
+        e = AlbedoEvaluator()
+        e.update(p, gt, mask)
+        scores.append(e.compute())
+    assert scores[1]["nonfinite_pred_pixels"] == float(mask[:, ::2].sum())
+    assert scores[1]["mae"] > scores[0]["mae"] and scores[1]["psnr"] < scores[0]["psnr"]
+    worst = torch.where(gt < 0.5, 1.0, 0.0)
+    want = (worst - gt)[:, :, ::2].abs().sum() + (full - gt)[:, :, 1::2].abs().sum()
+    assert scores[1]["mae"] == pytest.approx(float(want) / gt.numel(), rel=1e-5)
+
+
+def test_unbatched_channels_last_albedo():
+    pred, gt, mask = _case(5)
+    ref = AlbedoEvaluator()
+    ref.update(pred[:1], gt[:1], mask[:1])
+    ev = AlbedoEvaluator()
+    ev.update(pred[0].permute(1, 2, 0), gt[0].permute(1, 2, 0), mask[0])  # H x W x 3, one sample
+    a, b = ev.compute(), ref.compute()
+    for k in ("mae", "rmse", "ssim", "grad_l1"):
+        assert a[k] == pytest.approx(b[k], rel=1e-9), k

@@ -49,8 +49,9 @@ def test_eval_normal_folder_matches_evaluator(tmp_path, capsys, png16):
 
     pred, gt, mask = _write_normal_set(tmp_path, png16=png16)
     out = tmp_path / "res" / "normal.json"
-    code = _eval("normal", tmp_path, "--mask", str(tmp_path / "mask"),
-                 "--json", str(out), "--batch-size", "2")
+    code = _eval(
+        "normal", tmp_path, "--mask", str(tmp_path / "mask"), "--json", str(out), "--batch-size", "2"
+    )
     assert code == 0
     assert "normal_mae" in capsys.readouterr().out
     res = json.loads(out.read_text())

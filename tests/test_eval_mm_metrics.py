@@ -8,6 +8,7 @@ import torch
 pytest.importorskip("mmengine")
 from mmengine.evaluator import Evaluator as MMEvaluator  # noqa: E402
 
+import evaluators.registry  # noqa: E402,F401  (the sapiens2 metric scope, as a config's custom_imports)
 from evaluators import AlbedoEvaluator, NormalEvaluator, PointmapEvaluator, SegEvaluator  # noqa: E402
 
 

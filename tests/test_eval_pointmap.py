@@ -60,7 +60,7 @@ def _smooth_surface(b=2, h=16, w=12):
 def test_alignment_recovers_scale_and_shift():
     gt, mask = _smooth_surface()
     shift = torch.tensor([0.3, -0.2, 0.5]).view(1, 3, 1, 1)
-    ev = PointmapEvaluator()
+    ev = PointmapEvaluator(shift_aligned=True)
     ev.update(0.5 * gt, gt, mask)
     r = ev.compute()
     assert r["l2_mean"] > 0.5 and r["scale_aligned.l2_mean"] < 1e-6
@@ -105,3 +105,70 @@ def test_nonfinite_and_bad_inputs():
         ev.update(pred, gt, torch.zeros_like(mask))
     with pytest.raises(ValueError, match="gt_pointmap"):
         ev.update(pred, gt.long(), mask)
+
+
+def test_nonfinite_gt_outside_the_mask_does_not_spoil_aligned_or_normal_metrics():
+    """NaN GT outside the mask (invalid depth) used to make every aligned and normal metric null."""
+    full, mask = _case(4)
+    gt = full.clone()
+    gt[:, :, :3] = float("nan")  # top rows invalid
+    mask[:, :3] = False
+    ev = PointmapEvaluator(shift_aligned=True)
+    ev.update(2.0 * gt, gt, mask)  # a perfect prediction up to scale
+    r = ev.compute()
+    assert r["scale_aligned.l2_mean"] == pytest.approx(0.0, abs=1e-6)
+    assert r["scale_shift_aligned.l2_mean"] == pytest.approx(0.0, abs=1e-6)
+    assert r["nonfinite_gt_pixels"] == 0.0  # outside the mask: nothing left out
+    # normals: pixels within 2 rows of invalid GT are left out; the rest as on finite data
+    ref = PointmapEvaluator()
+    far = mask.clone()
+    far[:, :5] = False
+    ref.update(2.0 * full, full, far)
+    want = ref.compute()
+    for k in ("normal_mae", "normal_rmse", "within_11_25_deg"):
+        assert math.isfinite(r[k]) and r[k] == pytest.approx(want[k], rel=1e-6), k
+    mask[:, 3] = True
+    gt[:, :, 3, :2] = float("nan")  # inside the mask now: left out and counted
+    ev.reset()
+    ev.update(2.0 * gt, gt, mask)
+    r = ev.compute()
+    assert r["nonfinite_gt_pixels"] == 2 * 2 * gt.shape[0] / 2  # 2 pixels in each sample
+    assert r["scale_aligned.l2_mean"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_nonfinite_predictions_never_improve_the_score():
+    """A 98%-NaN pointmap used to score L2 0.0; now NaN pixels are failures (prediction at the origin)."""
+    gt, mask = _case(5)
+    mask[:] = True
+    noisy = gt + 0.3 * torch.randn_like(gt)
+    holes = torch.rand(gt.shape[0], *gt.shape[2:]) < 0.98
+    mostly_nan = torch.where(holes[:, None], torch.full_like(gt, float("nan")), gt)
+    scores = {}
+    for name, p in (("noisy", noisy), ("mostly_nan", mostly_nan)):
+        ev = PointmapEvaluator()
+        ev.update(p, gt, mask)
+        scores[name] = ev.compute()
+    bad = scores["mostly_nan"]
+    assert bad["nonfinite_pred_pixels"] == float(holes.sum())
+    assert bad["num_pixels"] == float(mask.sum())
+    g = gt.permute(0, 2, 3, 1)[holes].double().norm(dim=1)  # a failed pixel's error: |g|
+    assert bad["l2_mean"] == pytest.approx(float(g.sum()) / mask.sum().item(), rel=1e-5)
+    assert bad["within_20_cm"] <= 0.03 and bad["delta_1.25"] <= 0.03
+    assert bad["l2_mean"] > scores["noisy"]["l2_mean"]
+    assert bad["normal_mae"] > scores["noisy"]["normal_mae"]
+
+
+def test_optional_variants_and_layouts():
+    gt, mask = _case(6)
+    pred = gt + 0.02 * torch.randn_like(gt)
+    full = PointmapEvaluator(shift_aligned=True)
+    full.update(pred, gt, mask)
+    want = full.compute()
+    assert any(k.startswith("scale_shift_aligned.") for k in want)
+    lean = PointmapEvaluator()
+    lean.update(pred.permute(0, 2, 3, 1), gt.permute(0, 2, 3, 1), mask)  # B x H x W x 3
+    got = lean.compute()
+    assert not any(k.startswith("scale_shift_aligned.") for k in got)
+    for k, v in got.items():
+        if isinstance(v, float):
+            assert v == pytest.approx(want[k], rel=1e-6, abs=1e-9), k

@@ -96,3 +96,77 @@ def test_bad_inputs_name_the_tensor():
         e2 = SegEvaluator(num_classes=4)
         e2.update(torch.randn(1, 4, 4, 4), torch.full((1, 8, 8), 255, dtype=torch.long))
         e2.compute()
+
+
+def test_seg_metric_scores_pred_sem_seg_first_like_iou_metric():
+    """A sample with both seg_logits and pred_sem_seg: IoUMetric scores pred_sem_seg, and so do we."""
+    IoUMetric = pytest.importorskip("mmseg.evaluation.metrics").IoUMetric
+    from evaluators.mm_metrics import SegMetric
+
+    c = 6
+    logits, gt = _random_case(3, c=c)
+    up = torch.nn.functional.interpolate(logits, size=gt.shape[-2:], mode="bilinear", align_corners=False)
+    labels = up.argmax(1)
+    g = torch.Generator().manual_seed(5)
+    flip = torch.rand(labels.shape, generator=g) < 0.3  # a post-processed map unlike the raw argmax
+    labels = torch.where(flip, torch.randint(0, c, labels.shape, generator=g), labels)
+    samples = [
+        {
+            "seg_logits": {"data": logits[i]},
+            "pred_sem_seg": {"data": labels[i][None]},
+            "gt_sem_seg": {"data": gt[i][None]},
+        }
+        for i in range(3)
+    ]
+    ref = IoUMetric(ignore_index=255, iou_metrics=["mIoU"], nan_to_num=0.0)
+    ref.dataset_meta = {"classes": [f"c{i}" for i in range(c)]}
+    ref.process({}, samples)
+    want = ref.compute_metrics(ref.results)
+    ours = SegMetric(num_classes=c, nan_to_num=0.0)
+    ours.process({}, samples)
+    got = ours.evaluate(3)
+    for k in ("aAcc", "mIoU", "mAcc"):
+        assert round(got[f"seg/{k}"], 2) == pytest.approx(float(want[k]), abs=1e-9), k
+
+
+def test_one_channel_binary_logits():
+    """A one-channel binary model (mmseg: sigmoid > 0.3) works with num_classes=2."""
+    g = torch.Generator().manual_seed(0)
+    logit = torch.randn(2, 1, 8, 8, generator=g)
+    gt = torch.randint(0, 2, (2, 8, 8), generator=g)
+    ev = SegEvaluator(num_classes=2)
+    ev.update(logit, gt)
+    ref = SegEvaluator(num_classes=2)
+    ref.update((torch.sigmoid(logit[:, 0]) > 0.3).long(), gt)
+    assert ev.compute()["mIoU"] == ref.compute()["mIoU"]
+    with pytest.raises(ValueError, match="expected 6 channels"):
+        SegEvaluator(num_classes=6).update(logit, gt)
+
+
+def test_label_maps_and_unbatched_inputs_are_accepted():
+    """update(labels, gt) reads integer maps as labels; one sample may come without a batch axis."""
+    logits, gt = _random_case(4, c=6)
+    up = torch.nn.functional.interpolate(logits, size=gt.shape[-2:], mode="bilinear", align_corners=False)
+    ref = SegEvaluator(num_classes=6)
+    ref.update(logits, gt)
+    want = ref.compute()["mIoU"]
+    for pred in (up.argmax(1), up.argmax(1).int(), up.argmax(1).numpy()):
+        ev = SegEvaluator(num_classes=6)
+        ev.update(pred, gt)
+        assert ev.compute()["mIoU"] == pytest.approx(want, abs=1e-12)
+    one = SegEvaluator(num_classes=6)
+    for i in range(gt.shape[0]):
+        one.update(logits[i], gt[i])  # C x h x w logits and H x W labels of one sample
+    assert one.compute()["mIoU"] == pytest.approx(want, abs=1e-12)
+    with pytest.raises(
+        ValueError, match=r"pred_seg: expected B x 6 x h x w float logits or B x H x W integer"
+    ):
+        SegEvaluator(num_classes=6).update(up.argmax(1).float(), gt)
+
+
+def test_fast_argmax_equals_argmax_with_ties():
+    from evaluators.seg import fast_argmax
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 4, (2, 29, 7, 5), generator=g).float()  # many ties: first index wins
+    assert torch.equal(fast_argmax(x), x.argmax(1))

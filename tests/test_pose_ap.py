@@ -235,3 +235,90 @@ def test_body_area_convention_equals_xtcocotools_wholebody_fields(seed):
     # the per-part convention really differs on the size-range stats (so the test can fail)
     diff = max(_max_err(ours[p], per_part[p]) for p in ("foot", "face", "left_hand", "right_hand"))
     assert diff > 1e-3
+
+
+def _cli(argv, capsys):
+    from benchmarks.cli.main import main
+
+    code = main(["eval", "pose", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_no_area_switch_and_metadata_message(tmp_path, capsys):
+    """CrowdPose-style GT without 'area': rejected with a hint, evaluated with --no-area."""
+    gt, results = make_keypoint_case(20, 17, seed=4, edge_cases=False)
+    for a in gt["annotations"]:
+        del a["area"]
+    gt_p, res_p = _write(tmp_path, "gt.json", gt), _write(tmp_path, "res.json", results)
+    code, _, err = _cli(["--gt", str(gt_p), "--results", str(res_p)], capsys)
+    assert code == 1 and "no 'area'" in err and "--no-area" in err
+    out_p = tmp_path / "m.json"
+    code, out, _ = _cli(
+        ["--gt", str(gt_p), "--results", str(res_p), "--no-area", "--json", str(out_p)], capsys
+    )
+    assert code == 0
+    assert "metadata: coco17 (17 keypoints, chosen by the GT's keypoint count" in out
+    ref = xtcocotools_stats(gt, results, load_meta("coco17").sigmas, use_area=False)
+    assert _max_err(read_json(out_p)["wholebody"], ref) <= 1e-6
+
+
+def test_cli_ambiguous_or_unknown_count_asks_for_meta(tmp_path, capsys, monkeypatch):
+    from evaluators.pose import metadata
+
+    gt, results = make_keypoint_case(4, 17, seed=4, edge_cases=False)
+    gt_p, res_p = _write(tmp_path, "gt.json", gt), _write(tmp_path, "res.json", results)
+    monkeypatch.setitem(metadata.BUILTIN_COUNTS, "other17", 17)
+    code, _, err = _cli(["--gt", str(gt_p), "--results", str(res_p)], capsys)
+    assert code == 1 and "ambiguous" in err and "--meta" in err
+    code, out, _ = _cli(["--gt", str(gt_p), "--results", str(res_p), "--meta", "coco17"], capsys)
+    assert code == 0 and "from --meta" in out
+    empty = _write(tmp_path, "empty_gt.json", {**gt, "annotations": []})
+    code, _, err = _cli(["--gt", str(empty), "--results", str(res_p)], capsys)
+    assert code == 1 and "no annotation" in err and "--meta" in err
+    code, _, err = _cli(["--gt", str(gt_p), "--results", str(res_p), "--meta", "keypoints308"], capsys)
+    assert code == 1 and "3 x 308 keypoints" in err and "51 values" in err
+
+
+def test_cli_results_not_a_file_and_gt_without_categories(tmp_path, capsys):
+    gt, results = make_keypoint_case(4, 17, seed=4, edge_cases=False)
+    gt_p, res_p = _write(tmp_path, "gt.json", gt), _write(tmp_path, "res.json", results)
+    code, _, err = _cli(["--gt", str(gt_p), "--results", "/dev/null"], capsys)
+    assert code == 1 and "/dev/null: not a regular file" in err and "no such file" not in err
+    code, _, err = _cli(["--gt", str(gt_p), "--results", str(tmp_path)], capsys)
+    assert code == 1 and "is a directory" in err
+    code, _, err = _cli(["--gt", str(gt_p), "--results", str(_write(tmp_path, "e.json", ""))], capsys)
+    assert code == 1 and "empty file" in err
+    nocat = {k: v for k, v in gt.items() if k != "categories"}
+    code, _, err = _cli(["--gt", str(_write(tmp_path, "nocat.json", nocat)), "--results", str(res_p)], capsys)
+    assert code == 1 and "missing the 'categories' list" in err
+    with pytest.raises(KeyError, match="categories"):  # the reference refuses such a GT too
+        xtcocotools_stats(nocat, results, load_meta("coco17").sigmas)
+
+
+def test_cli_parts_computes_only_what_is_asked(tmp_path, capsys):
+    gt, results = make_keypoint_case(6, 308, seed=4, edge_cases=False)
+    gt_p, res_p = _write(tmp_path, "gt.json", gt), _write(tmp_path, "res.json", results)
+    out_p = tmp_path / "m.json"
+    code, _, _ = _cli(
+        ["--gt", str(gt_p), "--results", str(res_p), "--parts", "body,wholebody", "--json", str(out_p)],
+        capsys,
+    )
+    assert code == 0 and list(read_json(out_p)) == ["wholebody", "body"]
+    code, _, err = _cli(["--gt", str(gt_p), "--results", str(res_p), "--parts", "torso"], capsys)
+    assert code == 1 and "torso" in err and "left_hand" in err
+
+
+def test_pose_file_path_imports_no_torch():
+    """The pose-from-files path (CLI, readers, AP engine, metadata) loads neither torch nor mmengine."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, benchmarks.cli.main, evaluators, evaluators.pose, evaluators.pose.cli\n"
+        "import evaluators.pose.coco_io, evaluators.pose.coco_ap, evaluators.pose.metadata\n"
+        "evaluators.pose.metadata.load_meta(None)\n"
+        "print(sorted(m for m in ('torch', 'mmengine') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -188,6 +188,8 @@ def test_two_process_gloo_equals_single_process(tmp_path):
 def test_mmengine_pose_metric_adapter():
     from mmengine.evaluator import Evaluator as MMEvaluator
 
+    import evaluators.registry  # noqa: F401  (creates the sapiens2 metric scope, as a config's custom_imports)
+
     s = make_samples(10, seed=0)
     samples = []
     for i in range(10):
@@ -218,3 +220,75 @@ def test_mmengine_pose_metric_adapter():
     assert out["pose/num_samples"] == 10.0
     assert out["pose/AP"] == pytest.approx(want["AP"], abs=1e-12)
     assert out["pose/head/AR"] == pytest.approx(want["head/AR"], abs=1e-12)
+
+
+def _two_category_case(tmp_path, n: int = 24, seed: int = 3):
+    """Samples of two categories (1 and 2) with a COCO GT file holding both."""
+    import json
+
+    s = make_samples(n, seed=seed)
+    cats = np.random.default_rng(seed).choice([1, 2], n)
+    images = sorted({int(i) for i in s["image_ids"]})
+    anns = [
+        {
+            "id": i + 1,
+            "image_id": int(s["image_ids"][i]),
+            "category_id": int(cats[i]),
+            "keypoints": s["gt_keypoints"][i].reshape(-1).tolist(),
+            "bbox": s["gt_bboxes"][i].tolist(),
+            "area": float(s["gt_areas"][i]),
+            "iscrowd": 0,
+            "num_keypoints": int((s["gt_keypoints"][i][:, 2] > 0).sum()),
+        }
+        for i in range(n)
+    ]
+    gt = {
+        "images": [{"id": i, "width": 640, "height": 480} for i in images],
+        "annotations": anns,
+        "categories": [{"id": 1, "name": "person"}, {"id": 2, "name": "mannequin"}],
+    }
+    path = tmp_path / "gt2.json"
+    path.write_text(json.dumps(gt))
+    samples = [
+        {
+            "id": i + 1,
+            "img_id": int(s["image_ids"][i]),
+            "category_id": int(cats[i]),
+            "sample_idx": i,
+            "pred_instances": {
+                "keypoints": s["keypoints"][i : i + 1],
+                "keypoint_scores": s["keypoint_scores"][i : i + 1],
+            },
+            "gt_instances": {"bbox_scores": s["bbox_scores"][i : i + 1]},
+        }
+        for i in range(n)
+    ]
+    return path, samples
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_pose_metric_honours_category_id_like_mmpose(tmp_path, exact):
+    """Two categories: sapiens2.PoseMetric equals mmpose's CocoMetric (old code scored all as 1)."""
+    try:
+        from mmpose.evaluation.metrics import CocoMetric
+    except Exception as e:  # noqa: BLE001 - any import failure of the optional reference
+        pytest.skip(f"mmpose CocoMetric not importable: {e}")
+    from evaluators.pose.mm_metric import PoseMetric
+
+    path, samples = _two_category_case(tmp_path)
+    if exact:  # predictions equal to the GT: AP 1.0 for both (the old code gave about 0.5)
+        gt = {a["id"]: a for a in __import__("json").loads(path.read_text())["annotations"]}
+        for smp in samples:
+            kp = np.asarray(gt[smp["id"]]["keypoints"], np.float64).reshape(1, K, 3)
+            smp["pred_instances"] = {"keypoints": kp[..., :2], "keypoint_scores": np.ones((1, K))}
+    ref = CocoMetric(ann_file=str(path), outfile_prefix=str(tmp_path / "mm"))
+    ref.dataset_meta = {"dataset_name": "tiny7", "num_keypoints": K, "sigmas": np.asarray(META["sigmas"])}
+    ref.process([], samples)
+    want = ref.compute_metrics(ref.results)
+    ours = PoseMetric(ann_file=str(path), meta=META)
+    ours.process([], samples)
+    got = {k.removeprefix("pose/"): v for k, v in ours.evaluate(len(samples)).items()}
+    if exact:
+        assert want["AP"] == pytest.approx(1.0) and got["AP"] == pytest.approx(1.0)
+    for key in ("AP", "AP .5", "AP .75", "AR", "AR .5", "AR .75"):
+        assert got[key] == pytest.approx(want[key], abs=1e-6), key

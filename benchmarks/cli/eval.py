@@ -37,7 +37,22 @@ def register(sub) -> None:
     pose = tasks.add_parser("pose", help="COCO keypoint AP/AR from a GT JSON and a results JSON")
     pose.add_argument("--gt", required=True, help="COCO-style GT JSON")
     pose.add_argument("--results", required=True, help="COCO keypoint results JSON")
-    pose.add_argument("--meta", help="keypoint metadata JSON (names, sigmas, parts); default keypoints308")
+    pose.add_argument(
+        "--meta",
+        help="keypoint metadata: built-in name (keypoints308, coco17) or JSON (names, sigmas, parts); "
+        "default: the built-in set with the GT's keypoint count (printed; an error when none or "
+        "several match)",
+    )
+    pose.add_argument(
+        "--no-area",
+        action="store_true",
+        help="GT without 'area' (CrowdPose/AIC/PoseTrack style): OKS scale and size ranges from "
+        "0.53 x box area (xtcocotools use_area=False)",
+    )
+    pose.add_argument(
+        "--parts",
+        help="comma-separated groups to evaluate (wholebody and/or part names); default: all",
+    )
     pose.add_argument(
         "--detection-area",
         choices=["body", "part"],

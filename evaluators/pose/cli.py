@@ -1,22 +1,66 @@
-"""``sapiens2-bench eval pose --gt GT.json --results RES.json [--meta META.json] [--json OUT]``.
+"""``sapiens2-bench eval pose --gt GT.json --results RES.json [--meta META] [--parts P,..] [--json OUT]``.
 
 Reads a COCO keypoint GT and a COCO keypoint results file, evaluates the whole keypoint set and
-every part of the metadata (default: the built-in set with the GT's keypoint count, e.g.
-keypoints308), prints a table and writes ``{"wholebody": {"AP": ..., ...}, "body": {...}, ...}``.
+every part of the metadata (or only the ``--parts`` asked for), prints which metadata was used and
+a table, and writes ``{"wholebody": {"AP": ..., ...}, "body": {...}, ...}``.
+
+Metadata: ``--meta`` (built-in name or JSON file); without it, the built-in set whose keypoint
+count equals the GT's (keypoints308 for 308, coco17 for 17). A count that no built-in set has, or
+that several have, or a GT without annotations, is an error asking for ``--meta``.
+
+This module and everything it imports need only NumPy (and orjson when installed): no torch.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 
 from evaluators.pose.coco_ap import STAT_NAMES, evaluate_parts
-from evaluators.pose.coco_io import load_coco_gt, load_coco_results
-from evaluators.pose.metadata import load_meta, meta_for_count
+from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
+from evaluators.pose.metadata import KeypointMeta, load_meta, meta_for_count
 from sapiens2.utils_io import write_json_atomic
 
 
+def choose_meta(meta_path, num_keypoints: int | None, gt_name: str = "GT") -> tuple[KeypointMeta, str]:
+    """The metadata to evaluate with, and a sentence saying how it was chosen.
+
+    Args:
+        meta_path: ``--meta`` value (built-in name, JSON path, dict, loaded metadata) or None.
+        num_keypoints: the GT's keypoint count (None: no annotation).
+        gt_name: the GT file name for messages.
+
+    Returns:
+        ``(meta, how)``.
+
+    Raises:
+        ValueError: no ``--meta`` and the count is unknown, matches no built-in set, or several;
+            or the given metadata's count differs from the GT's.
+    """
+    if meta_path is not None:
+        meta = meta_path if isinstance(meta_path, KeypointMeta) else load_meta(meta_path)
+        if num_keypoints is not None and meta.num_keypoints != num_keypoints:
+            raise ValueError(
+                f"--meta {meta.name}: {meta.num_keypoints} keypoints, but {gt_name} has {num_keypoints}"
+            )
+        return meta, f"metadata: {meta.name} ({meta.num_keypoints} keypoints, from --meta)"
+    if not num_keypoints:
+        raise ValueError(f"{gt_name}: no annotation, so the keypoint count is unknown; pass --meta")
+    meta = meta_for_count(num_keypoints, where=gt_name)
+    return meta, (
+        f"metadata: {meta.name} ({meta.num_keypoints} keypoints, chosen by the GT's keypoint count; "
+        "pass --meta to use another set)"
+    )
+
+
 def evaluate_files(
-    gt_path, results_path, meta_path=None, use_area: bool = True, detection_area: str = "body"
+    gt_path,
+    results_path,
+    meta_path=None,
+    use_area: bool = True,
+    detection_area: str = "body",
+    parts: list[str] | None = None,
+    info: list | None = None,
 ) -> dict[str, dict[str, float]]:
     """AP/AR per part for a GT file and a results file.
 
@@ -24,18 +68,24 @@ def evaluate_files(
         gt_path: COCO GT JSON.
         results_path: COCO keypoint results JSON.
         meta_path: keypoint metadata JSON or built-in name (None: by the GT's keypoint count).
-        use_area: xtcocotools' ``use_area``.
+        use_area: xtcocotools' ``use_area`` (False: OKS scale and size ranges from 0.53 x box area,
+            for files without ``area``).
         detection_area: ``"body"`` (official) or ``"part"``; see :func:`evaluate_parts`.
+        parts: evaluate only these groups (``wholebody`` and/or part names); None: all.
+        info: when given, a sentence saying which metadata was chosen is appended.
 
     Returns:
-        ``{part: {stat: value}}`` with ``wholebody`` first.
+        ``{part: {stat: value}}`` in the metadata's order, ``wholebody`` first.
     """
     meta = None if meta_path is None else load_meta(meta_path)
     gt, k = load_coco_gt(gt_path, meta.num_keypoints if meta else None, use_area=use_area)
-    if meta is None:
-        meta = meta_for_count(k)
-    dets = load_coco_results(results_path, gt, k)
-    return evaluate_parts(gt, dets, meta, use_area=use_area, detection_area=detection_area)
+    results = read_json_file(results_path, "COCO keypoint results")
+    meta, how = choose_meta(meta, k or None, str(gt_path))
+    if info is not None:
+        info.append(how)
+    dets = load_coco_results(results, gt, meta.num_keypoints, source=str(results_path))
+    del results
+    return evaluate_parts(gt, dets, meta, use_area=use_area, detection_area=detection_area, parts=parts)
 
 
 def format_table(stats: dict[str, dict[str, float]]) -> str:
@@ -51,10 +101,25 @@ def format_table(stats: dict[str, dict[str, float]]) -> str:
 def run_pose_eval(args) -> int:
     """Entry point of ``sapiens2-bench eval pose``; returns the exit code."""
     t0 = time.perf_counter()
-    stats = evaluate_files(
-        args.gt, args.results, getattr(args, "meta", None),
-        detection_area=getattr(args, "detection_area", "body"),
-    )
+    parts = getattr(args, "parts", None)
+    if isinstance(parts, str):
+        parts = [p.strip() for p in parts.split(",") if p.strip()]
+    info: list[str] = []
+    gc.disable()  # a short command over millions of acyclic JSON values: cycle collection only costs
+    try:
+        stats = evaluate_files(
+            args.gt,
+            args.results,
+            getattr(args, "meta", None),
+            use_area=not getattr(args, "no_area", False),
+            detection_area=getattr(args, "detection_area", "body"),
+            parts=parts,
+            info=info,
+        )
+    finally:
+        gc.enable()
+    for line in info:
+        print(line)
     print(format_table(stats))
     print(f"({time.perf_counter() - t0:.2f}s; -1 = no GT in that area range)")
     if getattr(args, "json_out", None):

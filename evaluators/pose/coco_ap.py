@@ -207,8 +207,9 @@ def evaluate_parts(
     max_dets: int = 20,
     use_area: bool = True,
     detection_area: str = "body",
+    parts: list[str] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """The ten statistics for the whole keypoint set and every part of ``meta``.
+    """The ten statistics for the whole keypoint set and every part of ``meta`` (or only ``parts``).
 
     Args:
         gt: ground truth arrays.
@@ -218,16 +219,27 @@ def evaluate_parts(
         use_area: xtcocotools' ``use_area``.
         detection_area: ``"body"`` (official: one area per detection, the box around its body
             keypoints, for every part) or ``"part"`` (the box around the scored part's keypoints).
+        parts: groups to evaluate (``wholebody`` and/or part names of ``meta``); None: all. Groups
+            not asked for are not computed.
 
     Returns:
-        ``{"wholebody": {stat: value}, "<part>": {...}, ...}``.
+        ``{"wholebody": {stat: value}, "<part>": {...}, ...}`` in the metadata's order.
+
+    Raises:
+        ValueError: ``parts`` names a group the metadata does not define.
     """
     area_ids = meta.detection_area_ids(detection_area)
+    groups = meta.groups()
+    if parts is not None:
+        unknown = [p for p in parts if p not in groups]
+        if unknown or not parts:
+            raise ValueError(f"parts {unknown or parts}: {meta.name} defines {list(groups)}")
+        groups = {p: ids for p, ids in groups.items() if p in parts}
     return {
         part: evaluate_keypoints(
             gt, dets, meta.sigmas, ids, max_dets, use_area, area_keypoint_ids=area_ids
         ).stats
-        for part, ids in meta.groups().items()
+        for part, ids in groups.items()
     }
 
 

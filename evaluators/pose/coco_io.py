@@ -1,11 +1,18 @@
 """Read COCO keypoint ground truth and results into the AP engine's arrays, with validation.
 
-Every error names the file (or ``source`` label) and the offending record.
+Every error names the file (or ``source`` label) and the offending record. JSON files are parsed
+with orjson when it is installed (several times faster than the standard library on large
+keypoint files), else with :mod:`json`; NaN/Infinity tokens, which orjson rejects, fall back to
+:mod:`json` so that the keypoint checks can name the record.
 """
 
 from __future__ import annotations
 
+import gc
+import json
 import math
+import mmap
+import stat
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -13,13 +20,64 @@ from typing import Any
 import numpy as np
 
 from evaluators.pose.coco_ap import KeypointDetections, KeypointGroundTruth, planar_keypoints
-from sapiens2.utils_io import read_json
+
+try:  # optional speed-up; the standard library gives the same objects
+    import orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    orjson = None
 
 
-def _load(obj_or_path: Any, what: str) -> tuple[Any, str]:
+def read_json_file(path: str | Path, what: str) -> Any:
+    """Parse a JSON file, with errors that say what was expected.
+
+    Args:
+        path: the file.
+        what: what the file should hold (for messages), e.g. ``"COCO keypoint results"``.
+
+    Raises:
+        FileNotFoundError: the path does not exist.
+        ValueError: the path is a directory, not a regular file (``/dev/null``, a pipe), empty,
+            or not valid JSON.
+    """
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{p}: no such file (expected a {what} JSON file)") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ValueError(f"{p}: is a directory, expected a {what} JSON file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{p}: not a regular file (a device or pipe), expected a {what} JSON file")
+    if st.st_size < 64 and not p.read_bytes().strip():
+        raise ValueError(f"{p}: empty file, expected a {what} JSON file")
+    enabled = gc.isenabled()
+    gc.disable()  # the parser makes only acyclic lists and dicts: no cycle collections while it runs
+    try:
+        return _parse(p, what)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse(p: Path, what: str) -> Any:
+    with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        if orjson is not None:  # parses straight from the mapped file: no copy of a large file
+            try:
+                with memoryview(mm) as view:
+                    return orjson.loads(view)
+            except orjson.JSONDecodeError:
+                pass  # NaN tokens or malformed: the standard parser decides and words the error
+        data = mm[:]
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{p}: malformed JSON ({e}), expected a {what} JSON file") from None
+
+
+def _load(obj_or_path: Any, what: str, source: str | None = None) -> tuple[Any, str]:
     if isinstance(obj_or_path, (str, Path)):
-        return read_json(obj_or_path), str(obj_or_path)
-    return obj_or_path, f"<{what}>"
+        return read_json_file(obj_or_path, what), str(obj_or_path)
+    return obj_or_path, source or f"<{what}>"
 
 
 def _kpt_array(values: Any, num_keypoints: int | None, src: str, rec: str) -> np.ndarray:
@@ -114,7 +172,7 @@ def load_coco_gt(
         ``(ground truth arrays, K)``. Annotations of images not listed in ``images`` are skipped,
         as COCOeval skips them.
     """
-    data, src = _load(obj_or_path, "ground truth")
+    data, src = _load(obj_or_path, "COCO keypoint ground truth")
     if not isinstance(data, dict):
         raise ValueError(f"{src}: a COCO ground truth must be a JSON object, got {type(data).__name__}")
     for key in ("images", "annotations"):
@@ -128,10 +186,16 @@ def load_coco_gt(
     image_ids = sorted(set(image_ids))
     pos = {iid: i for i, iid in enumerate(image_ids)}
     cats = data.get("categories")
-    if isinstance(cats, list) and cats:
-        category_ids = sorted({c["id"] for c in cats if isinstance(c, dict) and "id" in c})
-    else:
-        category_ids = sorted({a.get("category_id", 1) for a in data["annotations"] if isinstance(a, dict)})
+    if not isinstance(cats, list):
+        # xtcocotools' loadRes copies the GT's categories and fails with KeyError: 'categories'
+        raise ValueError(
+            f"{src}: missing the 'categories' list (xtcocotools cannot evaluate such a GT either); "
+            'add e.g. "categories": [{"id": 1, "name": "person"}]'
+        )
+    bad_cat = [i for i, c in enumerate(cats) if not isinstance(c, dict) or "id" not in c]
+    if bad_cat:
+        raise ValueError(f"{src}: categories[{bad_cat[0]}] has no 'id'")
+    category_ids = sorted({c["id"] for c in cats})
 
     anns = data["annotations"]
 
@@ -162,7 +226,10 @@ def load_coco_gt(
         area = ann.get("area")
         if area is None:
             if use_area:
-                raise ValueError(f"{src}: {rec_name(i)}: no 'area' (needed with use_area=True)")
+                raise ValueError(
+                    f"{src}: {rec_name(i)}: no 'area' (needed with use_area=True; for files without areas "
+                    "pass --no-area, or use_area=False in Python)"
+                )
             area = float("nan")
         img.append(p)
         cat.append(ann.get("category_id", 1))
@@ -189,7 +256,9 @@ def load_coco_gt(
     return gt, k
 
 
-def load_coco_results(obj_or_path: Any, gt: KeypointGroundTruth, num_keypoints: int) -> KeypointDetections:
+def load_coco_results(
+    obj_or_path: Any, gt: KeypointGroundTruth, num_keypoints: int, source: str | None = None
+) -> KeypointDetections:
     """Read COCO keypoint results (a list of ``{image_id, category_id, keypoints, score}``).
 
     Like ``COCO.loadRes``: when the first result has a non-empty ``bbox``, every result's area is
@@ -199,11 +268,12 @@ def load_coco_results(obj_or_path: Any, gt: KeypointGroundTruth, num_keypoints: 
         obj_or_path: path of the JSON file or the loaded list.
         gt: the ground truth (result image ids must be among its images).
         num_keypoints: K.
+        source: the name errors give a loaded list (default ``<COCO keypoint results>``).
 
     Returns:
         Detection arrays.
     """
-    data, src = _load(obj_or_path, "results")
+    data, src = _load(obj_or_path, "COCO keypoint results", source)
     if not isinstance(data, list):
         raise ValueError(f"{src}: COCO results must be a JSON list of objects, got {type(data).__name__}")
     pos = {iid: i for i, iid in enumerate(gt.image_ids)}

@@ -24,7 +24,7 @@ import torch.distributed as dist
 
 from evaluators.base import Evaluator
 from evaluators.pose.coco_ap import STAT_NAMES, evaluate_parts
-from evaluators.pose.coco_io import load_coco_gt, load_coco_results
+from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
 from evaluators.pose.metadata import KeypointMeta, load_meta
 from evaluators.pose.pipeline import to_coco_results
 from sapiens2 import distributed as D
@@ -108,6 +108,7 @@ class PoseEvaluator(Evaluator):
         gt_bboxes=None,
         gt_areas=None,
         gt_iscrowd=None,
+        gt_category_ids=None,
     ) -> None:
         """Add a batch of B predicted instances.
 
@@ -124,6 +125,7 @@ class PoseEvaluator(Evaluator):
             gt_bboxes: B x 4 GT boxes (x, y, w, h).
             gt_areas: B GT areas (default: box w * h).
             gt_iscrowd: B crowd flags (default 0).
+            gt_category_ids: B GT category ids (default: ``category_ids``).
         """
         if self._synced:
             raise RuntimeError("PoseEvaluator: update() after sync(); call reset() first")
@@ -147,7 +149,14 @@ class PoseEvaluator(Evaluator):
         if len(ids) != b:
             raise ValueError(f"image_ids: expected {b} ids, got {len(ids)}")
         bs = np.ones(b) if bbox_scores is None else _np(bbox_scores).reshape(b)
-        cats = [1] * b if category_ids is None else [int(c) for c in category_ids]
+        cats = [1] * b if category_ids is None else [int(c) for c in _np(category_ids, np.int64).reshape(-1)]
+        if len(cats) != b:
+            raise ValueError(f"category_ids: expected {b} ids, got {len(cats)}")
+        gcats = (
+            cats if gt_category_ids is None else [int(c) for c in _np(gt_category_ids, np.int64).reshape(-1)]
+        )
+        if len(gcats) != b:
+            raise ValueError(f"gt_category_ids: expected {b} ids, got {len(gcats)}")
         gk = _np(gt_keypoints)
         if gk is not None and gk.shape != (b, k, 3):
             raise ValueError(f"gt_keypoints: expected {(b, k, 3)}, got {gk.shape}")
@@ -184,6 +193,7 @@ class PoseEvaluator(Evaluator):
                     "bbox": gb[j],
                     "area": float(ga[j]),
                     "iscrowd": bool(crowd[j]),
+                    "category_id": gcats[j],
                 }
             if idx is None:
                 self._unindexed.append(rec)
@@ -229,9 +239,9 @@ class PoseEvaluator(Evaluator):
     def coco_gt(self) -> dict:
         """The COCO GT dict the evaluation uses (the given one, or one built from the samples)."""
         if self.gt_source is not None:
-            from sapiens2.utils_io import read_json
-
-            return read_json(self.gt_source) if isinstance(self.gt_source, (str, Path)) else self.gt_source
+            if isinstance(self.gt_source, (str, Path)):
+                return read_json_file(self.gt_source, "COCO keypoint ground truth")
+            return self.gt_source
         insts = self._instances()
         missing = sum("gt" not in r for r in insts)
         if missing:
@@ -246,7 +256,7 @@ class PoseEvaluator(Evaluator):
                 {
                     "id": n + 1,
                     "image_id": r["image_id"],
-                    "category_id": r["category_id"],
+                    "category_id": g.get("category_id", r["category_id"]),
                     "keypoints": g["keypoints"].reshape(-1).tolist(),
                     "bbox": g["bbox"].tolist(),
                     "area": g["area"],
@@ -254,7 +264,7 @@ class PoseEvaluator(Evaluator):
                     "num_keypoints": int((g["keypoints"][:, 2] > 0).sum()),
                 }
             )
-        cats = sorted({r["category_id"] for r in insts})
+        cats = sorted({r["category_id"] for r in insts} | {a["category_id"] for a in anns})
         return {
             "images": [{"id": i} for i in images],
             "annotations": anns,

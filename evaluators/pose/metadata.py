@@ -138,6 +138,8 @@ def meta_from_dict(d: dict[str, Any], source: str = "<metadata>") -> KeypointMet
 
 def load_meta(path_or_name: str | Path | dict | None) -> KeypointMeta:
     """Metadata from a JSON path, a dict, or a built-in name (None: ``keypoints308``)."""
+    if isinstance(path_or_name, KeypointMeta):
+        return path_or_name
     if path_or_name is None or path_or_name == "keypoints308":
         from sapiens2.reference import keypoints308
 
@@ -152,13 +154,29 @@ def load_meta(path_or_name: str | Path | dict | None) -> KeypointMeta:
     return meta_from_dict(read_json(path_or_name), str(path_or_name))
 
 
-def meta_for_count(num_keypoints: int) -> KeypointMeta:
-    """The built-in metadata with ``num_keypoints`` keypoints (308 or 17)."""
-    for name in ("keypoints308", "coco17"):
-        meta = load_meta(name)
-        if meta.num_keypoints == num_keypoints:
-            return meta
-    raise ValueError(
-        f"no built-in keypoint metadata has {num_keypoints} keypoints (built in: 308, 17); "
-        "pass a metadata JSON with names, sigmas and parts"
-    )
+BUILTIN_COUNTS = {"keypoints308": 308, "coco17": 17}
+
+
+def meta_for_count(num_keypoints: int, where: str = "the GT") -> KeypointMeta:
+    """The one built-in metadata with ``num_keypoints`` keypoints (308 or 17).
+
+    Args:
+        num_keypoints: the GT's keypoint count.
+        where: what holds that count (for messages).
+
+    Raises:
+        ValueError: no built-in set, or more than one, has that count (pass ``--meta``).
+    """
+    names = [n for n, k in BUILTIN_COUNTS.items() if k == num_keypoints]
+    if len(names) > 1:
+        raise ValueError(
+            f"{where}: {num_keypoints} keypoints is ambiguous (built-in sets {names} all have it); "
+            "pass --meta NAME or a metadata JSON"
+        )
+    if not names:
+        known = ", ".join(f"{n} ({k})" for n, k in BUILTIN_COUNTS.items())
+        raise ValueError(
+            f"{where}: no built-in keypoint metadata has {num_keypoints} keypoints (built in: {known}); "
+            "pass --meta with a metadata JSON holding names, sigmas and parts"
+        )
+    return load_meta(names[0])

@@ -3,9 +3,10 @@
 Data samples follow mmpose's top-down ``PoseDataSample`` layout (dicts or data elements):
 ``pred_instances.keypoints`` (N x K x 2, image pixels), ``pred_instances.keypoint_scores`` (N x K),
 optional ``pred_instances.bbox_scores`` / ``gt_instances.bbox_scores``, ``gt_instances.bbox_scales``
-(N x 2; their product is the OKS-NMS area, as in mmpose), ``img_id`` and ``sample_idx`` (dedup
-under DDP). The GT comes from ``ann_file`` (COCO JSON) or, without it, from each sample's
-``raw_ann_info`` (COCO annotation dict: keypoints, bbox, area, iscrowd).
+(N x 2; their product is the OKS-NMS area, as in mmpose), ``img_id``, ``category_id`` (default 1,
+as mmpose's ``CocoMetric``) and ``sample_idx`` (dedup under DDP). The GT comes from ``ann_file``
+(COCO JSON) or, without it, from each sample's ``raw_ann_info`` (COCO annotation dict: keypoints,
+bbox, area, iscrowd, category_id).
 
 Example:
     >>> from mmengine.evaluator import Evaluator as MMEvaluator
@@ -75,6 +76,8 @@ class PoseMetric(BaseMetric):
             scales = _field(s, "gt_instances", "bbox_scales")
             areas = np.prod(np.asarray(scales, np.float64), axis=1) if scales is not None else None
             idx = _field(s, "sample_idx")
+            cat = _field(s, "category_id")
+            cat = 1 if cat is None else int(np.asarray(cat).reshape(-1)[0])
             kwargs = {}
             if self.evaluator.gt_source is None:
                 ann = _field(s, "raw_ann_info")
@@ -88,10 +91,18 @@ class PoseMetric(BaseMetric):
                     gt_bboxes=np.tile(np.asarray(ann["bbox"], np.float64), (num, 1)),
                     gt_areas=np.full(num, float(ann.get("area", ann["bbox"][2] * ann["bbox"][3]))),
                     gt_iscrowd=np.full(num, bool(ann.get("iscrowd", 0))),
+                    gt_category_ids=np.full(num, int(ann.get("category_id", cat))),
                 )
             index = None if idx is None or num != 1 else [int(idx)]
             self.evaluator.update(
-                kps, ks, [_field(s, "img_id")] * num, index=index, bbox_scores=bs, areas=areas, **kwargs
+                kps,
+                ks,
+                [_field(s, "img_id")] * num,
+                index=index,
+                bbox_scores=bs,
+                areas=areas,
+                category_ids=np.full(num, cat),
+                **kwargs,
             )
 
     def evaluate(self, size: int) -> dict:

@@ -67,9 +67,7 @@ def run_pose_case(case: dict, root: Path, manifest: dict) -> CaseResult:
     meta = load_meta(root / case["meta_file"]) if case.get("meta_file") else meta_for_count(k)
     if meta.num_keypoints != k:
         raise ValueError(f"{name}: metadata has {meta.num_keypoints} keypoints, the GT has {k}")
-    ours_all = evaluate_parts(
-        gt, dets, meta, use_area=use_area, detection_area=detection_area_of(case)
-    )
+    ours_all = evaluate_parts(gt, dets, meta, use_area=use_area, detection_area=detection_area_of(case))
     expected = case.get("expected") or {}
     errors: dict[str, float] = {}
     missing = []
