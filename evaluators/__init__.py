@@ -5,8 +5,8 @@ registry's ``locations`` point here). The pose evaluator lives in ``evaluators.p
 
 Example:
     >>> from evaluators import SegEvaluator, NormalEvaluator, PointmapEvaluator, AlbedoEvaluator
-    >>> sorted(EVALUATORS)[:2]
-    ['albedo', 'normal']
+    >>> EVALUATORS.get("SegEvaluator") is SegEvaluator
+    True
 """
 
 from evaluators.albedo import AlbedoEvaluator
@@ -15,17 +15,13 @@ from evaluators.normal import NormalEvaluator
 from evaluators.pointmap import PointmapEvaluator
 from evaluators.seg import SegEvaluator
 
-EVALUATORS = {
-    "seg": SegEvaluator,
-    "normal": NormalEvaluator,
-    "pointmap": PointmapEvaluator,
-    "albedo": AlbedoEvaluator,
-}
+from evaluators.registry import EVALUATORS, build_evaluator, evaluator_class
 
 from evaluators import mm_metrics  # noqa: F401,E402  (registers the mmengine adapters)
 from evaluators.pose import PoseEvaluator  # noqa: E402
 
-EVALUATORS["pose"] = PoseEvaluator
+for _cls in (SegEvaluator, NormalEvaluator, PointmapEvaluator, AlbedoEvaluator, PoseEvaluator):
+    EVALUATORS.register_module(module=_cls, force=True)
 
 __all__ = [
     "EVALUATORS",
@@ -35,4 +31,6 @@ __all__ = [
     "PointmapEvaluator",
     "PoseEvaluator",
     "SegEvaluator",
+    "build_evaluator",
+    "evaluator_class",
 ]

@@ -1,13 +1,23 @@
-"""The metric registry of sapiens2-bench (scope ``sapiens2``, child of mmengine's ``METRICS``).
+"""Registries of the evaluators layer: ``METRICS`` (mmengine adapters) and ``EVALUATORS`` (ours).
 
-mmengine, mmpose or mmseg configs name our metrics with the ``sapiens2.`` prefix; ``locations``
-imports this package on first use, which registers every metric adapter.
+``METRICS`` (scope ``sapiens2``, child of mmengine's ``METRICS``): mmengine, mmpose or mmseg configs
+name our metrics with the ``sapiens2.`` prefix; ``locations`` imports this package on first use,
+which registers every metric adapter.
+
+``EVALUATORS``: the streaming evaluators by class name. The task table (``sapiens2.tasks``) names
+each task's evaluator by this type name, so the bottom layer never imports this one;
+:func:`build_evaluator` turns a task name (or a type name) into an evaluator with the task's
+official settings.
 
 Example:
-    >>> from evaluators.registry import METRICS
+    >>> from evaluators.registry import METRICS, build_evaluator
     >>> from sapiens2.registry import build_from_cfg_checked
     >>> type(build_from_cfg_checked(METRICS, dict(type="SegMetric", num_classes=3))).__name__
     'SegMetric'
+    >>> type(build_evaluator("normal")).__name__
+    'NormalEvaluator'
+    >>> build_evaluator("seg", num_classes=2).num_classes
+    2
 """
 
 from __future__ import annotations
@@ -16,3 +26,37 @@ from mmengine.registry import METRICS as MM_METRICS
 from mmengine.registry import Registry
 
 METRICS = Registry("metric", parent=MM_METRICS, scope="sapiens2", locations=["evaluators"])
+EVALUATORS = Registry("evaluator", scope="sapiens2", locations=["evaluators"])
+
+
+def evaluator_class(name: str) -> type:
+    """The evaluator class of a task name (``"seg"``) or a registered type name (``"SegEvaluator"``).
+
+    Raises:
+        sapiens2.errors.UnknownNameError: neither a task nor a registered evaluator type.
+    """
+    from sapiens2.errors import UnknownNameError
+    from sapiens2.tasks import get_task, task_names
+
+    EVALUATORS.import_from_location()
+    type_name = get_task(name).evaluator if name in task_names() else name
+    cls = EVALUATORS.get(type_name) if isinstance(type_name, str) else None
+    if cls is None:
+        raise UnknownNameError("evaluator", name, [*task_names(), *sorted(EVALUATORS.module_dict)])
+    return cls
+
+
+def build_evaluator(name: str, **kwargs):
+    """An evaluator for a task (its official settings from the task table) or a registered type.
+
+    Args:
+        name: task name or registered evaluator type name.
+        **kwargs: override the task's ``evaluator_kwargs``.
+
+    Returns:
+        The evaluator.
+    """
+    from sapiens2.tasks import get_task, task_names
+
+    base = dict(get_task(name).evaluator_kwargs) if name in task_names() else {}
+    return evaluator_class(name)(**{**base, **kwargs})

@@ -1,0 +1,20 @@
+"""Diffuse albedo in [0, 1]: MAE, PSNR, SSIM inside the mask."""
+
+from sapiens2.tasks.spec import Feed, TaskSpec, register_task
+
+SPEC = register_task(TaskSpec(
+    name="albedo",
+    dataset="AlbedoDataset",
+    estimator="AlbedoEstimator",
+    head="AlbedoHead",
+    head_predictor="conv_albedo",
+    official_config_task="albedo",
+    evaluator="AlbedoEvaluator",
+    feed=Feed("dense", gt_key="albedo", mask_key="mask"),
+    prediction_key="albedo",
+    headline="mae",
+    higher_is_better=False,
+    visualiser="draw_albedo",
+    value_kind="unit",
+    file_formats={"pred": (".npy", ".png", ".exr"), "gt": (".npy", ".png", ".exr"), "mask": (".npy", ".png")},
+))
