@@ -9,16 +9,14 @@ Example:
     True
 """
 
+from evaluators import mm_metrics  # noqa: F401,E402  (registers the mmengine adapters)
 from evaluators.albedo import AlbedoEvaluator
 from evaluators.base import Evaluator
 from evaluators.normal import NormalEvaluator
 from evaluators.pointmap import PointmapEvaluator
-from evaluators.seg import SegEvaluator
-
-from evaluators.registry import EVALUATORS, build_evaluator, evaluator_class
-
-from evaluators import mm_metrics  # noqa: F401,E402  (registers the mmengine adapters)
 from evaluators.pose import PoseEvaluator  # noqa: E402
+from evaluators.registry import EVALUATORS, build_evaluator, evaluator_class
+from evaluators.seg import SegEvaluator
 
 for _cls in (SegEvaluator, NormalEvaluator, PointmapEvaluator, AlbedoEvaluator, PoseEvaluator):
     EVALUATORS.register_module(module=_cls, force=True)

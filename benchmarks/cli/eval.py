@@ -1,8 +1,8 @@
 """``sapiens2-bench eval {pose,seg,normal,pointmap,albedo}``: evaluate prediction files against GT files.
 
 Dense tasks read folders of files matched by stem (formats in sapiens2/datasets/README.md), print a
-table and write ``--json OUT`` atomically (the library function: ``evaluators.folders.evaluate_folders``). ``pose`` reads a COCO GT JSON and a COCO results JSON
-(``evaluators.pose.cli``).
+table and write ``--json OUT`` atomically (library: ``evaluators.folders.evaluate_folders``). ``pose``
+reads a COCO GT JSON and a COCO results JSON (``evaluators.pose.cli``).
 """
 
 from __future__ import annotations

@@ -81,8 +81,9 @@ class NormalDataset(_MaskedDataset):
     """Image + camera-frame surface normals + mask.
 
     Normals: ``.npy`` (H x W x 3 float), ``.exr`` (3 channels R, G, B = x, y, z) or 8/16-bit RGB
-    PNG (``n = v / vmax * 2 - 1``; formats in ``README.md``). Without a ``mask`` entry the mask is the pixels with a finite
-    normal of length > 0.5. Normals are re-normalised inside the mask and zero outside.
+    PNG (``n = v / vmax * 2 - 1``; formats in ``README.md``). Without a ``mask`` entry the mask is
+    the pixels with a finite normal of length > 0.5. Normals are re-normalised inside the mask and
+    zero outside.
 
     Sample keys: ``index``, ``id``, ``image``, ``normal`` (3 x H x W float32), ``mask`` (H x W bool).
     """

@@ -200,7 +200,9 @@ def _read_any(path: Path, record, what: str) -> np.ndarray:
         return read_png(path, record)
     if suffix == ".exr":
         return read_exr(path, record)
-    raise DatasetError(f"{where(path, record)}: unsupported {what} format {suffix!r}; expected .npy, .png, .exr")
+    raise DatasetError(
+        f"{where(path, record)}: unsupported {what} format {suffix!r}; expected .npy, .png or .exr"
+    )
 
 
 def read_label(path: str | os.PathLike, num_classes: int | None = None, ignore_index: int | None = None,
@@ -230,8 +232,8 @@ def read_label(path: str | os.PathLike, num_classes: int | None = None, ignore_i
     return arr
 
 
-def read_seg_prediction(path: str | os.PathLike, num_classes: int | None = None, ignore_index: int | None = None,
-                        record=None) -> tuple[np.ndarray, bool]:
+def read_seg_prediction(path: str | os.PathLike, num_classes: int | None = None,
+                        ignore_index: int | None = None, record=None) -> tuple[np.ndarray, bool]:
     """Read a seg prediction: float ``.npy`` logits C x h x w, or a label map (PNG / integer ``.npy``).
 
     Returns:

@@ -6,6 +6,8 @@ Example:
     'SegEvaluator'
 """
 
+import importlib
+
 from sapiens2.tasks.spec import (
     Feed,
     TaskSpec,
@@ -16,7 +18,9 @@ from sapiens2.tasks.spec import (
     unregister_task,
 )
 
-# Registration order is the display order everywhere (CLI choices, tables).
-from sapiens2.tasks import pose, seg, normal, pointmap, albedo  # noqa: E402,F401,I001
+# The registration: one module per task. This order is the display order everywhere (CLI choices,
+# tables); a module registers its spec when imported.
+for _module in ("pose", "seg", "normal", "pointmap", "albedo"):
+    importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = ["Feed", "TaskSpec", "all_tasks", "get_task", "register_task", "task_names", "unregister_task"]
