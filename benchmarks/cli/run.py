@@ -142,12 +142,11 @@ def _mediapipe(data, out, quick: bool) -> None:
     except RuntimeError as e:
         print(f"  mediapipe reference: skipped ({e})")
         return
-    from benchmarks.cli import system
+    from benchmarks.systems.mediapipe_records import run_mediapipe
 
     print("  mediapipe reference system (pretrained, shared keypoints / person mask)", flush=True)
-    system.run(argparse.Namespace(name="mediapipe", data=str(data), out=str(out), n=8 if quick else None,
-                                  input_size="192x256", min_detection_confidence=0.5, tasks="pose,seg",
-                                  no_progress=False, debug=False))
+    for p in run_mediapipe(out, data=data, n=8 if quick else None, input_size_hw=(256, 192)):
+        print(f"wrote {p}")
 
 
 def _print_summary(results) -> None:
