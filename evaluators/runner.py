@@ -10,12 +10,15 @@ evaluator arguments is read off the task table (``sapiens2.tasks``, ``TaskSpec.f
 Example:
     >>> import torch
     >>> from evaluators.registry import build_evaluator
-    >>> gt = torch.nn.functional.normalize(torch.randn(2, 3, 4, 4), dim=1)
+    >>> gt = torch.zeros(2, 3, 4, 4)
+    >>> gt[:, 2] = 1.0  # every normal along +z
+    >>> pred = gt.clone()
+    >>> pred[1, 2], pred[1, 0] = 0.0, 1.0  # sample 1 predicts +x: 90 degrees off
     >>> mask = torch.ones(2, 4, 4, dtype=torch.bool)
-    >>> ups = [dense_update("normal", gt[i:i + 1], gt[i:i + 1], mask[i:i + 1], index=[i]) for i in range(2)]
+    >>> ups = [dense_update("normal", pred[i:i + 1], gt[i:i + 1], mask[i:i + 1], index=[i]) for i in range(2)]
     >>> res = run_evaluation(build_evaluator("normal"), ups)
     >>> round(res.metrics["normal_mae"], 3), res.updates
-    (0.0, 2)
+    (45.0, 2)
 """
 
 from __future__ import annotations
