@@ -107,6 +107,7 @@ def _table2(args, sizes) -> int:
     from benchmarks.probe.api import run_probe
     from benchmarks.probe.protocol import default_protocol, quick_protocol
     from benchmarks.reproduce.tables import checkpoint_path
+    from sapiens2.tasks import task_names
 
     protocol = quick_protocol() if args.quick else default_protocol()
     missing, ready = [], []
@@ -130,7 +131,7 @@ def _table2(args, sizes) -> int:
     out = Path(args.out)
     paths = []
     for size, path in ready:
-        paths += run_probe(f"sapiens2_{size}", "pose,seg,normal,pointmap,albedo", data, out / "results",
+        paths += run_probe(f"sapiens2_{size}", ",".join(task_names()), data, out / "results",
                            protocol=protocol, checkpoint=str(path), device=args.device)
     print(f"\nour protocol {protocol.protocol_id()} on {data}; the paper's Table 2 protocol is unpublished, "
           "so its numbers are context only (no deltas):")

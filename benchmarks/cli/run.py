@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import time
 
+from sapiens2.tasks import task_names
+
 DEFAULT_BACKBONES = ("gt-oracle", "sapiens2_0.1b", "dinov2_small", "pixels")
 QUICK_BACKBONES = ("gt-oracle", "sapiens2_tiny", "pixels")
-TASKS = "pose,seg,normal,pointmap,albedo"
+TASKS = ",".join(task_names())
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -157,7 +159,7 @@ def _print_summary(results) -> None:
     long = records_to_frame(load_records([results], skip_foreign=True))
     if not len(long):
         return
-    tasks = ["pose", "seg", "normal", "pointmap", "albedo"]
+    tasks = list(task_names())
     print(f"\n{'model':<34} {'protocol':<34} " + " ".join(f"{t:>20}" for t in tasks))
     for (model, pkey), g in long.groupby(["model", "protocol_key"], sort=False):
         cells = []
