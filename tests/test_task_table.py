@@ -133,7 +133,7 @@ def test_a_new_task_is_one_spec_and_its_registration(tmp_path):
 
     spec = TaskSpec(
         name="toy_albedo", dataset="AlbedoDataset", estimator="AlbedoEstimator", head="AlbedoHead",
-        head_predictor="conv_albedo", official_config_task="albedo", evaluator="AlbedoEvaluator",
+        evaluator="AlbedoEvaluator",
         feed=Feed("dense", gt_key="albedo", mask_key="mask"), prediction_key="albedo", headline="mae",
         higher_is_better=False, visualiser="draw_albedo", value_kind="unit",
         file_formats={"pred": (".npy",), "gt": (".npy",)},

@@ -3,19 +3,8 @@
 from sapiens2.tasks.spec import Feed, TaskSpec, register_task
 
 SPEC = register_task(TaskSpec(
-    name="normal",
-    dataset="NormalDataset",
-    estimator="NormalEstimator",
-    head="NormalHead",
-    head_predictor="conv_normal",
-    official_config_task="normal",
-    evaluator="NormalEvaluator",
-    feed=Feed("dense", gt_key="normal", mask_key="mask"),
-    prediction_key="normals",
-    headline="normal_mae",
-    higher_is_better=False,
-    visualiser="draw_normal",
-    value_kind="normal",
-    file_formats={"pred": (".npy", ".png", ".exr"), "gt": (".npy", ".png", ".exr"), "mask": (".npy", ".png")},
-    hf_class="Sapiens2ForNormalEstimation",
+    name="normal", dataset="NormalDataset", estimator="NormalEstimator", head="NormalHead",
+    evaluator="NormalEvaluator", feed=Feed("dense", gt_key="normal", mask_key="mask"),
+    prediction_key="normals", headline="normal_mae", higher_is_better=False, visualiser="draw_normal",
+    value_kind="normal", hf_class="Sapiens2ForNormalEstimation",
 ))

@@ -29,6 +29,7 @@ from sapiens2.errors import UnknownNameError
 
 FEED_KINDS = ("dense", "labels", "keypoints")
 VALUE_KINDS = ("labels", "normal", "unit", "float", "keypoints")
+DENSE_FORMATS = {"pred": (".npy", ".png", ".exr"), "gt": (".npy", ".png", ".exr"), "mask": (".npy", ".png")}
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,10 @@ class TaskSpec:
         dataset: registered ``sapiens2.registry.DATASETS`` type of the reader.
         estimator: registered ``MODELS`` type of the task model.
         head: registered ``MODELS`` type of its decode head.
-        head_predictor: name of the head's final layer in the official checkpoints (``conv_seg``).
+        head_predictor: name of the head's final layer in the official checkpoints (default
+            ``conv_<name>``).
         official_config_task: the task word in the official config names
-            (``sapiens2_0.4b_<word>_...``).
+            (``sapiens2_0.4b_<word>_...``; default: the name).
         evaluator: registered ``evaluators.registry.EVALUATORS`` type.
         evaluator_kwargs: keyword arguments of the evaluator under the official protocol.
         feed: how predictions and samples feed the evaluator.
@@ -71,7 +73,8 @@ class TaskSpec:
             ``labels`` (integer label maps), ``normal`` (direction vectors; integer PNG
             ``v / vmax * 2 - 1``), ``unit`` (values in [0, 1]; integer PNG ``v / vmax``), ``float``
             (real units; floats only) or ``keypoints`` (COCO JSON).
-        file_formats: suffixes accepted for prediction and GT files (``pred``/``gt``/``mask`` keys).
+        file_formats: suffixes accepted for prediction and GT files (``pred``/``gt``/``mask`` keys;
+            default :data:`DENSE_FORMATS`).
         hf_class: the Hugging Face ``transformers`` class of the released checkpoints, or None.
     """
 
@@ -79,8 +82,6 @@ class TaskSpec:
     dataset: str
     estimator: str
     head: str
-    head_predictor: str
-    official_config_task: str
     evaluator: str
     feed: Feed
     prediction_key: str
@@ -88,11 +89,15 @@ class TaskSpec:
     higher_is_better: bool
     visualiser: str
     value_kind: str
-    file_formats: Mapping[str, tuple[str, ...]]
+    head_predictor: str = ""
+    official_config_task: str = ""
+    file_formats: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DENSE_FORMATS))
     evaluator_kwargs: Mapping[str, object] = field(default_factory=dict)
     hf_class: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "head_predictor", self.head_predictor or f"conv_{self.name}")
+        object.__setattr__(self, "official_config_task", self.official_config_task or self.name)
         if self.feed.kind not in FEED_KINDS:
             raise ValueError(f"task {self.name!r}: feed kind {self.feed.kind!r} not in {FEED_KINDS}")
         if self.value_kind not in VALUE_KINDS:
