@@ -101,12 +101,15 @@ def test_every_registered_evaluator_is_some_tasks_and_merges(type_name):
         assert callable(getattr(ev, method))
 
 
-def test_every_task_has_a_probe_task_and_catalog_metrics():
+def test_every_task_has_a_probe_task_catalog_metrics_and_a_schema_entry():
     from benchmarks.probe.tasks import TASK_CLASSES
     from leaderboard.catalog import TASK_METRICS
+    from leaderboard.schema import RESULT_SCHEMA
 
     assert tuple(TASK_CLASSES) == task_names()
     assert tuple(TASK_METRICS) == task_names()
+    # The published JSON Schema file is static: a new task must be added to its enum too.
+    assert tuple(RESULT_SCHEMA["properties"]["task"]["enum"]) == task_names()
 
 
 def test_every_probe_backbone_type_builds_from_a_tiny_preset():
