@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sapiens2.utils_io import file_sha256
+
 TABLE_TASKS = {"table3": "pose", "table4": "seg", "table5": "pointmap", "table6": "normal",
                "table7": "albedo"}
 SIZES = ("0.4b", "0.8b", "1b", "5b")
@@ -177,7 +179,7 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=OF
     rec = make_record(
         model={"name": job.model_name, "backbone": f"sapiens2_{job.size}", "params": params,
                "weights": "checkpoint",
-               "checkpoint": {"path": str(job.checkpoint), "sha256": _sha256(job.checkpoint)}},
+               "checkpoint": {"path": str(job.checkpoint), "sha256": file_sha256(job.checkpoint)}},
         task=job.task,
         dataset={"name": str(info.get("name") or Path(data_root).name), "split": "test",
                  "content_hash": dataset_content_hash(manifest), "num_samples": n,
@@ -193,10 +195,3 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=OF
     )
     return write_record(Path(out_dir) / job.model_name / f"{job.task}.json", rec)
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
