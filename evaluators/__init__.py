@@ -11,9 +11,11 @@ mmengine configs: ``custom_imports = dict(imports=["evaluators.registry"])`` cre
 ``import evaluators`` does that too when mmengine is already loaded (as in any mmengine run).
 
 Example:
-    >>> from evaluators import EVALUATORS, SegEvaluator, NormalEvaluator, PointmapEvaluator
-    >>> sorted(EVALUATORS)[:2]
-    ['albedo', 'normal']
+    >>> from evaluators import EVALUATORS, SegEvaluator, build_evaluator
+    >>> EVALUATORS.get("SegEvaluator") is SegEvaluator
+    True
+    >>> type(build_evaluator("normal")).__name__
+    'NormalEvaluator'
 """
 
 from __future__ import annotations
@@ -30,19 +32,16 @@ _LAZY = {
     "SegEvaluator": "evaluators.seg",
 }
 
-__all__ = ["EVALUATORS", *sorted(_LAZY)]
+# The registry and its look-ups (evaluators.registry needs mmengine, not torch).
+_FROM_REGISTRY = ("EVALUATORS", "build_evaluator", "evaluator_class")
 
-
-def _evaluators() -> dict:
-    names = {"seg": "SegEvaluator", "normal": "NormalEvaluator", "pointmap": "PointmapEvaluator"}
-    names.update(albedo="AlbedoEvaluator", pose="PoseEvaluator")
-    return {task: __getattr__(cls) for task, cls in names.items()}
+__all__ = [*_FROM_REGISTRY, *sorted(_LAZY)]
 
 
 def __getattr__(name: str):
-    """Import the evaluator class (or build ``EVALUATORS``) on first access."""
-    if name == "EVALUATORS":
-        value = _evaluators()
+    """Import the evaluator class (or the registry's names) on first access."""
+    if name in _FROM_REGISTRY:
+        value = getattr(importlib.import_module("evaluators.registry"), name)
     elif name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
     else:

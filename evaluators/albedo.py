@@ -37,6 +37,7 @@ from evaluators.dense_common import (
     require_valid_pixels,
 )
 from evaluators.filters import gaussian_blur, gaussian_window
+from evaluators.registry import EVALUATORS
 
 __all__ = ["AlbedoEvaluator", "gaussian_window", "masked_ssim_map"]
 
@@ -89,6 +90,7 @@ def masked_ssim_map(
     return num.div_(den), support[:, 0] > 0.5
 
 
+@EVALUATORS.register_module()
 class AlbedoEvaluator(Evaluator):
     """Streaming albedo evaluator.
 

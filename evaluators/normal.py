@@ -40,6 +40,7 @@ from evaluators.dense_common import (
     single_thread,
     unit_angle_deg,
 )
+from evaluators.registry import EVALUATORS
 
 OFFICIAL_BIN_DEG = 0.5
 FINE_BIN_DEG = 0.001
@@ -94,6 +95,7 @@ def quantised_median(counts: torch.Tensor, step: float) -> float:
     return 0.5 * (lo + hi) * step
 
 
+@EVALUATORS.register_module()
 class NormalEvaluator(Evaluator):
     """Streaming surface-normal evaluator.
 

@@ -42,6 +42,7 @@ from evaluators.dense_common import (
     require_valid_pixels,
     single_thread,
 )
+from evaluators.registry import EVALUATORS
 
 DEFAULT_DISTANCES = (0.05, 0.1, 0.2)
 DEFAULT_ANGLES = (5.0, 11.25, 22.5, 30.0)
@@ -115,6 +116,7 @@ def normal_angle_deg(n1: torch.Tensor, n2: torch.Tensor) -> torch.Tensor:
     return torch.rad2deg(torch.acos(_dot3(n1, n2).div_(den).clamp_(-1.0, 1.0)))
 
 
+@EVALUATORS.register_module()
 class PointmapEvaluator(Evaluator):
     """Streaming pointmap evaluator (raw, scale-aligned and scale-and-shift-aligned).
 

@@ -25,6 +25,7 @@ import torch
 
 from evaluators.base import Evaluator
 from evaluators.dense_common import as_tensor, check_bchw, masked_bincount, resize_to
+from evaluators.registry import EVALUATORS
 
 PER_CLASS_METRICS = ("IoU", "Acc", "Dice", "Fscore", "Precision", "Recall")
 SUMMARY_KEYS = ("aAcc", "mIoU", "mAcc", "mDice", "mFscore", "mPrecision", "mRecall")
@@ -167,6 +168,7 @@ def _nanmean(x: torch.Tensor) -> float:
     return float(v.mean()) if v.numel() else math.nan
 
 
+@EVALUATORS.register_module()
 class SegEvaluator(Evaluator):
     """Streaming body-part segmentation evaluator (29 classes by default).
 

@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.integrity import RECORD_HASH_FIELD, canonical_json, check_protocol_id, record_hash
+from sapiens2.tasks import task_names
 
 SCHEMA_ID = "sapiens2-bench/result"
 SCHEMA_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 SCHEMA_FILE = Path(__file__).with_name("result.schema.json")
-TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
+TASKS = task_names()
 PROTOCOL_KINDS = ("eval", "probe")
 
 

@@ -23,12 +23,13 @@ from leaderboard.catalog import (
 )
 from leaderboard.merge import dataset_key, dataset_labels, dedupe_records, model_name_key
 from leaderboard.paper import protocol_key
+from sapiens2.tasks import task_names
 
 LONG_COLUMNS = [
     "source", "table", "model", "model_key", "params", "task", "protocol_kind", "protocol_id",
     "protocol_key", "dataset", "metric", "value", "std", "n_seeds", "seeds", "run_ids", "paths",
 ]
-TASK_ORDER = ["pose", "seg", "normal", "pointmap", "albedo"]
+TASK_ORDER = list(task_names())
 
 
 def records_to_frame(records: list[dict], notes: list[tuple[str, str, str]] | None = None) -> pd.DataFrame:

@@ -99,3 +99,14 @@ def read_json(path: str | os.PathLike) -> Any:
             return json.load(f)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: malformed JSON ({e})") from e
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """SHA-256 hex digest of a file's bytes, read in 1 MiB chunks."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

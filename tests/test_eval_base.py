@@ -107,7 +107,8 @@ def test_sync_is_noop_on_one_process_and_blocks_nothing():
         "evaluators.normal",
         "evaluators.pointmap",
         "evaluators.albedo",
-        "evaluators.io",
+        "evaluators.runner",
+        "evaluators.folders",
         "evaluators.mm_metrics",
     ],
 )

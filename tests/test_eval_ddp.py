@@ -51,10 +51,10 @@ def make_dataset(task: str, n: int = N_SAMPLES) -> list[tuple]:
 
 
 def build(task: str):
-    from evaluators import EVALUATORS
+    from evaluators import build_evaluator
 
     kw = {"num_classes": 5} if task == "seg" else {}
-    return EVALUATORS[task](**kw)
+    return build_evaluator(task, **kw)
 
 
 def run_over(ev, items, indices: list[int], keyed: bool = True) -> None:

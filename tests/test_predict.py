@@ -93,7 +93,8 @@ def test_checkpoint_prediction_matches_direct_model_call(photos, tmp_path):
     import cv2
     from safetensors.torch import save_file
 
-    from benchmarks.cli.predict import read_image, to_tensor
+    from sapiens2.datasets.io import read_rgb as read_image
+    from sapiens2.inference import to_tensor
     from sapiens2.models.builder import build_model
 
     torch.manual_seed(3)
@@ -115,15 +116,18 @@ def test_checkpoint_prediction_matches_direct_model_call(photos, tmp_path):
 
 
 def test_pose_crop_maps_box_centre_to_input_centre():
-    from benchmarks.cli.predict import pose_crop
+    from sapiens2.inference import pose_crop
 
     image = np.zeros((200, 300, 3), np.uint8)
     image[100, 150] = 255
     crop, mat = pose_crop(image, (100, 50, 200, 150), 1.25, (64, 48))
     assert crop.shape == (64, 48, 3)
-    np.testing.assert_allclose(mat @ np.array([150, 100, 1.0]), [24, 32])
-    # Aspect ratio fixed to the input's: equal scale on both axes.
-    assert mat[0, 0] == mat[1, 1]
+    # The pose reader's UDP crop: pixel centres at integers, so the centre is ((w - 1) / 2, (h - 1) / 2).
+    np.testing.assert_allclose(mat @ np.array([150, 100, 1.0]), [23.5, 31.5])
+    # Aspect ratio fixed to the input's: the box the crop covers (extent size - 1 in UDP) is 48:64.
+    box_w, box_h = 47 / mat[0, 0], 63 / mat[1, 1]
+    assert box_w / box_h == pytest.approx(48 / 64)
+    assert box_w == pytest.approx(100 * 1.25)  # the wider side, padded
 
 
 def test_pose_with_bbox(photos, tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sapiens2.tasks import task_names
+
 
 def register(sub) -> None:
     p = sub.add_parser("leaderboard", help="build leaderboard reports from result records")
@@ -27,7 +29,7 @@ def register(sub) -> None:
     s.set_defaults(func=_schema)
 
     r = lsub.add_parser("paper", help="print the paper's reported numbers in our metric names and units")
-    r.add_argument("--task", choices=["pose", "seg", "normal", "pointmap", "albedo"])
+    r.add_argument("--task", choices=task_names())
     r.add_argument("--table", help="e.g. 'Table 3'")
     r.set_defaults(func=_paper)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

@@ -98,6 +98,11 @@ def format_table(rows: list[dict]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Compute, print and optionally write the model card; returns the exit code."""
+    return print_model_card(args.arch, args.json, args.csv)
+
+
+def print_model_card(archs: list[str] | None = None, json_path=None, csv_path=None) -> int:
+    """Compute and print the model card of ``archs`` (default: all); optionally write JSON / CSV."""
     import csv
     import io
     import resource
@@ -107,23 +112,23 @@ def run(args: argparse.Namespace) -> int:
     from sapiens2.utils_io import write_json_atomic, write_text_atomic
 
     start = time.perf_counter()
-    rows = compute_rows(args.arch)
+    rows = compute_rows(archs)
     seconds = time.perf_counter() - start
     print(format_table(rows))
     print(f"\nFLOPs convention: {CARD_CONVENTION}.")
     print("params: exact count of our implementation (official num_params); paper values as printed.")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"computed in {seconds:.1f} s on the meta device, peak RSS {peak_mb:.0f} MB")
-    if args.json:
+    if json_path:
         units = {"params": "count", "flops": "MACs (card convention)",
                  "flops_total_2x_macs": "FLOPs, 2 per MAC, attention included"}
-        write_json_atomic(args.json, {"rows": rows, "convention": CARD_CONVENTION, "units": units})
-        print(f"wrote {args.json}")
-    if args.csv:
+        write_json_atomic(json_path, {"rows": rows, "convention": CARD_CONVENTION, "units": units})
+        print(f"wrote {json_path}")
+    if csv_path:
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
-        write_text_atomic(args.csv, buf.getvalue())
-        print(f"wrote {args.csv}")
+        write_text_atomic(csv_path, buf.getvalue())
+        print(f"wrote {csv_path}")
     return 0

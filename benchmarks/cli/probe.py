@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from sapiens2.tasks import task_names
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``probe`` subcommand."""
@@ -33,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="backbone weights: a .safetensors/.pth file or a transformers save_pretrained folder",
     )
-    p.add_argument("--tasks", default="pose,seg,normal,pointmap,albedo", help="comma-separated tasks")
+    p.add_argument("--tasks", default=",".join(task_names()), help="comma-separated tasks")
     p.add_argument("--data", default=None, help="dataset folder (default: the embedded synthetic split)")
     p.add_argument("--out", default="results/probe", help="output folder")
     p.add_argument("--seeds", default="0", help="comma-separated decoder seeds")

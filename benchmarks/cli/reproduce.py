@@ -59,20 +59,12 @@ def _arch_settings(value):
     return settings
 
 
-def _input_size(text: str) -> tuple[int, int]:
-    try:
-        h, w = (int(v) for v in text.lower().split("x"))
-    except ValueError as e:
-        raise ValueError(f"--input-size: expected HxW, got {text!r}") from e
-    return h, w
-
-
 def run(args: argparse.Namespace) -> int:
     """Reproduce one table; returns the exit code (2 when nothing could run)."""
     if args.table == "table1":
         from benchmarks.cli import model_card
 
-        return model_card.run(argparse.Namespace(arch=None, json=args.json, csv=None))
+        return model_card.print_model_card(None, args.json)
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     if args.table == "table2":
         return _table2(args, sizes)
@@ -94,7 +86,9 @@ def _task_table(args, sizes) -> int:
         print(f"{args.table} ({task}): nothing to evaluate")
         return 2
     settings = _arch_settings(args.arch_settings)
-    input_size = _input_size(args.input_size)
+    from benchmarks.cli.convert import parse_hw
+
+    input_size = parse_hw(args.input_size)
     proto = protocol_for(input_size, settings)
     if proto.get("protocol_id"):
         print(f"note: non-official setup -> protocol {proto['protocol_id']} ({proto['description']}); "
@@ -113,6 +107,7 @@ def _table2(args, sizes) -> int:
     from benchmarks.probe.api import run_probe
     from benchmarks.probe.protocol import default_protocol, quick_protocol
     from benchmarks.reproduce.tables import checkpoint_path
+    from sapiens2.tasks import task_names
 
     protocol = quick_protocol() if args.quick else default_protocol()
     missing, ready = [], []
@@ -136,7 +131,7 @@ def _table2(args, sizes) -> int:
     out = Path(args.out)
     paths = []
     for size, path in ready:
-        paths += run_probe(f"sapiens2_{size}", "pose,seg,normal,pointmap,albedo", data, out / "results",
+        paths += run_probe(f"sapiens2_{size}", ",".join(task_names()), data, out / "results",
                            protocol=protocol, checkpoint=str(path), device=args.device)
     print(f"\nour protocol {protocol.protocol_id()} on {data}; the paper's Table 2 protocol is unpublished, "
           "so its numbers are context only (no deltas):")

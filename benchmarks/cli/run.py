@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import time
 
+from sapiens2.tasks import task_names
+
 DEFAULT_BACKBONES = ("gt-oracle", "sapiens2_0.1b", "dinov2_small", "pixels")
 QUICK_BACKBONES = ("gt-oracle", "sapiens2_tiny", "pixels")
-TASKS = "pose,seg,normal,pointmap,albedo"
+TASKS = ",".join(task_names())
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -142,12 +144,11 @@ def _mediapipe(data, out, quick: bool) -> None:
     except RuntimeError as e:
         print(f"  mediapipe reference: skipped ({e})")
         return
-    from benchmarks.cli import system
+    from benchmarks.systems.mediapipe_records import run_mediapipe
 
     print("  mediapipe reference system (pretrained, shared keypoints / person mask)", flush=True)
-    system.run(argparse.Namespace(name="mediapipe", data=str(data), out=str(out), n=8 if quick else None,
-                                  input_size="192x256", min_detection_confidence=0.5, tasks="pose,seg",
-                                  no_progress=False, debug=False))
+    for p in run_mediapipe(out, data=data, n=8 if quick else None, input_size_hw=(256, 192)):
+        print(f"wrote {p}")
 
 
 def _print_summary(results) -> None:
@@ -158,7 +159,7 @@ def _print_summary(results) -> None:
     long = records_to_frame(load_records([results], skip_foreign=True))
     if not len(long):
         return
-    tasks = ["pose", "seg", "normal", "pointmap", "albedo"]
+    tasks = list(task_names())
     print(f"\n{'model':<34} {'protocol':<34} " + " ".join(f"{t:>20}" for t in tasks))
     for (model, pkey), g in long.groupby(["model", "protocol_key"], sort=False):
         cells = []

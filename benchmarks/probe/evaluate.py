@@ -6,11 +6,10 @@ Rank r scores test samples r, r + N, ...; the evaluator states are then reduced 
 
 from __future__ import annotations
 
-import time
-
 import torch
 
 from benchmarks.probe.train import forward, select
+from evaluators.runner import run_evaluation
 from sapiens2 import distributed as dist_utils
 
 
@@ -32,14 +31,13 @@ def evaluate_decoder(
     Returns:
         (evaluator output dict, seconds).
     """
-    t0 = time.perf_counter()
-    evaluator = task.make_evaluator()
     rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
     mine = torch.arange(features.feats.shape[0])[rank::world]
-    for s in range(0, len(mine), batch_size):
-        idx = mine[s : s + batch_size]
+
+    def feed(evaluator, idx):
         maps, glob = forward(decoder, task, features, idx, protocol)
         task.update_evaluator(evaluator, maps, glob, select(targets, idx), indices[idx])
-    if world > 1:
-        evaluator.sync()
-    return evaluator.compute(), time.perf_counter() - t0
+
+    chunks = (mine[s : s + batch_size] for s in range(0, len(mine), batch_size))
+    res = run_evaluation(task.make_evaluator(), chunks, feed, sync=world > 1)
+    return res.metrics, res.seconds

@@ -20,7 +20,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
+from sapiens2.tasks import task_names
+
+TASKS = task_names()
 PROTOCOL_VERSION = 3
 
 

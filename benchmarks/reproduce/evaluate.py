@@ -14,30 +14,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-
-def make_evaluator(task: str):
-    """The project's evaluator of ``task`` with the official settings."""
-    if task == "pose":
-        from evaluators.pose.evaluator import PoseEvaluator
-
-        return PoseEvaluator()
-    if task == "seg":
-        from evaluators.seg import SegEvaluator
-
-        return SegEvaluator()
-    if task == "normal":
-        from evaluators.normal import NormalEvaluator
-
-        return NormalEvaluator()
-    if task == "pointmap":
-        from evaluators.pointmap import PointmapEvaluator
-
-        return PointmapEvaluator()
-    if task == "albedo":
-        from evaluators.albedo import AlbedoEvaluator
-
-        return AlbedoEvaluator()
-    raise KeyError(f"unknown task {task!r}")
+from evaluators.runner import Update, sample_update
+from sapiens2.tasks import get_task
 
 
 def _inputs(samples, mean, std, input_size, device) -> torch.Tensor:
@@ -50,40 +28,33 @@ def _inputs(samples, mean, std, input_size, device) -> torch.Tensor:
     return (torch.cat(imgs) * 255.0 - mean) / std
 
 
+def _dense_prediction(task: str, raw, j: int) -> torch.Tensor:
+    """Sample ``j``'s prediction as the evaluator takes it (pointmap: scale applied; albedo: clamped)."""
+    if task == "pointmap":
+        pointmap, scale = raw
+        return (pointmap[j:j + 1].float() * scale[j:j + 1].float().reshape(1, 1, 1, 1)).cpu()
+    pred = raw[j:j + 1].float()
+    return (pred.clamp(0, 1) if task == "albedo" else pred).cpu()
+
+
 @torch.inference_mode()
-def update_evaluator(task: str, model, evaluator, samples: list[dict], mean, std, input_size, device) -> None:
-    """Run ``model`` on ``samples`` and add its predictions to ``evaluator``."""
+def updates(task: str, model, samples: list[dict], mean, std, input_size, device) -> list[Update]:
+    """Run ``model`` on ``samples``; the evaluator updates of its predictions (one per dense sample).
+
+    Dense tasks feed the GT and mask keys the task table names (``TaskSpec.feed``).
+    """
     x = _inputs(samples, mean, std, input_size, device)
+    if get_task(task).dense:
+        raw = model(x)
+        return [sample_update(task, _dense_prediction(task, raw, j), [s]) for j, s in enumerate(samples)]
     index = [int(s["index"]) for s in samples]
-    if task == "pose":
-        affine = np.stack([np.asarray(s["crop"]["affine"], np.float64) for s in samples])
-        out = model.predict(x, flip_test=True, crop=affine)
-        gt = np.stack([np.concatenate([np.asarray(s["keypoints_image"], np.float64),
-                                       np.asarray(s["visibility"], np.float64)[:, None]], 1)
-                       for s in samples])
-        boxes = np.stack([np.asarray(s["bbox"], np.float64) for s in samples])
-        evaluator.update(out["keypoints"].cpu().numpy(), out["scores"].cpu().numpy(),
-                         [s["image_id"] for s in samples], index=index,
-                         bbox_scores=[float(s.get("bbox_score", 1.0)) for s in samples],
-                         gt_keypoints=gt, gt_bboxes=boxes,
-                         gt_areas=[float(s["area"]) for s in samples])
-        return
-    raw = model(x)
-    for j, s in enumerate(samples):
-        one = [index[j]]
-        if task == "seg":
-            evaluator.update(raw[j:j + 1].float().cpu(), torch.as_tensor(s["label"])[None], index=one)
-        elif task == "normal":
-            evaluator.update(raw[j:j + 1].float().cpu(), torch.as_tensor(s["normal"])[None],
-                             torch.as_tensor(s["mask"])[None], index=one)
-        elif task == "pointmap":
-            pointmap, scale = raw
-            pred = pointmap[j:j + 1].float() * scale[j:j + 1].float().reshape(1, 1, 1, 1)
-            evaluator.update(pred.cpu(), torch.as_tensor(s["pointmap_canonical"])[None],
-                             torch.as_tensor(s["mask"])[None], index=one)
-        elif task == "albedo":
-            pred = raw[j:j + 1].float().clamp(0, 1)
-            evaluator.update(pred.cpu(), torch.as_tensor(s["albedo"])[None], torch.as_tensor(s["mask"])[None],
-                             index=one)
-        else:
-            raise KeyError(f"unknown task {task!r}")
+    affine = np.stack([np.asarray(s["crop"]["affine"], np.float64) for s in samples])
+    out = model.predict(x, flip_test=True, crop=affine)
+    gt = np.stack([np.concatenate([np.asarray(s["keypoints_image"], np.float64),
+                                   np.asarray(s["visibility"], np.float64)[:, None]], 1)
+                   for s in samples])
+    boxes = np.stack([np.asarray(s["bbox"], np.float64) for s in samples])
+    return [Update((out["keypoints"].cpu().numpy(), out["scores"].cpu().numpy(),
+                    [s["image_id"] for s in samples]),
+                   dict(index=index, bbox_scores=[float(s.get("bbox_score", 1.0)) for s in samples],
+                        gt_keypoints=gt, gt_bboxes=boxes, gt_areas=[float(s["area"]) for s in samples]))]

@@ -27,11 +27,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sapiens2.utils_io import file_sha256
+
 TABLE_TASKS = {"table3": "pose", "table4": "seg", "table5": "pointmap", "table6": "normal",
                "table7": "albedo"}
 SIZES = ("0.4b", "0.8b", "1b", "5b")
-_CONFIG_TASK = {"pose": "keypoints308", "seg": "seg", "normal": "normal", "pointmap": "pointmap",
-                "albedo": "albedo"}
 OFFICIAL_INPUT = (1024, 768)
 MEAN = (123.675, 116.28, 103.53)
 STD = (58.395, 57.12, 57.375)
@@ -59,8 +59,9 @@ def checkpoint_path(root: str | Path, size: str, task: str) -> Path:
 def config_name(size: str, task: str) -> str:
     """The official config name of ``size`` / ``task``."""
     from sapiens2.reference import official_task_configs
+    from sapiens2.tasks import get_task
 
-    prefix = f"sapiens2_{size}_{_CONFIG_TASK[task]}_"
+    prefix = f"sapiens2_{size}_{get_task(task).official_config_task}_"
     names = [n for n in official_task_configs() if n.startswith(prefix)]
     if not names:
         raise KeyError(f"no official {task} config for Sapiens2-{size}")
@@ -148,9 +149,10 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=OF
         The record path ``out_dir/<model>/<task>.json``.
     """
     import torch
-    from tqdm import tqdm
 
-    from benchmarks.reproduce.evaluate import make_evaluator, update_evaluator
+    from benchmarks.reproduce.evaluate import updates
+    from evaluators.registry import build_evaluator
+    from evaluators.runner import run_evaluation
     from leaderboard.results import dataset_content_hash, make_record, write_record
     from sapiens2.datasets.split import open_split, split_info
 
@@ -160,27 +162,30 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=OF
     kwargs = {"input_size": (input_size[1], input_size[0])} if job.task == "pose" else {}
     dataset = open_split(data_root, job.task, **kwargs)
     n = len(dataset) if not max_samples else min(max_samples, len(dataset))
-    evaluator = make_evaluator(job.task)
     mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
     std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
-    t1 = time.perf_counter()
-    for start in tqdm(range(0, n, batch_size), desc=f"{job.model_name} {job.task}", unit="batch"):
-        samples = [dataset[i] for i in range(start, min(n, start + batch_size))]
-        update_evaluator(job.task, model, evaluator, samples, mean, std, input_size, device)
-    eval_s = time.perf_counter() - t1
+
+    def produce():
+        for start in range(0, n, batch_size):
+            samples = [dataset[i] for i in range(start, min(n, start + batch_size))]
+            yield from updates(job.task, model, samples, mean, std, input_size, device)
+
+    result = run_evaluation(build_evaluator(job.task), produce(), progress=True,
+                            desc=f"{job.model_name} {job.task}")
+    eval_s = result.seconds
     info = split_info(data_root)
     manifest = Path(data_root) / info["tasks"][job.task]
     params = sum(p.numel() for p in model.parameters())
     rec = make_record(
         model={"name": job.model_name, "backbone": f"sapiens2_{job.size}", "params": params,
                "weights": "checkpoint",
-               "checkpoint": {"path": str(job.checkpoint), "sha256": _sha256(job.checkpoint)}},
+               "checkpoint": {"path": str(job.checkpoint), "sha256": file_sha256(job.checkpoint)}},
         task=job.task,
         dataset={"name": str(info.get("name") or Path(data_root).name), "split": "test",
                  "content_hash": dataset_content_hash(manifest), "num_samples": n,
                  "root": str(data_root)},
         protocol=protocol_for(input_size, arch_settings),
-        metrics=evaluator.compute(),
+        metrics=result.metrics,
         config={"config_name": job.config_name, "input_size": list(input_size),
                 "arch_settings": arch_settings, "batch_size": batch_size, "max_samples": max_samples,
                 "normalisation": {"mean": MEAN, "std": STD}, "flip_test": job.task == "pose"},
@@ -190,10 +195,3 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=OF
     )
     return write_record(Path(out_dir) / job.model_name / f"{job.task}.json", rec)
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()

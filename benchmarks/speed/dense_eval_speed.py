@@ -41,7 +41,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from evaluators import EVALUATORS  # noqa: E402
+from evaluators import evaluator_class  # noqa: E402
 
 SIZES = ((512, 384, 8), (1024, 768, 4))
 TASKS = ("seg", "normal", "pointmap", "albedo")
@@ -212,7 +212,7 @@ OFFICIAL = {
 
 
 def _run_ours(task: str, batches: list, device: str) -> float:
-    ev = EVALUATORS[task]().to(device)
+    ev = evaluator_class(task)().to(device)
     t0 = time.perf_counter()
     for n, batch in enumerate(batches):
         b = batch[0].shape[0]

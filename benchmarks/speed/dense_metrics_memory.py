@@ -21,7 +21,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from evaluators import EVALUATORS  # noqa: E402
+from evaluators import build_evaluator  # noqa: E402
+from sapiens2.tasks import task_names  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -52,14 +53,14 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--size", default="32x24", help="GT size HxW")
-    ap.add_argument("--tasks", default="seg,normal,pointmap,albedo")
+    ap.add_argument("--tasks", default=",".join(task_names(dense=True)))
     args = ap.parse_args()
     h, w = (int(v) for v in args.size.split("x"))
     checkpoints = {int(args.n * f) for f in (0.1, 0.25, 0.5, 1.0)}
     print(f"{args.n} samples of {h}x{w}, batch {args.batch}, torch threads {torch.get_num_threads()}")
     print(f"{'task':<9} {'samples':>8} {'rss_MB':>8} {'evaluator_MB':>13} {'samples/s':>10}")
     for task in args.tasks.split(","):
-        ev = EVALUATORS[task]()
+        ev = build_evaluator(task)
         g = torch.Generator().manual_seed(0)
         batch = make_batch(task, args.batch, h, w, g)  # reuse one batch: we measure the evaluator, not data
         done, t0 = 0, time.perf_counter()

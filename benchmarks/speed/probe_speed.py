@@ -18,13 +18,15 @@ from pathlib import Path
 
 
 def main(argv=None) -> int:
+    from sapiens2.tasks import task_names
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backbone", default="sapiens2_0.1b")
     ap.add_argument(
         "--n", type=int, default=64, help="images in the synthetic split (1 in 4 held out for test)"
     )
     ap.add_argument("--size", default="256x192", help="HxW")
-    ap.add_argument("--tasks", default="pose,seg,normal,pointmap,albedo")
+    ap.add_argument("--tasks", default=",".join(task_names()))
     ap.add_argument("--iterations", type=int, default=None, help="override the protocol's iterations")
     ap.add_argument("--out", default=None, help="output folder (default: a temporary one)")
     ap.add_argument("--json", default=None, help="write the measurements here")

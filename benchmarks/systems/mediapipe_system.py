@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -292,9 +291,8 @@ def evaluate_pose(split_dir, system: MediaPipeSystem, n: int | None = None,
     Returns:
         (``PoseEvaluator.compute()`` output, info with counts and seconds).
     """
-    from tqdm import tqdm
-
     from evaluators.pose import PoseEvaluator
+    from evaluators.runner import Update, run_evaluation
     from sapiens2.datasets import open_split
 
     ds = open_split(split_dir, "pose", input_size=tuple(input_size))
@@ -304,22 +302,30 @@ def evaluate_pose(split_dir, system: MediaPipeSystem, n: int | None = None,
     todo = [i for i, ann in enumerate(ds.anns) if ann["image_id"] in keep]
     if not todo:
         raise ValueError(f"{split_dir}: no person with a labelled keypoint in the images evaluated")
-    t0, missed = time.perf_counter(), 0
-    for i in tqdm(todo, desc="mediapipe pose", disable=not progress, leave=False):
+
+    def crop_update(i: int) -> Update | None:
         s = ds[i]
         res = system.pose(s["image"])
         if res is None:
-            missed += 1
-            continue
+            return None  # a missed person
         kps, scores = res.shared()
-        ev.update(kps[None], scores[None], image_ids=[s["image_id"]], index=[i],
-                  bbox_scores=[s["bbox_score"]], areas=[s["area"]], affine=s["crop"]["inv_affine"][None])
-    if missed == len(todo):
-        raise RuntimeError(f"{split_dir}: MediaPipe detected no person in any of the {len(todo)} crops")
-    metrics = ev.compute()
+        return Update((kps[None], scores[None]), dict(
+            image_ids=[s["image_id"]], index=[i], bbox_scores=[s["bbox_score"]], areas=[s["area"]],
+            affine=s["crop"]["inv_affine"][None]))
+
+    def produce():
+        fed = 0
+        for up in map(crop_update, todo):
+            fed += up is not None
+            yield up  # None: a missed person, skipped by the runner
+        if not fed:  # raised before the evaluator computes anything
+            raise RuntimeError(f"{split_dir}: MediaPipe detected no person in any of the {len(todo)} crops")
+
+    result = run_evaluation(ev, produce(), progress=progress, desc="mediapipe pose", total=len(todo))
+    missed = len(todo) - result.updates
     info = {"num_instances": len(todo), "num_images": len(gt["images"]), "missed_instances": missed,
-            "seconds": time.perf_counter() - t0}
-    return metrics, info
+            "seconds": result.seconds}
+    return result.metrics, info
 
 
 def person_labels(label) -> np.ndarray:
@@ -339,8 +345,8 @@ def evaluate_masks(split_dir, system: MediaPipeSystem, n: int | None = None,
         ({"pose": SegEvaluator output, "selfie": SegEvaluator output}, info).
     """
     import torch
-    from tqdm import tqdm
 
+    from evaluators.runner import dense_update, run_evaluation
     from evaluators.seg import SegEvaluator
     from sapiens2.datasets import open_split
 
@@ -349,22 +355,29 @@ def evaluate_masks(split_dir, system: MediaPipeSystem, n: int | None = None,
     if count == 0:
         raise ValueError(f"{split_dir}: the seg manifest has no records")
     evs = {k: SegEvaluator(num_classes=2, class_names=["background", "person"]) for k in ("pose", "selfie")}
-    t0, no_person = time.perf_counter(), 0
-    for i in tqdm(range(count), desc="mediapipe masks", disable=not progress, leave=False):
-        s = ds[i]
-        gt = torch.from_numpy(person_labels(s["label"]))[None]
-        res = system.pose(s["image"])
-        if res is None or res.mask is None:
-            no_person += 1
-            pose_mask = np.zeros(gt.shape[1:], np.float32)
-        else:
-            pose_mask = res.mask
-        for key, prob in (("pose", pose_mask), ("selfie", system.selfie_mask(s["image"]))):
-            if prob.shape != tuple(gt.shape[1:]):
-                raise ValueError(
-                    f"{s['image_path']}: {key} mask {prob.shape} does not match GT {tuple(gt.shape[1:])}"
-                )
-            pred = torch.from_numpy((prob > 0.5).astype(np.int64))[None]
-            evs[key].update(pred, gt, pred_is_labels=True, index=[i])
-    info = {"num_images": count, "pose_no_person": no_person, "seconds": time.perf_counter() - t0}
-    return {k: ev.compute() for k, ev in evs.items()}, info
+    no_person = 0
+
+    def produce():
+        nonlocal no_person
+        for i in range(count):
+            s = ds[i]
+            gt = torch.from_numpy(person_labels(s["label"]))[None]
+            res = system.pose(s["image"])
+            if res is None or res.mask is None:
+                no_person += 1
+                pose_mask = np.zeros(gt.shape[1:], np.float32)
+            else:
+                pose_mask = res.mask
+            for key, prob in (("pose", pose_mask), ("selfie", system.selfie_mask(s["image"]))):
+                if prob.shape != tuple(gt.shape[1:]):
+                    raise ValueError(
+                        f"{s['image_path']}: {key} mask {prob.shape} does not match GT {tuple(gt.shape[1:])}"
+                    )
+                pred = torch.from_numpy((prob > 0.5).astype(np.int64))[None]
+                up = dense_update("seg", pred, gt, index=[i], pred_is_labels=True)
+                up.to = key
+                yield up
+
+    result = run_evaluation(evs, produce(), progress=progress, desc="mediapipe masks", total=2 * count)
+    info = {"num_images": count, "pose_no_person": no_person, "seconds": result.seconds}
+    return result.metrics, info

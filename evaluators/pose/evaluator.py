@@ -27,6 +27,7 @@ from evaluators.pose.coco_ap import STAT_NAMES, evaluate_parts
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
 from evaluators.pose.metadata import KeypointMeta, load_meta
 from evaluators.pose.pipeline import to_coco_results
+from evaluators.registry import EVALUATORS
 from sapiens2 import distributed as D
 
 
@@ -38,6 +39,7 @@ def _np(x: Any, dtype=np.float64) -> np.ndarray | None:
     return np.asarray(x, dtype=dtype)
 
 
+@EVALUATORS.register_module()
 class PoseEvaluator(Evaluator):
     """COCO keypoint AP/AR (xtcocotools ``use_area=True`` semantics) for the whole set and its parts.
 

@@ -15,16 +15,7 @@ from sapiens2.reference import seg_classes29
 from sapiens2.registry import DATASETS
 
 from .base import ManifestDataset, to_chw
-from .io import (
-    DatasetError,
-    check_same_size,
-    read_albedo,
-    read_label,
-    read_mask,
-    read_npy,
-    read_vector_map,
-    where,
-)
+from .io import DatasetError, check_same_size, read_label, read_map, read_mask, read_npy, where
 
 CANONICAL_FOCAL_LENGTH = 768.0
 
@@ -89,9 +80,10 @@ class _MaskedDataset(ManifestDataset):
 class NormalDataset(_MaskedDataset):
     """Image + camera-frame surface normals + mask.
 
-    Normals: ``.npy`` (H x W x 3 float), ``.exr`` (3 channels R, G, B = x, y, z) or 16-bit RGB
-    PNG (``n = v / 65535 * 2 - 1``). Without a ``mask`` entry the mask is the pixels with a finite
-    normal of length > 0.5. Normals are re-normalised inside the mask and zero outside.
+    Normals: ``.npy`` (H x W x 3 float), ``.exr`` (3 channels R, G, B = x, y, z) or 8/16-bit RGB
+    PNG (``n = v / vmax * 2 - 1``; formats in ``README.md``). Without a ``mask`` entry the mask is
+    the pixels with a finite normal of length > 0.5. Normals are re-normalised inside the mask and
+    zero outside.
 
     Sample keys: ``index``, ``id``, ``image``, ``normal`` (3 x H x W float32), ``mask`` (H x W bool).
     """
@@ -102,7 +94,7 @@ class NormalDataset(_MaskedDataset):
     def __getitem__(self, index: int) -> dict:
         rec, sample, img = self._base_sample(index)
         path = self.path(rec, "normal")
-        normal = read_vector_map(path, self._rec(rec))
+        normal = read_map(path, "normal", self._rec(rec))
         check_same_size(img.shape, normal.shape, path, self._rec(rec), "normal map")
         finite = np.isfinite(normal).all(axis=2)
         length = np.linalg.norm(np.where(finite[..., None], normal, 0), axis=2)
@@ -172,7 +164,7 @@ class PointmapDataset(_MaskedDataset):
     def __getitem__(self, index: int) -> dict:
         rec, sample, img = self._base_sample(index)
         path = self.path(rec, "pointmap")
-        pts = read_vector_map(path, self._rec(rec))
+        pts = read_map(path, "float", self._rec(rec))
         check_same_size(img.shape, pts.shape, path, self._rec(rec), "pointmap")
         finite = np.isfinite(pts).all(axis=2)
         mask = self._mask(rec, img, finite & (pts[..., 2] > 0))
@@ -203,7 +195,7 @@ class AlbedoDataset(_MaskedDataset):
     def __getitem__(self, index: int) -> dict:
         rec, sample, img = self._base_sample(index)
         path = self.path(rec, "albedo")
-        albedo = read_albedo(path, self._rec(rec))
+        albedo = read_map(path, "unit", self._rec(rec))
         check_same_size(img.shape, albedo.shape, path, self._rec(rec), "albedo")
         if not np.isfinite(albedo).all() or albedo.min() < -1e-6 or albedo.max() > 1 + 1e-6:
             raise DatasetError(f"{where(path, self._rec(rec))}: albedo values outside [0, 1]")

@@ -1,8 +1,29 @@
-"""File readers with validation: every error names the file and the manifest record.
+"""The one set of file readers: the dataset readers and ``sapiens2-bench eval`` both use these.
 
-Formats: images (any PIL format, RGB), 8-bit label PNGs, masks (PNG, non-zero = valid, or
-``.npy`` bool), ``.npy`` float arrays, 16-bit RGB PNG normals, 8/16-bit albedo PNGs and
-OpenEXR (through OpenCV when its EXR codec is enabled; see :func:`exr_supported`).
+Every error is a :class:`DatasetError` naming the file (and the manifest record, when there is one).
+The format rules (suffixes, channel layouts, value ranges, masks) are documented once, in
+``sapiens2/datasets/README.md`` ("File formats"); in short:
+
+* ``.npy``: values are taken as they are (never rescaled). Float maps (normals, pointmaps,
+  albedo) must be float arrays, H x W x 3 or 3 x H x W; an integer ``.npy`` map is an error (its
+  scale would be a guess). Label maps are integer arrays. The header is checked against the file
+  size before anything is allocated.
+* ``.png``: integers whose bit depth defines the scale: labels as they are; normals
+  ``v / vmax * 2 - 1``; albedo ``v / vmax`` (vmax = 255 or 65535); pointmaps cannot be PNGs.
+* ``.exr``: float RGB (normals, pointmaps, albedo), channels R, G, B = x, y, z.
+* masks: PNG non-zero = valid; ``.npy`` bool or only 0/1 values; a colour mask must be grey.
+
+Example:
+    >>> import numpy as np, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> np.save(d / "a.npy", np.zeros((3, 4, 5), np.float32))
+    >>> read_map(d / "a.npy", "normal").shape
+    (4, 5, 3)
+    >>> np.save(d / "u8.npy", np.zeros((4, 5, 3), np.uint8))
+    >>> read_map(d / "u8.npy", "unit")
+    Traceback (most recent call last):
+    ...
+    sapiens2.datasets.io.DatasetError: .../u8.npy: an albedo .npy must hold floats in [0, 1], got uint8 ...
 """
 
 from __future__ import annotations
@@ -12,9 +33,15 @@ from pathlib import Path
 
 import numpy as np
 
+from sapiens2.errors import BenchError
 
-class DatasetError(ValueError):
-    """Bad dataset input; the message names the file and the record."""
+MAP_SUFFIXES = (".npy", ".png", ".exr")
+_KIND_NAMES = {"normal": "normal", "unit": "albedo", "float": "pointmap"}
+_RANGE_TOL = 1e-3
+
+
+class DatasetError(BenchError, ValueError):
+    """Bad dataset or prediction file; the message names the file and the record."""
 
 
 def where(path, record) -> str:
@@ -23,9 +50,52 @@ def where(path, record) -> str:
     return f"{path}{rec}"
 
 
-def _check_file(path: Path, record) -> None:
+def _check_file(path: Path, record, what: str = "") -> None:
     if not path.is_file():
-        raise DatasetError(f"{where(path, record)}: file not found")
+        raise DatasetError(f"{where(path, record)}: {what + ' ' if what else ''}file not found")
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n} bytes"
+
+
+def read_npy(path: str | os.PathLike, record=None) -> np.ndarray:
+    """Read a ``.npy`` array (``allow_pickle=False``), checking its header against the file size first.
+
+    A zero-byte file, a bad header, an object dtype, or a header that declares more data than the
+    file holds (a truncated file, or a tiny file asking for gigabytes) is a :class:`DatasetError`
+    naming the file, raised before any array is allocated.
+    """
+    path = Path(path)
+    _check_file(path, record)
+    size = path.stat().st_size
+    if size == 0:
+        raise DatasetError(f"{where(path, record)}: unreadable .npy (empty file, 0 bytes)")
+    fmt = np.lib.format
+    try:
+        with open(path, "rb") as f:
+            version = fmt.read_magic(f)
+            if version == (1, 0):
+                shape, _, dtype = fmt.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, _, dtype = fmt.read_array_header_2_0(f)
+            else:
+                shape, _, dtype = fmt._read_array_header(f, version)
+            offset = f.tell()
+    except Exception as e:  # NumPy raises ValueError/OSError/SyntaxError for bad headers
+        raise DatasetError(f"{where(path, record)}: unreadable .npy ({e})") from e
+    if dtype.hasobject:
+        raise DatasetError(f"{where(path, record)}: unreadable .npy (object arrays are refused)")
+    need = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if offset + need > size:
+        raise DatasetError(
+            f"{where(path, record)}: unreadable .npy (header declares shape {tuple(shape)} {dtype} = "
+            f"{_gib(need)}, but the file holds {_gib(size - offset)} after the header: truncated or corrupt)"
+        )
+    try:
+        return np.load(path, allow_pickle=False)
+    except Exception as e:
+        raise DatasetError(f"{where(path, record)}: unreadable .npy ({e})") from e
 
 
 def read_rgb(path: str | os.PathLike, record=None) -> np.ndarray:
@@ -41,15 +111,16 @@ def read_rgb(path: str | os.PathLike, record=None) -> np.ndarray:
         raise DatasetError(f"{where(path, record)}: unreadable image ({e})") from e
 
 
-def _read_png_raw(path: Path, record) -> np.ndarray:
-    """Read a PNG keeping its bit depth and palette indices (16-bit RGB needs OpenCV or imageio)."""
+def read_png(path: str | os.PathLike, record=None) -> np.ndarray:
+    """Read a PNG keeping its bit depth and palette indices: H x W or H x W x C (RGB order)."""
     from PIL import Image
 
+    path = Path(path)
     _check_file(path, record)
     with open(path, "rb") as f:
         head = f.read(26)
     if head[:8] != b"\x89PNG\r\n\x1a\n" or len(head) < 26:
-        raise DatasetError(f"{where(path, record)}: not a PNG file")
+        raise DatasetError(f"{where(path, record)}: unreadable image (not a PNG file)")
     depth16, colour_type = head[24] == 16, head[25]
     if depth16 and colour_type != 0:  # 16-bit RGB(A): PIL would reduce it to 8 bits
         return _read_16bit_rgb(path, record)
@@ -80,44 +151,6 @@ def _read_16bit_rgb(path: Path, record) -> np.ndarray:
     return np.asarray(iio.imread(path))
 
 
-def read_label(path: str | os.PathLike, num_classes: int, ignore_index: int, record=None) -> np.ndarray:
-    """Read a single-channel label PNG (class ids, ``ignore_index`` = ignored) as H x W int64."""
-    path = Path(path)
-    arr = _read_png_raw(path, record) if path.suffix.lower() == ".png" else read_npy(path, record)
-    if arr.ndim != 2:
-        raise DatasetError(f"{where(path, record)}: label map must be single-channel, got shape {arr.shape}")
-    arr = arr.astype(np.int64)
-    bad = (arr >= num_classes) & (arr != ignore_index) | (arr < 0)
-    if bad.any():
-        vals = sorted(set(np.unique(arr[bad]).tolist()))[:10]
-        raise DatasetError(
-            f"{where(path, record)}: label values {vals} outside 0..{num_classes - 1} "
-            f"and ignore {ignore_index}"
-        )
-    return arr
-
-
-def read_mask(path: str | os.PathLike, record=None) -> np.ndarray:
-    """Read a mask (PNG: non-zero = valid; ``.npy``: bool or 0/1) as H x W bool."""
-    path = Path(path)
-    arr = read_npy(path, record) if path.suffix.lower() == ".npy" else _read_png_raw(path, record)
-    if arr.ndim == 3:
-        arr = arr[..., 0]
-    if arr.ndim != 2:
-        raise DatasetError(f"{where(path, record)}: mask must be H x W, got shape {arr.shape}")
-    return arr > 0
-
-
-def read_npy(path: str | os.PathLike, record=None) -> np.ndarray:
-    """Read a ``.npy`` array (``allow_pickle=False``)."""
-    path = Path(path)
-    _check_file(path, record)
-    try:
-        return np.load(path, allow_pickle=False)
-    except Exception as e:
-        raise DatasetError(f"{where(path, record)}: unreadable .npy ({e})") from e
-
-
 def exr_supported() -> bool:
     """True when OpenCV is installed with its OpenEXR codec (enabled via OPENCV_IO_ENABLE_OPENEXR)."""
     os.environ.setdefault("OPENCV_IO_ENABLE_OPENEXR", "1")
@@ -129,7 +162,7 @@ def exr_supported() -> bool:
 
 
 def read_exr(path: str | os.PathLike, record=None) -> np.ndarray:
-    """Read a 3-channel float OpenEXR file as H x W x 3 float32 in file channel order R, G, B."""
+    """Read a float OpenEXR file as float32 (H x W x 3 in file channel order R, G, B, or H x W)."""
     path = Path(path)
     _check_file(path, record)
     if not exr_supported():
@@ -139,46 +172,193 @@ def read_exr(path: str | os.PathLike, record=None) -> np.ndarray:
     arr = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
     if arr is None:
         raise DatasetError(f"{where(path, record)}: unreadable .exr")
-    return arr[..., ::-1].astype(np.float32) if arr.ndim == 3 else arr.astype(np.float32)
+    return arr[..., :3][..., ::-1].astype(np.float32) if arr.ndim == 3 else arr.astype(np.float32)
 
 
-def read_vector_map(path: str | os.PathLike, record=None, png16_range: tuple[float, float] = (-1.0, 1.0)):
-    """Read an H x W x 3 float map from .npy, .exr or 16-bit PNG (``v / 65535`` mapped to a range)."""
-    path = Path(path)
+def _grey(arr: np.ndarray, path: Path, record, what: str) -> np.ndarray:
+    """H x W from H x W, 1 x H x W, or H x W x C whose colour channels are equal (alpha ignored)."""
+    if arr.ndim == 3 and arr.shape[0] == 1:
+        arr = arr[0]
+    elif arr.ndim == 3 and arr.shape[-1] in (1, 2, 3, 4):
+        colour = arr[..., : 1 if arr.shape[-1] <= 2 else 3]
+        if not (colour == colour[..., :1]).all():
+            raise DatasetError(
+                f"{where(path, record)}: {what} must be single-channel (or grey saved as RGB), "
+                "got a colour image"
+            )
+        arr = arr[..., 0]
+    if arr.ndim != 2:
+        raise DatasetError(f"{where(path, record)}: {what} must be H x W, got shape {arr.shape}")
+    return arr
+
+
+def _read_any(path: Path, record, what: str) -> np.ndarray:
     suffix = path.suffix.lower()
     if suffix == ".npy":
+        return read_npy(path, record)
+    if suffix == ".png":
+        return read_png(path, record)
+    if suffix == ".exr":
+        return read_exr(path, record)
+    raise DatasetError(
+        f"{where(path, record)}: unsupported {what} format {suffix!r}; expected .npy, .png or .exr"
+    )
+
+
+def read_label(path: str | os.PathLike, num_classes: int | None = None, ignore_index: int | None = None,
+               record=None, what: str = "label map") -> np.ndarray:
+    """Read an integer label map (PNG 8/16-bit or palette indices, or integer ``.npy``) as H x W int64.
+
+    Args:
+        path: the file.
+        num_classes: when given, values must be in ``0..num_classes - 1`` or ``ignore_index``.
+        ignore_index: the ignored label value.
+        record: manifest record for error messages.
+        what: name used in error messages.
+    """
+    path = Path(path)
+    arr = _grey(_read_any(path, record, what), path, record, what)
+    if not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == bool):
+        raise DatasetError(f"{where(path, record)}: {what} must hold integer labels, got {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if num_classes is not None:
+        bad = ((arr >= num_classes) & (arr != ignore_index)) | (arr < 0)
+        if bad.any():
+            vals = sorted(set(np.unique(arr[bad]).tolist()))[:10]
+            raise DatasetError(
+                f"{where(path, record)}: label values {vals} outside 0..{num_classes - 1} "
+                f"and ignore {ignore_index}"
+            )
+    return arr
+
+
+def read_seg_prediction(path: str | os.PathLike, num_classes: int | None = None,
+                        ignore_index: int | None = None, record=None) -> tuple[np.ndarray, bool]:
+    """Read a seg prediction: float ``.npy`` logits C x h x w, or a label map (PNG / integer ``.npy``).
+
+    Returns:
+        (array, is_labels): float32 logits or int64 H x W labels.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".npy":
         arr = read_npy(path, record)
-    elif suffix == ".exr":
-        arr = read_exr(path, record)
-    elif suffix == ".png":
-        raw = _read_png_raw(path, record)
-        if raw.dtype != np.uint16:
-            raise DatasetError(f"{where(path, record)}: expected a 16-bit PNG, got {raw.dtype}")
-        lo, hi = png16_range
-        arr = raw.astype(np.float32) / 65535.0 * (hi - lo) + lo
-    else:
+        if np.issubdtype(arr.dtype, np.floating):
+            if arr.ndim != 3:
+                raise DatasetError(f"{where(path, record)}: seg logits must be C x h x w, got {arr.shape}")
+            if num_classes is not None and arr.shape[0] != num_classes:
+                raise DatasetError(
+                    f"{where(path, record)}: logits have {arr.shape[0]} channels, expected {num_classes}"
+                )
+            return arr.astype(np.float32), False
+    return read_label(path, num_classes, ignore_index, record, "seg prediction"), True
+
+
+def read_mask(path: str | os.PathLike, record=None) -> np.ndarray:
+    """Read a mask as H x W bool: PNG non-zero = valid; ``.npy`` bool or 0/1 values (else an error)."""
+    path = Path(path)
+    arr = _grey(_read_any(path, record, "mask"), path, record, "mask")
+    if arr.dtype == bool:
+        return arr
+    if path.suffix.lower() == ".npy" and not np.isin(arr, (0, 1)).all():
+        vals = sorted(set(np.unique(arr[~np.isin(arr, (0, 1))]).tolist()))[:5]
         raise DatasetError(
-            f"{where(path, record)}: unsupported format {suffix!r} (use .npy, .exr or 16-bit .png)"
+            f"{where(path, record)}: a .npy mask must be bool or hold only 0 and 1, found {vals} "
+            "(threshold it yourself)"
         )
-    if arr.ndim != 3 or arr.shape[2] != 3:
-        raise DatasetError(f"{where(path, record)}: expected H x W x 3, got shape {arr.shape}")
+    return arr > 0
+
+
+def _hwc(arr: np.ndarray, path: Path, record, what: str) -> np.ndarray:
+    if arr.ndim == 3 and arr.shape[-1] == 3:
+        return arr
+    if arr.ndim == 3 and arr.shape[0] == 3:
+        return np.moveaxis(arr, 0, -1)
+    raise DatasetError(f"{where(path, record)}: {what} must be H x W x 3 or 3 x H x W, got shape {arr.shape}")
+
+
+def read_map(path: str | os.PathLike, kind: str, record=None, check_range: bool = True) -> np.ndarray:
+    """Read a 3-channel map (normals, albedo, pointmap) as H x W x 3 float32.
+
+    Args:
+        path: ``.npy`` (float, H x W x 3 or 3 x H x W), ``.exr`` (float RGB), ``.png`` (8/16-bit RGB;
+            grey albedo is repeated), or another 8-bit image format for albedo.
+        kind: ``"normal"`` (PNG ``v / vmax * 2 - 1``), ``"unit"`` (albedo: PNG ``v / vmax``; values
+            must be in [0, 1]) or ``"float"`` (pointmaps: real units, floats only).
+        record: manifest record for error messages.
+        check_range: check the albedo range here (:func:`check_pair_range` checks a prediction
+            and its GT together, naming both files).
+
+    Raises:
+        DatasetError: unreadable file, wrong shape, an integer ``.npy``, a PNG pointmap, or albedo
+            values outside [0, 1].
+    """
+    if kind not in _KIND_NAMES:
+        raise ValueError(f"read_map: kind {kind!r} not in {sorted(_KIND_NAMES)}")
+    path = Path(path)
+    what = _KIND_NAMES[kind]
+    suffix = path.suffix.lower()
+    if suffix in (".npy", ".exr"):
+        arr = read_npy(path, record) if suffix == ".npy" else read_exr(path, record)
+        if not np.issubdtype(arr.dtype, np.floating):
+            rule = {"normal": "floats", "unit": "floats in [0, 1]", "float": "floats in real units"}[kind]
+            raise DatasetError(
+                f"{where(path, record)}: {'an' if what[0] == 'a' else 'a'} {what} {suffix} must hold {rule}, "
+                f"got {arr.dtype} (values are never rescaled; save floats, or a PNG whose bit depth sets "
+                "the scale)"
+            )
+    elif kind == "float":
+        raise DatasetError(
+            f"{where(path, record)}: a pointmap must be a float .npy or .exr (real units), not {suffix}"
+        )
+    else:
+        arr = read_png(path, record) if suffix == ".png" else read_rgb(path, record)
+        if arr.ndim == 2 and kind == "unit":
+            arr = np.repeat(arr[..., None], 3, axis=2)
+        if arr.ndim == 3 and arr.shape[-1] == 4:
+            arr = arr[..., :3]
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise DatasetError(f"{where(path, record)}: {what} PNG must be 8- or 16-bit, got {arr.dtype}")
+        vmax = 65535.0 if arr.dtype == np.uint16 else 255.0
+        arr = arr.astype(np.float32) / vmax
+        if kind == "normal":
+            arr = arr * 2.0 - 1.0
+    arr = _hwc(np.asarray(arr), path, record, f"{what} map")
+    if kind == "unit" and check_range:
+        lo, hi = value_range(arr)
+        if not _in_unit_range(lo, hi):
+            raise DatasetError(
+                f"{where(path, record)}: albedo values span [{lo:.4g}, {hi:.4g}], outside [0, 1] "
+                "(.npy/.exr albedo is taken as is: save floats in [0, 1], or an 8/16-bit PNG)"
+            )
     return arr.astype(np.float32)
 
 
-def read_albedo(path: str | os.PathLike, record=None) -> np.ndarray:
-    """Read an albedo map (8- or 16-bit PNG, or ``.npy``/``.exr`` floats) as H x W x 3 float32 in [0, 1]."""
-    path = Path(path)
-    if path.suffix.lower() in (".npy", ".exr"):
-        arr = read_vector_map(path, record)
-    else:
-        raw = _read_png_raw(path, record) if path.suffix.lower() == ".png" else read_rgb(path, record)
-        if raw.ndim == 2:
-            raw = np.repeat(raw[..., None], 3, axis=2)
-        if raw.ndim != 3 or raw.shape[2] < 3:
-            raise DatasetError(f"{where(path, record)}: expected an RGB albedo, got shape {raw.shape}")
-        scale = 65535.0 if raw.dtype == np.uint16 else 255.0
-        arr = raw[..., :3].astype(np.float32) / scale
-    return arr
+def _in_unit_range(lo: float, hi: float) -> bool:
+    return lo >= -_RANGE_TOL and hi <= 1 + _RANGE_TOL
+
+
+def check_pair_range(kind: str, pred: np.ndarray, pred_path, gt: np.ndarray, gt_path) -> None:
+    """Raise when a prediction and its GT are not both in the value range of ``kind``.
+
+    Only albedo (``"unit"``) has a fixed range, [0, 1]; normals are directions (the evaluator
+    normalises them) and pointmaps are in real units. The message names both files and their ranges,
+    so a 0..255 file next to a 0..1 file is found at once.
+    """
+    if kind != "unit":
+        return
+    (plo, phi), (glo, ghi) = value_range(pred), value_range(gt)
+    if not (_in_unit_range(plo, phi) and _in_unit_range(glo, ghi)):
+        raise DatasetError(
+            f"albedo value ranges disagree: prediction {pred_path} spans [{plo:.4g}, {phi:.4g}], GT "
+            f"{gt_path} spans [{glo:.4g}, {ghi:.4g}]; both must be in [0, 1] (.npy/.exr floats are taken "
+            "as is, 8/16-bit PNGs are divided by 255/65535)"
+        )
+
+
+def value_range(arr: np.ndarray) -> tuple[float, float]:
+    """(min, max) over the finite values (0, 0 when there are none)."""
+    finite = arr[np.isfinite(arr)]
+    return (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
 
 
 def check_same_size(ref_shape, other_shape, path, record, what: str) -> None:
@@ -188,3 +368,51 @@ def check_same_size(ref_shape, other_shape, path, record, what: str) -> None:
             f"{where(path, record)}: {what} size {tuple(other_shape[:2])} differs from the image size "
             f"{tuple(ref_shape[:2])} (H, W)"
         )
+
+
+def pair_files(pred_dir, gt_dir, mask_dir=None, suffixes: tuple[str, ...] = MAP_SUFFIXES
+               ) -> list[tuple[str, Path, Path, Path | None]]:
+    """Match prediction, GT (and mask) files by stem: ``gt/0001.png`` goes with ``pred/0001.npy``.
+
+    Args:
+        pred_dir: folder of predictions.
+        gt_dir: folder of ground truth.
+        mask_dir: optional folder of masks.
+        suffixes: the file suffixes considered.
+
+    Returns:
+        ``(stem, pred_path, gt_path, mask_path)`` sorted by stem.
+
+    Raises:
+        DatasetError: a folder is missing or empty, two files share a stem, or a GT file has no
+            prediction (or mask).
+    """
+
+    def index(d, what: str) -> dict[str, Path]:
+        d = Path(d)
+        if not d.is_dir():
+            raise DatasetError(f"{d}: {what} folder not found")
+        files: dict[str, Path] = {}
+        for p in sorted(d.iterdir()):
+            if p.is_file() and p.suffix.lower() in suffixes:
+                if p.stem in files:
+                    raise DatasetError(f"{d}: two {what} files share the stem {p.stem!r}")
+                files[p.stem] = p
+        if not files:
+            raise DatasetError(f"{d}: no {what} files ({', '.join(suffixes)})")
+        return files
+
+    gts = index(gt_dir, "GT")
+    preds = index(pred_dir, "prediction")
+    masks = index(mask_dir, "mask") if mask_dir is not None else None
+    missing = sorted(set(gts) - set(preds))
+    if missing:
+        raise DatasetError(
+            f"{pred_dir}: no prediction for GT file(s) {missing[:5]}"
+            + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else "")
+        )
+    if masks is not None:
+        missing = sorted(set(gts) - set(masks))
+        if missing:
+            raise DatasetError(f"{mask_dir}: no mask for GT file(s) {missing[:5]}")
+    return [(s, preds[s], gts[s], masks[s] if masks is not None else None) for s in sorted(gts)]

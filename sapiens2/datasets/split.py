@@ -5,17 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sapiens2.errors import UnknownNameError
+from sapiens2.tasks import get_task, task_names
 from sapiens2.utils_io import read_json
 
 from .io import DatasetError
-
-TASK_TYPES = {
-    "pose": "PoseTopdownDataset",
-    "seg": "SegDataset",
-    "normal": "NormalDataset",
-    "pointmap": "PointmapDataset",
-    "albedo": "AlbedoDataset",
-}
 
 
 def split_info(split_dir: str | os.PathLike) -> dict:
@@ -42,19 +36,20 @@ def open_split(split_dir: str | os.PathLike, task: str, **kwargs):
 
     Args:
         split_dir: folder with ``split.json``.
-        task: one of pose, seg, normal, pointmap, albedo.
+        task: a task of the task table (``sapiens2.tasks``); its spec names the reader.
         **kwargs: passed to the reader (e.g. ``input_size=(192, 256)`` for pose).
 
     Returns:
         The dataset.
 
     Raises:
-        DatasetError: unknown task, or the split has no ground truth for it.
+        UnknownNameError: unknown task.
+        DatasetError: the split has no ground truth for it.
     """
     from sapiens2.registry import DATASETS
 
-    if task not in TASK_TYPES:
-        raise DatasetError(f"unknown task {task!r}; known: {sorted(TASK_TYPES)}")
+    if task not in task_names():
+        raise UnknownNameError("task", task, task_names())
     info = split_info(split_dir)
     manifest = info["tasks"].get(task)
     if manifest is None or not (Path(split_dir) / manifest).is_file():
@@ -62,5 +57,5 @@ def open_split(split_dir: str | os.PathLike, task: str, **kwargs):
             f"{split_dir}: the split has no {task} ground truth (manifest {manifest!r} missing)"
         )
     DATASETS.import_from_location()
-    cls = DATASETS.get(TASK_TYPES[task])
+    cls = DATASETS.get(get_task(task).dataset)
     return cls(ann_file=Path(split_dir) / manifest, **kwargs)

@@ -25,21 +25,11 @@ import re
 
 import torch
 
-TASKS = ("backbone", "pose", "seg", "normal", "pointmap", "albedo")
-HF_CLASSES = {
-    "backbone": "Sapiens2Model",
-    "pose": "Sapiens2ForPoseEstimation",
-    "seg": "Sapiens2ForSemanticSegmentation",
-    "normal": "Sapiens2ForNormalEstimation",
-    "pointmap": "Sapiens2ForPointmapEstimation",
-}
-ESTIMATOR_TYPES = {
-    "pose": ("PoseTopdownEstimator", "PoseHeatmapHead", "conv_pose"),
-    "seg": ("SegEstimator", "SegHead", "conv_seg"),
-    "normal": ("NormalEstimator", "NormalHead", "conv_normal"),
-    "pointmap": ("PointmapEstimator", "PointmapHead", "conv_pointmap"),
-    "albedo": ("AlbedoEstimator", "AlbedoHead", "conv_albedo"),
-}
+from sapiens2.tasks import all_tasks, task_names
+
+TASKS = ("backbone", *task_names())
+HF_CLASSES = {"backbone": "Sapiens2Model", **{t.name: t.hf_class for t in all_tasks() if t.hf_class}}
+ESTIMATOR_TYPES = {t.name: (t.estimator, t.head, t.head_predictor) for t in all_tasks()}
 ROPE_DTYPE_KEY = "sapiens2_rope_periods_dtype"
 ALBEDO_REFUSAL = (
     "the transformers Sapiens2 port has no albedo model (no Sapiens2For* class and no key mapping; its "

@@ -9,7 +9,6 @@ with the official key layout (``cls_token``, ``blocks.N...``), so ``build_model`
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import torch
 from torch import nn
 
 from sapiens2.errors import BenchError
-from sapiens2.utils_io import atomic_write, write_json_atomic
+from sapiens2.utils_io import atomic_write, file_sha256, write_json_atomic
 
 STATE_FORMAT = "sapiens2-pretrain-state/1"
 BACKBONE_FORMAT = "sapiens2-pretrain-backbone/1"
@@ -65,14 +64,6 @@ def load_state(path: Path, config_hash: str, world_size: int) -> dict:
         raise BenchError(f"cannot resume: {path} was written with {state['world_size']} process(es), this "
                          f"run has {world_size}; the global batch would change")
     return state
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def probe_spec(backbone_cfg: dict, name: str) -> dict:

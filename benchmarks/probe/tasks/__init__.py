@@ -1,8 +1,10 @@
-"""The five probing tasks, one small module each (targets, loss, evaluator adapter, oracle features)."""
+"""The probing tasks, one small module each (targets, loss, evaluator adapter, oracle features).
+
+Every task of the task table (``sapiens2.tasks``) has a probe task here; a task without one is
+reported by :func:`build_task` (and by the contract test in ``tests/test_task_table.py``).
+"""
 
 from __future__ import annotations
-
-import importlib
 
 from benchmarks.probe.tasks.albedo import AlbedoTask
 from benchmarks.probe.tasks.base import ProbeTask
@@ -10,23 +12,31 @@ from benchmarks.probe.tasks.normal import NormalTask
 from benchmarks.probe.tasks.pointmap import PointmapTask
 from benchmarks.probe.tasks.pose import PoseTask
 from benchmarks.probe.tasks.seg import SegTask
+from sapiens2.errors import UnknownNameError
+from sapiens2.tasks import task_names
 
-TASK_CLASSES = {t.name: t for t in (PoseTask, SegTask, NormalTask, PointmapTask, AlbedoTask)}
+_PROBE_CLASSES = {t.name: t for t in (PoseTask, SegTask, NormalTask, PointmapTask, AlbedoTask)}
+# In the task table's order; only tasks of the table.
+TASK_CLASSES = {name: _PROBE_CLASSES[name] for name in task_names() if name in _PROBE_CLASSES}
 
 
 def build_task(name: str, protocol) -> ProbeTask:
     """The task object for ``name`` under ``protocol``."""
     if name not in TASK_CLASSES:
-        raise KeyError(f"unknown probe task {name!r}; known: {', '.join(TASK_CLASSES)}")
+        raise UnknownNameError("probe task", name, TASK_CLASSES)
     return TASK_CLASSES[name](protocol)
 
 
-def import_evaluator(class_name: str, module: str):
-    """``evaluators.<module>.<class_name>``, or a RuntimeError saying which evaluator is missing."""
-    try:
-        return getattr(importlib.import_module(f"evaluators.{module}"), class_name)
-    except (ImportError, AttributeError) as e:
-        raise RuntimeError(f"evaluator {class_name} (evaluators/{module}.py) is not available: {e}") from e
+def import_evaluator(class_name: str, module: str | None = None):
+    """The registered evaluator class ``class_name`` (``evaluators.registry.EVALUATORS``).
+
+    Args:
+        class_name: registered evaluator type, e.g. ``"SegEvaluator"``.
+        module: unused (kept for callers written before the registry).
+    """
+    from evaluators.registry import evaluator_class
+
+    return evaluator_class(class_name)
 
 
 __all__ = ["ProbeTask", "TASK_CLASSES", "build_task", "import_evaluator"]

@@ -1,0 +1,138 @@
+"""Evaluate a folder of prediction files against a folder of GT files (the library behind ``eval``).
+
+Files are matched by stem and read with the one reader layer (``sapiens2.datasets.io``; format
+rules in ``sapiens2/datasets/README.md``). Consecutive files of equal shape are batched, and the
+batches go through the one evaluation loop (:func:`evaluators.runner.run_evaluation`).
+
+Example:
+    >>> import numpy as np, tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for d in ("pred", "gt"):
+    ...     (root / d).mkdir()
+    ...     np.save(root / d / "0001.npy", np.full((4, 5, 3), 0.25, np.float32))
+    >>> res = evaluate_folders("albedo", root / "pred", root / "gt")
+    >>> res["num_files"], res["metrics"]["mae"]
+    (1, 0.0)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from evaluators.registry import build_evaluator
+from evaluators.runner import dense_update, run_evaluation
+from sapiens2.datasets import io
+from sapiens2.tasks import get_task
+
+
+def default_mask(task: str, gt: torch.Tensor) -> torch.Tensor:
+    """Valid pixels without a mask file: finite GT (normals: also of non-zero length)."""
+    ok = torch.isfinite(gt).all(0)
+    if task == "normal":
+        ok &= gt.norm(dim=0) > 0
+    return ok
+
+
+def load_pair(task: str, item, num_classes: int | None = None, ignore_index: int | None = None):
+    """Read one (stem, pred, gt, mask) file set.
+
+    Returns:
+        (pred, gt, mask or None, pred_is_labels) tensors; dense maps are 3 x H x W.
+    """
+    _, pred_p, gt_p, mask_p = item
+    spec = get_task(task)
+    if spec.feed.kind == "labels":
+        pred, is_labels = io.read_seg_prediction(pred_p, num_classes, ignore_index)
+        gt = torch.from_numpy(io.read_label(gt_p, num_classes, ignore_index, what="GT label map"))
+        if is_labels and pred.shape != tuple(gt.shape):
+            raise io.DatasetError(
+                f"{pred_p}: label map {pred.shape} does not match GT {gt_p} {tuple(gt.shape)}"
+            )
+        return torch.from_numpy(pred), gt, None, is_labels
+    pred = io.read_map(pred_p, spec.value_kind, check_range=False)
+    gt = io.read_map(gt_p, spec.value_kind, check_range=False)
+    io.check_pair_range(spec.value_kind, pred, pred_p, gt, gt_p)
+    pred = torch.from_numpy(pred).permute(2, 0, 1).contiguous()
+    gt = torch.from_numpy(gt).permute(2, 0, 1).contiguous()
+    if mask_p is not None:
+        mask = torch.from_numpy(io.read_mask(mask_p))
+        if tuple(mask.shape) != tuple(gt.shape[-2:]):
+            raise io.DatasetError(
+                f"{mask_p}: mask {tuple(mask.shape)} does not match GT {gt_p} {tuple(gt.shape[-2:])}"
+            )
+    else:
+        mask = default_mask(task, gt)
+    return pred, gt, mask, False
+
+
+def _batches(task: str, items, batch_size: int, device, num_classes, ignore_index):
+    """Updates of consecutive equal-shape files, at most ``batch_size`` per update."""
+    batch: list = []
+    stems: list[tuple[int, str]] = []
+
+    def flush():
+        preds, gts, masks, labels = zip(*batch)
+        try:
+            p = torch.stack(preds).to(device)
+            g = torch.stack(gts).to(device)
+        except RuntimeError as e:
+            raise io.DatasetError(f"files {stems[0][1]}..{stems[-1][1]}: shapes differ ({e})") from e
+        m = None if masks[0] is None else torch.stack(masks).to(device)
+        up = dense_update(task, p, g, m, index=[i for i, _ in stems], pred_is_labels=labels[0])
+        batch.clear()
+        stems.clear()
+        return up
+
+    for i, item in enumerate(items):
+        sample = load_pair(task, item, num_classes, ignore_index)
+        if batch and (sample[0].shape != batch[0][0].shape or sample[1].shape != batch[0][1].shape
+                      or sample[3] != batch[0][3]):
+            yield flush()
+        batch.append(sample)
+        stems.append((i, item[0]))
+        if len(batch) >= batch_size:
+            yield flush()
+    if batch:
+        yield flush()
+
+
+def evaluate_folders(task: str, pred_dir, gt_dir, mask_dir=None, *, batch_size: int = 8,
+                     device: str = "cpu", progress: bool = False, **evaluator_kwargs) -> dict:
+    """Metrics of the prediction files in ``pred_dir`` against the GT files in ``gt_dir``.
+
+    Args:
+        task: a dense task (``seg``, ``normal``, ``pointmap``, ``albedo``).
+        pred_dir: folder of predictions (``.npy``/``.png``/``.exr``, matched to GT by stem).
+        gt_dir: folder of ground truth.
+        mask_dir: optional folder of masks (default: every finite GT pixel).
+        batch_size: files per evaluator update.
+        device: torch device of the metric computation.
+        progress: show a progress bar.
+        **evaluator_kwargs: evaluator settings (seg: ``num_classes``, ``ignore_index``, ``nan_to_num``).
+
+    Returns:
+        ``{"task", "pred_dir", "gt_dir", "mask_dir", "num_files", "metrics", "conventions"}`` and, for
+        seg, ``"per_class"``: the JSON that ``sapiens2-bench eval --json`` writes.
+
+    Raises:
+        sapiens2.datasets.DatasetError: a missing or unreadable file, or mismatched shapes or ranges.
+    """
+    spec = get_task(task)
+    if not spec.dense:
+        raise ValueError(f"evaluate_folders: {task} is not a per-pixel task")
+    items = io.pair_files(Path(pred_dir), Path(gt_dir), Path(mask_dir) if mask_dir else None)
+    ev = build_evaluator(task, **evaluator_kwargs).to(device)
+    num_classes = getattr(ev, "num_classes", None)
+    ignore_index = getattr(ev, "ignore_index", None)
+    res = run_evaluation(ev, _batches(task, items, batch_size, device, num_classes, ignore_index),
+                         progress=progress and len(items) >= 50, desc=f"eval {task}").metrics
+    conventions = res.pop("conventions")
+    per_class = res.pop("per_class", None)
+    out = {"task": task, "pred_dir": str(pred_dir), "gt_dir": str(gt_dir),
+           "mask_dir": None if mask_dir is None else str(mask_dir), "num_files": len(items),
+           "metrics": res, "conventions": conventions}
+    if per_class is not None:
+        out["per_class"] = per_class
+    return out

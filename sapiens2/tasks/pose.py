@@ -1,0 +1,11 @@
+"""308-keypoint whole-body pose: top-down crops (UDP), heatmaps, COCO keypoint AP."""
+
+from sapiens2.tasks.spec import Feed, TaskSpec, register_task
+
+SPEC = register_task(TaskSpec(
+    name="pose", dataset="PoseTopdownDataset", estimator="PoseTopdownEstimator", head="PoseHeatmapHead",
+    official_config_task="keypoints308", evaluator="PoseEvaluator", feed=Feed("keypoints", "keypoints_image"),
+    prediction_key="keypoints", headline="AP", higher_is_better=True, visualiser="draw_pose",
+    value_kind="keypoints", file_formats={"pred": (".json",), "gt": (".json",)},
+    hf_class="Sapiens2ForPoseEstimation",
+))
