@@ -43,3 +43,36 @@ EVALUATORS = Registry(
         "evaluators.pose.evaluator",
     ],
 )
+
+
+def evaluator_class(name: str) -> type:
+    """The evaluator class of a task name (``"seg"``) or a registered type name (``"SegEvaluator"``).
+
+    Raises:
+        sapiens2.errors.UnknownNameError: neither a task nor a registered evaluator type.
+    """
+    from sapiens2.errors import UnknownNameError
+    from sapiens2.tasks import get_task, task_names
+
+    EVALUATORS.import_from_location()
+    type_name = get_task(name).evaluator if name in task_names() else name
+    cls = EVALUATORS.get(type_name) if isinstance(type_name, str) else None
+    if cls is None:
+        raise UnknownNameError("evaluator", name, [*task_names(), *sorted(EVALUATORS.module_dict)])
+    return cls
+
+
+def build_evaluator(name: str, **kwargs):
+    """An evaluator for a task (its official settings from the task table) or a registered type.
+
+    Args:
+        name: task name or registered evaluator type name.
+        **kwargs: override the task's ``evaluator_kwargs``.
+
+    Returns:
+        The evaluator.
+    """
+    from sapiens2.tasks import get_task, task_names
+
+    base = dict(get_task(name).evaluator_kwargs) if name in task_names() else {}
+    return evaluator_class(name)(**{**base, **kwargs})

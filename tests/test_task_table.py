@@ -80,7 +80,8 @@ def test_headline_metric_from_the_runner_matches_the_leaderboard(split, name):
                                                                samples, pred_is_labels=labels)])
     value = res.metrics[spec.headline]
     perfect = {"seg": 100.0, "normal": 0.0, "pointmap": 0.0, "albedo": 0.0}[name]
-    assert value == pytest.approx(perfect, abs=1e-3)
+    # The official angle is acos of a float32 dot product, good to about 0.02 degrees near 0.
+    assert value == pytest.approx(perfect, abs=0.02 if name == "normal" else 1e-3)
     shown = {m.key: m for m in headline_metrics(name)}
     key, _ = canonical_metric(name, spec.headline)
     assert key in shown and shown[key].higher_is_better == spec.higher_is_better
