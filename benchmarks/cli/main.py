@@ -152,7 +152,7 @@ def describe_error(e: BaseException) -> str:
             msg += " (a part of this path is a file, not a folder)"
         return msg
     if isinstance(e, ModuleNotFoundError):
-        return f"{e} (a required package is missing: pip install -e . installs the core ones; pyproject.toml lists the extras)"
+        return f"{e} (a required package is missing; pyproject.toml lists the dependencies and extras)"
     if isinstance(e, KeyError) and not isinstance(e, BenchError) and e.args:
         return str(e.args[0])
     return str(e) or type(e).__name__

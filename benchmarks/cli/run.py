@@ -26,7 +26,7 @@ TASKS = ",".join(task_names())
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="main job: probe default backbones on synthetic data, build the report",
                        description=__doc__.split("\n\n")[1])
-    p.add_argument("--quick", action="store_true", help="tiny protocol and backbones (for tests; minutes, not tens of minutes, on 2 CPU cores)")
+    p.add_argument("--quick", action="store_true", help="tiny protocol and backbones (for tests)")
     p.add_argument("--out", default="sapiens2-bench-out", help="output folder (results/ and site/)")
     p.add_argument("--backbones", default=None,
                    help=f"comma-separated backbones (default {','.join(DEFAULT_BACKBONES)}; "
