@@ -144,7 +144,7 @@ class HFViTProbe(ProbeBackbone):
         config: config overrides (random init); ignored keys are those the config class does not know.
         pretrained: local folder (``from_pretrained``) or a ``.safetensors`` file loaded into a model
             built from ``config`` (strict).
-        checkpoint: alias of ``pretrained`` (the CLI's ``--checkpoint``).
+        checkpoint: alias of ``pretrained`` (the CLI's ``--weights``).
         img_size: unused (position embeddings are interpolated to the input grid).
     """
 
