@@ -13,6 +13,7 @@ from benchmarks.probe.tasks.base import (
     resize_to,
     subsample,
 )
+from evaluators.albedo import AlbedoEvaluator
 
 
 class AlbedoTask(ProbeTask):
@@ -32,10 +33,6 @@ class AlbedoTask(ProbeTask):
         return torch.sigmoid(resize_to(maps.float(), size))
 
     def make_evaluator(self):
-        from benchmarks.probe.tasks import import_evaluator
-
-        AlbedoEvaluator = import_evaluator("AlbedoEvaluator", "albedo")
-
         return AlbedoEvaluator()
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from benchmarks.probe.losses import register_loss
 from benchmarks.probe.tasks.base import ProbeTask, loss_grid, per_sample_masked_mean, subsample
+from evaluators.normal import NormalEvaluator
 
 
 class NormalTask(ProbeTask):
@@ -23,10 +24,6 @@ class NormalTask(ProbeTask):
         }
 
     def make_evaluator(self):
-        from benchmarks.probe.tasks import import_evaluator
-
-        NormalEvaluator = import_evaluator("NormalEvaluator", "normal")
-
         return NormalEvaluator()
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):

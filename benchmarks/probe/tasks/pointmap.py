@@ -19,6 +19,7 @@ from benchmarks.probe.tasks.base import (
     resize_to,
     subsample,
 )
+from evaluators.pointmap import PointmapEvaluator
 
 
 class PointmapTask(ProbeTask):
@@ -52,10 +53,6 @@ class PointmapTask(ProbeTask):
         return targets["log_scale"].float().mean().reshape(1)
 
     def make_evaluator(self):
-        from benchmarks.probe.tasks import import_evaluator
-
-        PointmapEvaluator = import_evaluator("PointmapEvaluator", "pointmap")
-
         return PointmapEvaluator()
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):

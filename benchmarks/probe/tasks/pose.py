@@ -12,6 +12,7 @@ import torch
 
 from benchmarks.probe.losses import register_loss
 from benchmarks.probe.tasks.base import ProbeTask
+from evaluators.pose.evaluator import PoseEvaluator
 from sapiens2.codecs.udp import udp_decode, udp_encode
 
 
@@ -65,8 +66,6 @@ class PoseTask(ProbeTask):
         )
 
     def make_evaluator(self):
-        from evaluators.pose.evaluator import PoseEvaluator
-
         return PoseEvaluator(meta="keypoints308")
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):

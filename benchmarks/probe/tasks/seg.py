@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from benchmarks.probe.losses import register_loss
 from benchmarks.probe.tasks.base import ProbeTask, loss_grid, subsample
+from evaluators.seg import SegEvaluator
 
 IGNORE = 255
 
@@ -22,10 +23,6 @@ class SegTask(ProbeTask):
         return {"label": torch.stack([torch.as_tensor(s["label"]).long() for s in samples])}
 
     def make_evaluator(self):
-        from benchmarks.probe.tasks import import_evaluator
-
-        SegEvaluator = import_evaluator("SegEvaluator", "seg")
-
         return SegEvaluator(num_classes=self.out_channels, ignore_index=IGNORE)
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
