@@ -140,3 +140,11 @@ def test_weights_flag_and_its_deprecated_alias(synth, tmp_path, capsys):
     # `run`'s NAME=PATH spelling works too
     assert main([*args, "--weights", f"sapiens2_tiny={ckpt}", "--out", str(tmp_path / "o")]) == 0
     assert path.read_bytes() == first
+
+
+def test_weight_free_backbones_are_told_apart_from_random_inits():
+    from benchmarks.probe.backbones import build_probe_backbone, weight_free
+
+    assert weight_free("pixels") and weight_free("gt-oracle") and not weight_free("sapiens2_tiny")
+    assert build_probe_backbone("pixels").weights == "none"
+    assert build_probe_backbone("sapiens2_tiny").weights == "random(seed=0)"

@@ -9,7 +9,7 @@ Example:
     >>> a = run_identity("probe-v3-x", {"train": "1", "test": "2"}, {"spec": "pixels"}, "seg", 0)
     >>> run_mismatch(a, dict(a)) is None
     True
-    >>> run_mismatch(a, {**a, "data": {"train": "1", "test": "3"}})
+    >>> run_mismatch(a, {**a, "data": {"test": "3", "train": "1"}})
     "another dataset (data: {'test': '2', 'train': '1'} there, {'test': '3', 'train': '1'} now)"
 """
 

@@ -57,7 +57,9 @@ def backbone_class(name: str) -> type[ProbeBackbone]:
         ) from e
     if not hasattr(module, cls_name):
         known = sorted(
-            n for n, v in vars(module).items() if inspect.isclass(v) and issubclass(v, ProbeBackbone)
+            n
+            for n, v in vars(module).items()
+            if inspect.isclass(v) and issubclass(v, ProbeBackbone) and v is not ProbeBackbone
         )
         raise UnknownNameError(f"probe backbone class in {mod_name}", cls_name, known or ["(none)"])
     obj = getattr(module, cls_name)
