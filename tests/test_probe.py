@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _probe_toy import make_toy_data  # noqa: E402
 
 from benchmarks.probe.protocol import ProbeProtocol, quick_protocol  # noqa: E402
+from sapiens2.errors import UnknownNameError  # noqa: E402
 
 HF_TINY = [
     "dinov2_small_tiny",
@@ -37,7 +38,11 @@ def test_protocol_id_hashes_every_knob():
         p.replace(padding="resize"),
         p.replace(shortcut="none"),
         p.replace(ridge_alphas=(1e-3, 1.0)),
-        p.replace(seg_logit_margin=5.0),
+        p.replace(tasks={"seg": {"logit_margin": 5.0}}),
+        p.replace(tasks={"pose": {"sigma": 3.0}}),
+        p.replace(optimizer="adam"),
+        p.replace(schedule="warmup_constant"),
+        p.replace(tasks={"albedo": {"loss_weights": {"l1": 1.0, "grad": 0.5}}}),
     ]
     ids = {c.protocol_id() for c in changed}
     assert p.protocol_id() not in ids and len(ids) == len(changed)
@@ -56,7 +61,7 @@ def test_protocol_rejects_bad_values():
         ProbeProtocol(padding="mirror")
     with pytest.raises(ValueError, match="decoder"):
         ProbeProtocol().replace(tasks={"seg": {"decoder": "mlp"}})
-    with pytest.raises(ValueError, match="unknown keys"):
+    with pytest.raises(UnknownNameError, match="unknown probe protocol key 'learning_rate'; known: .*lr"):
         ProbeProtocol.from_dict({"learning_rate": 1.0})
     with pytest.raises(ValueError, match="shortcut"):
         ProbeProtocol(shortcut="lstsq")
@@ -242,12 +247,13 @@ def test_finished_records_are_not_recomputed(tmp_path):
     data = make_toy_data(tasks=("seg",))
     first = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), quick=True)
     stamp = {p: p.stat().st_mtime_ns for p in first if p.name.startswith("seed")}
-    (tmp_path / "pixels" / "seg" / "seed1.json").unlink()
+    folder = tmp_path / "pixels" / quick_protocol().protocol_id() / "seg"
+    (folder / "seed1.json").unlink()
     second = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), quick=True)
     assert first == second
-    seed0 = tmp_path / "pixels" / "seg" / "seed0.json"
+    seed0 = folder / "seed0.json"
     assert seed0.stat().st_mtime_ns == stamp[seed0]  # done marker respected
-    assert (tmp_path / "pixels" / "seg" / "seed1.json").is_file()
+    assert (folder / "seed1.json").is_file()
 
 
 def test_feature_cache_runs_backbone_once_per_image(tmp_path):

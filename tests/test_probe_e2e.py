@@ -140,7 +140,7 @@ def test_backbone_families_write_valid_records(backbone, synth64, tmp_path):
         }
         assert rec["config"]["protocol"] == quick_protocol().to_dict()
         assert rec["model"]["name"] == backbone and rec["dataset"]["content_hash"]
-    mean = read_record(tmp_path / backbone / "seg" / "mean.json")
+    mean = read_record(tmp_path / backbone / pid / "seg" / "mean.json")
     assert mean["seeds"] == [0, 1] and "mIoU" in mean["metrics_std"]
 
 
@@ -167,7 +167,7 @@ def test_cli_probe(synth64, tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert code == 0 and "mIoU=" in out and "mae=" in out
-    assert (tmp_path / "pixels" / "albedo" / "seed0.json").is_file()
+    assert (tmp_path / "pixels" / quick_protocol().protocol_id() / "albedo" / "seed0.json").is_file()
     assert (
         main(
             [

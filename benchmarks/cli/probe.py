@@ -3,6 +3,8 @@
 Example:
     sapiens2-bench probe --backbone sapiens2_0.1b --tasks pose,seg,normal,pointmap,albedo \\
         --data DIR --out results/ --seeds 0,1,2
+    sapiens2-bench probe --include my_backbones.py --backbone MeanColourPatches --data DIR
+    sapiens2-bench probe --backbone mypackage.backbones:MyViT --weights my_vit.safetensors
     torchrun --nproc_per_node=2 -m benchmarks.cli.main probe --backbone pixels --tasks seg \\
         --data DIR --out OUT
 """
@@ -10,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import sys
 
 from sapiens2.tasks import task_names
 
@@ -27,14 +30,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--backbone",
         default=None,
         help="preset (sapiens2_0.1b, sapiens_0.3b, dinov2_small, dinov3_vits16, mae_base, clip_b16, "
-        "siglip_b16, pixels, ...; '_tiny' variants), a registered PROBE_BACKBONES type, a JSON "
-        "config, or gt-oracle",
+        "siglip_b16, pixels, ...; '_tiny' variants; see --list-backbones), a registered PROBE_BACKBONES "
+        "type, package.module:ClassName (a ProbeBackbone subclass), a JSON config whose 'type' is one of "
+        "those, or gt-oracle",
     )
     p.add_argument(
-        "--checkpoint",
-        default=None,
-        help="backbone weights: a .safetensors/.pth file or a transformers save_pretrained folder",
+        "--include",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="import this .py file, or every .py file and package in this folder, before resolving "
+        "--backbone (repeatable): classes it registers are known by name, its modules by module:Class",
     )
+    p.add_argument(
+        "--weights",
+        default=None,
+        metavar="PATH",
+        help="backbone weights: a .safetensors/.pth file or a transformers save_pretrained folder "
+        "(the flag `run` uses too; NAME=PATH with NAME the --backbone is accepted)",
+    )
+    p.add_argument("--checkpoint", default=None, metavar="PATH", help="deprecated alias of --weights")
     p.add_argument("--tasks", default=",".join(task_names()), help="comma-separated tasks")
     p.add_argument("--data", default=None, help="dataset folder (default: the embedded synthetic split)")
     p.add_argument("--out", default="results/probe", help="output folder")
@@ -45,14 +60,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--feature-cache", default=None, help="on-disk feature cache folder")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    p.add_argument("--list-backbones", action="store_true", help="print the backbone presets and exit")
+    p.add_argument(
+        "--list-backbones",
+        action="store_true",
+        help="print every backbone name with its family, parameter count and whether it needs weights",
+    )
     p.add_argument("--show-protocol", action="store_true", help="print the protocol and its id and exit")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(func=run)
 
 
 def _protocol(args):
-    from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
+    from benchmarks.probe.protocol import default_protocol, quick_protocol
     from sapiens2.utils_io import read_json
 
     base = quick_protocol() if args.quick else default_protocol()
@@ -61,13 +80,35 @@ def _protocol(args):
     overrides = read_json(args.protocol)
     if not isinstance(overrides, dict):
         raise ValueError(f"{args.protocol}: expected a JSON object of ProbeProtocol fields")
-    merged = {**base.to_dict(), **overrides}
-    if "tasks" in overrides:
-        merged["tasks"] = {
-            **base.to_dict()["tasks"],
-            **{k: {**base.to_dict()["tasks"].get(k, {}), **v} for k, v in overrides["tasks"].items()},
-        }
-    return ProbeProtocol.from_dict(merged)
+    try:
+        return base.replace(**overrides)
+    except (KeyError, ValueError, TypeError) as e:
+        raise ValueError(f"--protocol {args.protocol}: {e.args[0] if e.args else e}") from e
+
+
+def _weights(args) -> str | None:
+    """``--weights`` (or the deprecated ``--checkpoint``) as a path."""
+    if args.checkpoint:
+        print("sapiens2-bench probe: --checkpoint is deprecated; use --weights", file=sys.stderr)
+        if args.weights and args.weights != args.checkpoint:
+            raise ValueError("--weights and --checkpoint (its deprecated alias) name different files")
+    path = args.weights or args.checkpoint
+    if path and args.backbone and path.startswith(f"{args.backbone}="):
+        path = path[len(args.backbone) + 1 :]
+    return path
+
+
+def list_backbones() -> str:
+    """The ``--list-backbones`` table: name, family, parameters ("-": no weights) and weights."""
+    from benchmarks.probe.backbones import backbone_table, format_params
+
+    rows = backbone_table()
+    w = max(len(r["name"]) for r in rows)
+    f = max(len(r["family"]) for r in rows)
+    lines = [f"{'name':<{w}}  {'family':<{f}}  {'params':>8}  weights"]
+    for r in rows:
+        lines.append(f"{r['name']:<{w}}  {r['family']:<{f}}  {format_params(r['params']):>8}  {r['weights']}")
+    return "\n".join(lines)
 
 
 def default_data_dir(protocol) -> str:
@@ -81,12 +122,12 @@ def run(args) -> int:
     """Run the probe; returns the exit code."""
     import json
 
+    from benchmarks.probe.backbones import ORACLE, import_paths, resolve_backbone_cfg
     from sapiens2 import distributed as dist_utils
 
+    import_paths(args.include)
     if args.list_backbones:
-        from benchmarks.probe.backbones import list_presets
-
-        print("\n".join(list_presets()))
+        print(list_backbones())
         return 0
     protocol = _protocol(args)
     if args.show_protocol:
@@ -94,6 +135,9 @@ def run(args) -> int:
         return 0
     if not args.backbone:
         raise ValueError("--backbone is required (see --list-backbones)")
+    weights = _weights(args)
+    if args.backbone != ORACLE:
+        resolve_backbone_cfg(args.backbone)  # an unknown name or a bad module:Class fails before any work
     from benchmarks.probe.api import run_probe
 
     with dist_utils.process_group(args.device):
@@ -106,7 +150,7 @@ def run(args) -> int:
             args.out,
             seeds=seeds,
             protocol=protocol,
-            checkpoint=args.checkpoint,
+            checkpoint=weights,
             cache_dir=args.feature_cache,
             device=args.device,
         )

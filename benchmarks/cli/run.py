@@ -6,9 +6,10 @@ seed), build the leaderboard (Markdown + self-contained HTML, with the paper's n
 reported) and print where the report is. ``--quick`` runs a tiny protocol for tests (its own
 protocol id, never ranked with the default one).
 
-Backbones without weights are probed from a seeded random initialisation (the records and the
-report say so); pass ``--weights NAME=PATH`` to probe pretrained weights. ``gt-oracle`` (features
-computed from the ground truth) gives the ceiling of the decoders and the evaluation.
+Backbones that take weights but get none are probed from a seeded random initialisation (the
+records and the report say so); pass ``--weights NAME=PATH`` to probe pretrained weights (``probe``
+takes ``--weights PATH``). Weight-free backbones (``pixels``) are labelled as such. ``gt-oracle``
+(features computed from the ground truth) gives the ceiling of the decoders and the evaluation.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", action="append", default=[], metavar="NAME=PATH",
                    help="weights for a backbone (repeatable), e.g. "
                         "sapiens2_0.1b=pretrain/sapiens2_0.1b.safetensors")
+    p.add_argument("--include", action="append", default=[], metavar="PATH",
+                   help="import this .py file or folder before resolving --backbones (repeatable)")
     p.add_argument("--no-paper", action="store_true", help="leave the paper's numbers out of the report")
     p.add_argument("--no-mediapipe", action="store_true",
                    help="skip the MediaPipe reference system (run only when mediapipe 0.10.21 is installed)")
@@ -67,14 +70,20 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from benchmarks.probe.api import run_probe
+    from benchmarks.probe.backbones import ORACLE, import_paths, resolve_backbone_cfg, weight_free
     from benchmarks.probe.protocol import default_protocol, quick_protocol
     from leaderboard.build import build_site
+    from sapiens2.errors import BenchError
 
     t0 = time.perf_counter()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     protocol = quick_protocol() if args.quick else default_protocol()
     default = ",".join(QUICK_BACKBONES if args.quick else DEFAULT_BACKBONES)
     names = [b.strip() for b in (args.backbones or default).split(",") if b.strip()]
+    import_paths(args.include)
+    for name in names:  # an unknown name or a bad module:Class fails before any work
+        if name != ORACLE:
+            resolve_backbone_cfg(name)
     weights = _parse_weights(args.weights)
     unused = sorted(set(weights) - set(names))
     if unused:
@@ -99,17 +108,17 @@ def run(args: argparse.Namespace) -> int:
         tb = time.perf_counter()
         if name in weights:
             state = f"weights {weights[name]}"
-        elif name == "gt-oracle":
+        elif name == ORACLE:
             state = "features = ground truth: the ceiling of decoder + evaluation"
-        elif name.startswith("pixels"):
-            state = "raw pixel patches: no weights"
+        elif weight_free(name):
+            state = "a backbone without weights"
         else:
             state = "no weights given: seeded random init"
         print(f"  ({i}/{len(names)}) {name} [{state}]", flush=True)
         try:
             run_probe(name, args.tasks, data, results, seeds=seeds, protocol=protocol,
                       checkpoint=weights.get(name), device=args.device)
-        except (ValueError, KeyError, RuntimeError, FileNotFoundError, ImportError, TypeError) as e:
+        except (BenchError, ValueError, KeyError, RuntimeError, OSError, ImportError, TypeError) as e:
             if not args.keep_going or args.debug:
                 raise
             failed[name] = f"{type(e).__name__}: {e}"

@@ -4,29 +4,47 @@ Example:
     >>> from benchmarks.probe.api import run_probe
     >>> paths = run_probe("pixels", ["seg"], data_dir, "out/", seeds=(0,), quick=True)  # doctest: +SKIP
 
-Files under ``out_dir/<backbone>/<task>/``: ``seed<k>.json`` (one record per seed), ``mean.json``
-(mean and std over seeds) and ``seed<k>.ckpt.pt`` (resumable decoder state). A record whose
-``protocol_id`` matches is a done marker: an interrupted run resumes at the first missing one.
+Files under ``out_dir/<backbone>/<protocol_id>/<task>/``: ``seed<k>.json`` (one record per seed),
+``mean.json`` (mean and std over seeds) and ``seed<k>.ckpt.pt`` (resumable decoder state). Records of
+different protocols live apart, so one never overwrites another. A record is a done marker, and a
+decoder checkpoint is resumed, only for the same run: protocol id, data content, backbone config and
+weights hash, task and seed (:mod:`benchmarks.probe.runkey`). A mismatched checkpoint is ignored with
+a message; a record of another run at the path is never overwritten: the run stops before training.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
+from benchmarks.probe.backbones import ORACLE, backbone_label, build_probe_backbone, resolve_backbone_cfg
 from benchmarks.probe.data import as_data_source, load_task_split, sample_indices, stack_images
+from benchmarks.probe.evaluate import evaluate_decoder
+from benchmarks.probe.features import FeatureSet, FeatureStore
+from benchmarks.probe.optim import check_training_names
 from benchmarks.probe.protocol import TASKS, ProbeProtocol, default_protocol, quick_protocol
+from benchmarks.probe.runkey import run_identity, run_mismatch, weights_sha256
 from benchmarks.probe.tasks import build_task
+from benchmarks.probe.train import fit_task_shortcut, train_decoder
+from leaderboard.results import make_record, read_record, write_record
 from sapiens2 import distributed as dist_utils
+from sapiens2.errors import BenchError, UnknownNameError
 
-ORACLE = "gt-oracle"
+__all__ = ["ORACLE", "RecordConflictError", "run_probe"]
 
 
-def _protocol(protocol, quick: bool, backbone) -> ProbeProtocol:
+class RecordConflictError(BenchError, ValueError):
+    """The output path holds a record of another run (other data, weights, ...): it is not overwritten."""
+
+
+def _protocol(protocol, quick: bool) -> ProbeProtocol:
     if protocol is None:
         protocol = quick_protocol() if quick else default_protocol()
     elif isinstance(protocol, dict):
@@ -34,22 +52,42 @@ def _protocol(protocol, quick: bool, backbone) -> ProbeProtocol:
     return protocol
 
 
-def _label(backbone) -> str:
-    from benchmarks.probe.backbones.presets import backbone_label
+def _task_list(tasks) -> list[str]:
+    tasks = [t.strip() for t in tasks.split(",")] if isinstance(tasks, str) else list(tasks)
+    if not tasks:
+        raise ValueError(f"--tasks: no task given; expected some of {', '.join(TASKS)}")
+    for t in tasks:
+        if t not in TASKS:
+            raise UnknownNameError("probe task", t, TASKS)
+    return tasks
 
-    return ORACLE if backbone == ORACLE else backbone_label(backbone)
+
+def _spec_identity(cfg: dict) -> dict:
+    """The backbone config that defines it, without where its weights were read from (hashed apart)."""
+    return {k: v for k, v in cfg.items() if k not in ("name", "checkpoint", "pretrained")}
 
 
-def _load_record_if_done(path: Path, protocol_id: str):
-    from leaderboard.results import read_record
+def _done_record(path: Path, identity: dict) -> dict | None:
+    """The record at ``path`` if it was made by this very run; None if there is none (or it is unreadable).
 
+    Raises:
+        RecordConflictError: the path holds a readable record of another run.
+    """
     if not path.is_file():
         return None
     try:
         rec = read_record(path)
-    except ValueError:
+    except ValueError as e:
+        if dist_utils.is_main():
+            print(f"probe: {path} is not a readable record ({e}); computing it again", file=sys.stderr)
         return None
-    return rec if rec["protocol"].get("protocol_id") == protocol_id else None
+    why = run_mismatch((rec.get("config") or {}).get("run"), identity)
+    if why is not None:
+        raise RecordConflictError(
+            f"{path} holds a record of another run: {why}. It is not overwritten: pass another --out, "
+            "or delete that file to replace it"
+        )
+    return rec
 
 
 def run_probe(
@@ -68,7 +106,8 @@ def run_probe(
 
     Args:
         backbone: preset name (``sapiens2_0.1b``, ``dinov2_small``, ``pixels``, ...), registered
-            ``PROBE_BACKBONES`` type, config dict, or ``"gt-oracle"`` (features = ground truth).
+            ``PROBE_BACKBONES`` type, ``package.module:ClassName``, config dict, or ``"gt-oracle"``
+            (features = ground truth).
         tasks: task names (subset of ``pose, seg, normal, pointmap, albedo``) or a comma string.
         data_dir: dataset folder in the reader formats (or a :class:`~benchmarks.probe.data.MemoryData`).
         out_dir: output folder.
@@ -82,78 +121,94 @@ def run_probe(
     Returns:
         Paths of the record files written or found complete (per seed, then the mean), rank 0 only
         (other ranks return the same list without writing).
+
+    Raises:
+        RecordConflictError: a record path holds a record of another run (checked before training).
     """
     t_start = time.perf_counter()
-    tasks = [t.strip() for t in tasks.split(",")] if isinstance(tasks, str) else list(tasks)
-    unknown = [t for t in tasks if t not in TASKS]
-    if unknown or not tasks:
-        raise ValueError(f"--tasks: unknown {unknown}; expected some of {', '.join(TASKS)}")
+    tasks = _task_list(tasks)
     seeds = [int(s) for s in seeds]
-    protocol = _protocol(protocol, quick, backbone)
+    protocol = _protocol(protocol, quick)
+    check_training_names(protocol)
     pid = protocol.protocol_id()
-    label = _label(backbone)
-    out = Path(out_dir) / label.replace("/", "_")
+    cfg = None if backbone == ORACLE else resolve_backbone_cfg(backbone)  # a bad name fails here
+    label = ORACLE if backbone == ORACLE else backbone_label(backbone)
+    out = Path(out_dir) / label.replace(os.sep, "_").replace(":", "_") / pid
     source = as_data_source(data_dir)
 
     # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
     task_objs = {t: build_task(t, protocol) for t in tasks}
-    splits = {}
+    splits, data_ids = {}, {}
     for name, task in task_objs.items():
         train = load_task_split(source, task, protocol.train_split, protocol, protocol.max_train_samples)
         test = load_task_split(source, task, protocol.test_split, protocol, protocol.max_test_samples)
         splits[name] = (train, test)
-    bb = None
-    if backbone != ORACLE:
-        from benchmarks.probe.backbones import build_probe_backbone
-        from benchmarks.probe.features import FeatureStore
-
+        data_ids[name] = {
+            "train": source.content_hash(name, protocol.train_split),
+            "test": source.content_hash(name, protocol.test_split),
+        }
+    bb = store = None
+    if cfg is not None:
         probe_h, probe_w = protocol.input_size
-        bb = build_probe_backbone(backbone, checkpoint=checkpoint, img_size=(probe_h, probe_w)).to(device)
+        bb = build_probe_backbone(cfg, checkpoint=checkpoint, img_size=(probe_h, probe_w)).to(device)
         layers = protocol.tapped_layers(bb.num_layers)
         # feature shapes are validated on one image before anything is trained
         bb.extract(torch.zeros(1, 3, probe_h, probe_w, device=device), layers, protocol.padding)
-        store = FeatureStore(bb, layers, protocol, cache_dir=cache_dir)
+        weights_hash = weights_sha256(bb)
+        store = FeatureStore(bb, layers, protocol, cache_dir=cache_dir, weights_hash=weights_hash)
         bb_desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
+        bb_id = {"spec": _spec_identity(cfg), "weights_sha256": weights_hash}
     else:
         bb_desc = {"type": "GroundTruthOracle", "params": 0, "weights": "none", "cls_used": False}
+        bb_id = {"spec": ORACLE}
+
+    # 2. done markers: a record counts only for this very run; one of another run stops us here
+    plan = {
+        name: [
+            (seed, out / name / f"seed{seed}.json", run_identity(pid, data_ids[name], bb_id, name, seed))
+            for seed in seeds
+        ]
+        for name in tasks
+    }
+    done = {
+        (name, seed): _done_record(path, ident) for name, runs in plan.items() for seed, path, ident in runs
+    }
 
     ctx = _Context(label, bb_desc, protocol, source, device)
     written: list[Path] = []
     for name, task in task_objs.items():
-        train, test = splits[name]
-        t0 = time.perf_counter()
-        tr_tgt = {k: v.to(device) for k, v in task.targets(train).items()}
-        te_tgt = {k: v.to(device) for k, v in task.targets(test).items()}
-        if bb is not None:
-            tr_feat = store.compute(
-                stack_images(train, protocol.input_size, name).to(device), f"{name} features"
-            )
-            te_feat = store.compute(
-                stack_images(test, protocol.input_size, name).to(device), f"{name} features"
-            )
-        else:
-            tr_feat, te_feat = (
-                _oracle_features(task, tr_tgt, protocol),
-                _oracle_features(task, te_tgt, protocol),
-            )
-        run = _TaskRun(task, tr_feat, tr_tgt, te_feat, te_tgt, sample_indices(test), len(train))
-        run.features_s = time.perf_counter() - t0
-        per_seed = []
-        for seed in seeds:
-            path = out / name / f"seed{seed}.json"
-            rec = _load_record_if_done(path, pid)
-            if rec is None:
-                rec = _train_eval_record(ctx, run, seed, path)
-            per_seed.append(rec)
-            written.append(path)
+        per_seed = [done[(name, seed)] for seed in seeds]
+        if any(rec is None for rec in per_seed):
+            run = _task_run(task, splits[name], store, protocol, device)
+            for i, (seed, path, ident) in enumerate(plan[name]):
+                if per_seed[i] is None:
+                    per_seed[i] = _train_eval_record(ctx, run, seed, path, ident)
+        written += [path for _, path, _ in plan[name]]
         if len(seeds) > 1:
             written.append(_write_mean(out / name / "mean.json", per_seed))
     dist_utils.barrier()
     if dist_utils.is_main():
-        ran = f"; backbone ran on {store.backbone_images} image(s) on rank 0" if bb is not None else ""
+        ran = f"; backbone ran on {store.backbone_images} image(s) on rank 0" if store is not None else ""
         took = time.perf_counter() - t_start
         print(f"probe {label}: {len(written)} record(s) under {out} in {took:.1f}s{ran}")
     return written
+
+
+def _task_run(task, split, store, protocol, device) -> _TaskRun:
+    """Targets and features of one task's train and test split (features of the oracle: its GT)."""
+    train, test = split
+    t0 = time.perf_counter()
+    tr_tgt = {k: v.to(device) for k, v in task.targets(train).items()}
+    te_tgt = {k: v.to(device) for k, v in task.targets(test).items()}
+    if store is not None:
+        desc = f"{task.name} features"
+        tr_feat = store.compute(stack_images(train, protocol.input_size, task.name).to(device), desc)
+        te_feat = store.compute(stack_images(test, protocol.input_size, task.name).to(device), desc)
+    else:
+        tr_feat, te_feat = _oracle_features(task, tr_tgt, protocol), _oracle_features(task, te_tgt, protocol)
+    run = _TaskRun(task, tr_feat, tr_tgt, te_feat, te_tgt, sample_indices(test), len(train))
+    run.features_s = time.perf_counter() - t0
+    return run
 
 
 @dataclass
@@ -185,8 +240,6 @@ class _TaskRun:
     def fitted_shortcut(self, protocol):
         """The task's closed-form shortcut (seed-independent), fitted on first use."""
         if self.shortcut is None and protocol.shortcut == "ridge":
-            from benchmarks.probe.train import fit_task_shortcut
-
             t0 = time.perf_counter()
             self.shortcut = fit_task_shortcut(self.task, self.train_feat, self.train_tgt, protocol)
             self.shortcut_s = time.perf_counter() - t0
@@ -200,10 +253,6 @@ def _oracle_features(task, tgt, protocol):
     PixelShuffle head can reproduce the targets exactly, at the same output resolution as for every
     other backbone, so the oracle is scored under the very protocol of the real backbones.
     """
-    import torch.nn.functional as F
-
-    from benchmarks.probe.features import FeatureSet
-
     feats, cls, patch = task.oracle_features(tgt)
     feats = feats.float()
     size = tuple(int(v) for v in feats.shape[-2:])
@@ -218,11 +267,7 @@ def _oracle_features(task, tgt, protocol):
     return FeatureSet(feats, None if cls is None else cls.float(), patch, valid, image_size)
 
 
-def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path) -> dict:
-    from benchmarks.probe.evaluate import evaluate_decoder
-    from benchmarks.probe.train import train_decoder
-    from leaderboard.results import make_record, write_record
-
+def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, identity: dict) -> dict:
     task, protocol, label, bb_desc, source = run.task, ctx.protocol, ctx.label, ctx.backbone, ctx.source
     decoder, info = train_decoder(
         task,
@@ -233,6 +278,7 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path) -> d
         ckpt_path=path.with_suffix(".ckpt.pt"),
         desc=f"{label} {task.name} seed {seed}",
         shortcut=run.fitted_shortcut(protocol),
+        run=identity,
     )
     metrics, eval_s = evaluate_decoder(task, decoder, run.test_feat, run.test_tgt, run.test_idx, protocol)
     pid = protocol.protocol_id()
@@ -240,7 +286,8 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path) -> d
         model={
             "name": label,
             "backbone": str(bb_desc.get("arch") or bb_desc.get("family") or bb_desc["type"]),
-            "params": bb_desc.get("params"),
+            # a backbone without weights has no parameter count to show ("-")
+            "params": None if bb_desc.get("weights") == "none" else bb_desc.get("params"),
             "weights": str(bb_desc.get("weights")),
         },
         task=task.name,
@@ -263,6 +310,7 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path) -> d
             "seed": seed,
             "num_train_samples": run.num_train,
             "shortcut": info["shortcut"],
+            "run": identity,
         },
         seeds=[seed],
         timings={
@@ -283,10 +331,6 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path) -> d
 
 def _write_mean(path: Path, records: list[dict]) -> Path:
     """Mean and (population) std over seeds of every metric, as one aggregated record."""
-    import math
-
-    from leaderboard.results import make_record, write_record
-
     keys = sorted(set.intersection(*(set(r["metrics"]) for r in records)))
     mean, std = {}, {}
     for k in keys:

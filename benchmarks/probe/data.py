@@ -7,11 +7,15 @@ task readers registered in ``sapiens2.registry.DATASETS``, or an in-memory :clas
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+from leaderboard.results import dataset_content_hash
+from sapiens2.datasets import open_split
 
 
 class MemoryData:
@@ -29,8 +33,6 @@ class MemoryData:
         return list(self.samples[task][split])
 
     def content_hash(self, task: str, split: str) -> str:
-        import hashlib
-
         h = hashlib.sha256()
         for s in self.samples.get(task, {}).get(split, []):
             for k in sorted(s):
@@ -55,7 +57,7 @@ class FolderData:
         self.name = self.root.name
         if not self.root.is_dir():
             raise FileNotFoundError(f"--data {self.root}: no such folder")
-        self._cache: dict = {}
+        self._hashes: dict[Path, str] = {}
 
     def _split_dir(self, split: str) -> tuple[Path, bool]:
         if (self.root / split / "split.json").is_file():
@@ -68,8 +70,6 @@ class FolderData:
         )
 
     def load(self, task: str, split: str, protocol) -> list[dict]:
-        from sapiens2.datasets import open_split
-
         folder, holdout = self._split_dir(split)
         kwargs = {"input_size": (protocol.input_size[1], protocol.input_size[0])} if task == "pose" else {}
         try:
@@ -88,10 +88,11 @@ class FolderData:
         return [reader[i] for i in keep]
 
     def content_hash(self, task: str, split: str) -> str:
-        from leaderboard.results import dataset_content_hash
-
+        """Content hash of the split's folder (every file; computed once per folder and object)."""
         folder, _ = self._split_dir(split)
-        return dataset_content_hash(folder)
+        if folder not in self._hashes:
+            self._hashes[folder] = dataset_content_hash(folder)
+        return self._hashes[folder]
 
 
 def as_data_source(data) -> MemoryData | FolderData:

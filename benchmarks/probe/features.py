@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from tqdm.auto import tqdm
 
+from benchmarks.probe.runkey import weights_sha256
 from sapiens2 import distributed as dist_utils
+from sapiens2.distributed import all_gather_varlen
 from sapiens2.utils_io import atomic_write
 
 
@@ -65,17 +68,21 @@ def image_hash(image: torch.Tensor) -> str:
     return h.hexdigest()[:32]
 
 
-def feature_key(backbone, layers: list[int], protocol) -> str:
-    """Hash of what determines the features: backbone identity and weights, layers, input policy."""
+def feature_key(backbone, layers: list[int], protocol, weights_hash: str | None = None) -> str:
+    """Hash of what determines the features: backbone identity and weights, layers, input policy.
+
+    Args:
+        backbone: the probing backbone.
+        layers: tapped block indices.
+        protocol: the protocol (padding, feature dtype).
+        weights_hash: :func:`~benchmarks.probe.runkey.weights_sha256` of the backbone when already
+            computed (every byte of every tensor is hashed: a changed weight anywhere changes the key).
+    """
     desc = backbone.describe()
-    state = hashlib.sha256()
-    for k, v in sorted(backbone.state_dict().items()):
-        state.update(k.encode())
-        state.update(v.detach().float().cpu().numpy().tobytes()[:4096])
     blob = json.dumps(
         {
             "backbone": desc,
-            "state": state.hexdigest(),
+            "state": weights_hash or weights_sha256(backbone),
             "layers": list(layers),
             "padding": protocol.padding,
             "dtype": protocol.feature_dtype,
@@ -94,9 +101,18 @@ class FeatureStore:
         protocol: the :class:`~benchmarks.probe.protocol.ProbeProtocol`.
         cache_dir: on-disk cache folder, or None for memory only.
         batch_size: images per backbone forward.
+        weights_hash: the backbone's weights hash when already computed (see :func:`feature_key`).
     """
 
-    def __init__(self, backbone, layers, protocol, cache_dir: str | os.PathLike | None = None, batch_size=8):
+    def __init__(
+        self,
+        backbone,
+        layers,
+        protocol,
+        cache_dir: str | os.PathLike | None = None,
+        batch_size=8,
+        weights_hash: str | None = None,
+    ):
         self.backbone, self.layers, self.protocol, self.batch_size = (
             backbone,
             list(layers),
@@ -104,7 +120,7 @@ class FeatureStore:
             batch_size,
         )
         self.dtype = getattr(torch, protocol.feature_dtype)
-        self.key = feature_key(backbone, self.layers, protocol)
+        self.key = feature_key(backbone, self.layers, protocol, weights_hash)
         self.dir = Path(cache_dir) / self.key if cache_dir else None
         self.memory: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
         self.backbone_images = 0  # images actually run through the backbone by this process
@@ -126,8 +142,6 @@ class FeatureStore:
 
     def compute(self, images: torch.Tensor, desc: str = "features") -> FeatureSet:
         """Features of N x 3 x H x W images in [0, 1] (cached ones are not recomputed)."""
-        from tqdm.auto import tqdm
-
         hashes = [image_hash(im) for im in images]
         todo = [i for i, h in enumerate(hashes) if self._load(h) is None]
         rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
@@ -157,8 +171,6 @@ class FeatureStore:
 
     def _share(self, todo: list[int], hashes: list[str]) -> None:
         """All-gather the features each rank computed for its shard of ``todo``."""
-        from sapiens2.distributed import all_gather_varlen
-
         rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
         mine = todo[rank::world]
         ref = self._load(hashes[mine[0]]) if mine else None

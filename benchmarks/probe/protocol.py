@@ -20,15 +20,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from sapiens2.errors import UnknownNameError
 from sapiens2.tasks import task_names
 
-TASKS = task_names()
 PROTOCOL_VERSION = 3
 
 
 @dataclass(frozen=True)
 class TaskSettings:
-    """Per-task decoder, output resolution and loss.
+    """Per-task decoder, output resolution and loss (the base of every task's settings).
 
     Args:
         decoder: ``"linear"`` (the closed-form ridge shortcut alone: a 1x1 map from the tapped
@@ -37,8 +37,9 @@ class TaskSettings:
             conv3x3 + PixelShuffle(2) stages to the stage stride, a zero-initialised prediction conv).
         output_stride: stride of the decoder output w.r.t. the input (pose heatmaps are at this stride;
             dense predictions are bilinearly resized from it to the full target size).
-        loss: loss name (see ``benchmarks.probe.tasks``).
-        loss_weights: weights of the loss terms, by term name.
+        loss: name of a loss registered for the task (:mod:`benchmarks.probe.losses`).
+        loss_weights: weights of the loss terms, by term name (a term left out keeps the loss's
+            default weight; an unknown term is an error).
     """
 
     decoder: str = "pixelshuffle"
@@ -47,21 +48,93 @@ class TaskSettings:
     loss_weights: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class PoseSettings(TaskSettings):
+    """Pose settings: the UDP heatmap codec.
+
+    Args:
+        sigma: UDP Gaussian sigma in heatmap pixels.
+        blur_kernel: UDP decoding blur kernel.
+    """
+
+    sigma: float = 2.0
+    blur_kernel: int = 11
+
+
+@dataclass(frozen=True)
+class SegSettings(TaskSettings):
+    """Segmentation settings.
+
+    Args:
+        logit_margin: the shortcut regresses the one-hot labels times this margin.
+    """
+
+    logit_margin: float = 10.0
+
+
+@dataclass(frozen=True)
+class PointmapSettings(TaskSettings):
+    """Pointmap settings.
+
+    Args:
+        canonical_focal_length: pointmaps are compared in camera coordinates scaled by ``f_c / fx``.
+    """
+
+    canonical_focal_length: float = 768.0
+
+
+# the settings class of each task (its own knobs nest there, never at the protocol's top level)
+TASK_SETTINGS: dict[str, type[TaskSettings]] = {
+    "pose": PoseSettings,
+    "seg": SegSettings,
+    "normal": TaskSettings,
+    "pointmap": PointmapSettings,
+    "albedo": TaskSettings,
+}
+# In the task table's order.
+TASKS = tuple(name for name in task_names() if name in TASK_SETTINGS)
+
+
 def _default_tasks() -> dict[str, TaskSettings]:
     return {
-        "pose": TaskSettings(loss="heatmap_mse", loss_weights={"mse": 1000.0}),
+        "pose": PoseSettings(loss="heatmap_mse", loss_weights={"mse": 1000.0}),
         # dense tasks: conv stages to stride 4, then a PixelShuffle(4) head to full resolution
-        "seg": TaskSettings(
-            output_stride=1, loss="cross_entropy_dice", loss_weights={"ce": 1.0, "dice": 0.5}
-        ),
+        "seg": SegSettings(output_stride=1, loss="cross_entropy_dice", loss_weights={"ce": 1.0, "dice": 0.5}),
         "normal": TaskSettings(output_stride=1, loss="cosine_l1", loss_weights={"cos": 1.0, "l1": 1.0}),
-        "pointmap": TaskSettings(
+        "pointmap": PointmapSettings(
             output_stride=1,
             loss="pointmap_l1_grad_scale",
             loss_weights={"l1": 1.0, "grad": 1.0, "scale": 1.0},
         ),
         "albedo": TaskSettings(output_stride=1, loss="l1_grad", loss_weights={"l1": 1.0, "grad": 1.0}),
     }
+
+
+def task_settings(name: str, value) -> TaskSettings:
+    """Task ``name``'s settings from a settings object or a dict of its fields.
+
+    Raises:
+        UnknownNameError: an unknown task, or a key the task's settings do not have.
+    """
+    if name not in TASK_SETTINGS:
+        raise UnknownNameError("probe task", name, TASKS)
+    cls = TASK_SETTINGS[name]
+    if isinstance(value, TaskSettings):
+        if type(value) is not cls:
+            raise ValueError(f"protocol.tasks[{name!r}]: expected {cls.__name__}, got {type(value).__name__}")
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"protocol.tasks[{name!r}]: expected a dict of settings, got {value!r}")
+    return cls(**_checked_keys(value, cls, f"protocol.tasks[{name!r}] key"))
+
+
+def _checked_keys(d: dict, cls, kind: str) -> dict:
+    """``d`` with JSON lists turned back into tuples; unknown keys raise :class:`UnknownNameError`."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for k in d:
+        if k not in fields:
+            raise UnknownNameError(kind, k, sorted(fields))
+    return {k: tuple(v) if isinstance(v, list) and fields[k].type == "tuple" else v for k, v in d.items()}
 
 
 @dataclass(frozen=True)
@@ -82,7 +155,8 @@ class ProbeProtocol:
             the task's ``output_stride`` (``r = decoder_stage_stride / output_stride``).
         loss_stride: dense training losses use every ``loss_stride``-th GT pixel (predictions are
             bilinearly upsampled to the GT size and read at those pixels); evaluation uses all pixels.
-        tasks: per-task decoder/loss settings.
+        tasks: per-task settings (:class:`TaskSettings` or the task's subclass of it: decoder, output
+            stride, loss and the task's own knobs, e.g. ``tasks["pose"].sigma``).
         shortcut: ``"ridge"``: every decoder starts from a linear shortcut fitted in closed form on
             the train split (:mod:`benchmarks.probe.shortcut`) and the body learns the residual;
             ``"none"``: the body alone (protocol v2's decoders).
@@ -90,12 +164,12 @@ class ProbeProtocol:
             mean alone (an infinite penalty) is always a candidate too.
         ridge_holdout_every: train image ``i`` is held out to pick the penalty when
             ``i % ridge_holdout_every == ridge_holdout_every - 1`` (the final fit uses every image).
-        seg_logit_margin: the seg shortcut regresses the one-hot labels times this margin.
-        pose_sigma: UDP Gaussian sigma in heatmap pixels.
-        pose_blur_kernel: UDP decoding blur kernel.
-        canonical_focal_length: pointmaps are compared in camera coordinates scaled by ``f_c / fx``.
-        optimizer, lr, weight_decay, betas: AdamW settings of the decoder.
-        warmup_iters, iterations, schedule: linear warm-up then cosine decay to ``min_lr_ratio * lr``.
+        optimizer: the decoder's optimiser (:data:`benchmarks.probe.optim.OPTIMIZERS`: ``"adamw"``,
+            ``"adam"``) with ``lr``, ``betas`` and ``weight_decay``.
+        schedule: the learning-rate schedule (:data:`benchmarks.probe.optim.SCHEDULES`):
+            ``"warmup_cosine"`` (linear warm-up over ``warmup_iters``, then cosine decay to
+            ``min_lr_ratio * lr`` at ``iterations``) or ``"warmup_constant"``.
+        iterations: decoder training iterations.
         batch_size: global batch size (split over distributed ranks).
         grad_clip: max gradient norm.
         augmentation: ``"none"``; features are cached once per image, so no train-time augmentation.
@@ -119,10 +193,6 @@ class ProbeProtocol:
     shortcut: str = "ridge"
     ridge_alphas: tuple = tuple(10.0**k for k in range(-9, 4))
     ridge_holdout_every: int = 4
-    seg_logit_margin: float = 10.0
-    pose_sigma: float = 2.0
-    pose_blur_kernel: int = 11
-    canonical_focal_length: float = 768.0
     optimizer: str = "adamw"
     lr: float = 1e-3
     weight_decay: float = 1e-4
@@ -151,8 +221,7 @@ class ProbeProtocol:
         if len(self.input_size) != 2 or min(self.input_size) < 8:
             raise ValueError(f"protocol.input_size: expected (H, W) >= 8, got {self.input_size!r}")
         for name, ts in self.tasks.items():
-            if name not in TASKS:
-                raise ValueError(f"protocol.tasks: unknown task {name!r}; expected one of {TASKS}")
+            task_settings(name, ts)  # a known task with its own settings class
             if ts.decoder not in ("linear", "pixelshuffle"):
                 raise ValueError(
                     f"protocol.tasks[{name!r}].decoder: expected 'linear' or 'pixelshuffle', "
@@ -174,7 +243,7 @@ class ProbeProtocol:
     def task(self, name: str) -> TaskSettings:
         """Settings of task ``name`` (KeyError naming the known tasks otherwise)."""
         if name not in self.tasks:
-            raise KeyError(f"task {name!r} not in the protocol; known: {sorted(self.tasks)}")
+            raise UnknownNameError("task of the protocol", name, sorted(self.tasks))
         return self.tasks[name]
 
     def tapped_layers(self, num_layers: int) -> list[int]:
@@ -197,30 +266,33 @@ class ProbeProtocol:
         return protocol_id("probe", self.version, self.to_dict())
 
     def replace(self, **changes) -> ProbeProtocol:
-        """A copy with ``changes`` applied; ``tasks`` may map a task name to a dict of its changes."""
-        if "tasks" in changes and isinstance(changes["tasks"], dict):
+        """A copy with ``changes`` applied.
+
+        ``tasks`` maps a task name to a dict of its changes (merged into that task's settings) or to
+        a settings object; values may be JSON-style (lists for tuples), so a parsed JSON file of
+        overrides can be passed as is.
+
+        Raises:
+            UnknownNameError: an unknown protocol key, task or task settings key.
+        """
+        changes = _checked_keys(changes, type(self), "probe protocol key")
+        if "tasks" in changes:
+            if not isinstance(changes["tasks"], dict):
+                raise ValueError(f"protocol.tasks: expected a dict by task name, got {changes['tasks']!r}")
             merged = dict(self.tasks)
-            for k, v in changes["tasks"].items():
-                base = merged.get(k, TaskSettings())
-                merged[k] = dataclasses.replace(base, **v) if isinstance(v, dict) else v
+            for name, value in changes["tasks"].items():
+                if isinstance(value, dict) and name in merged:
+                    value = {**dataclasses.asdict(merged[name]), **value}
+                merged[name] = task_settings(name, value)
             changes["tasks"] = merged
         return dataclasses.replace(self, **changes)
 
     @classmethod
     def from_dict(cls, d: dict) -> ProbeProtocol:
-        """Inverse of :meth:`to_dict`; unknown keys raise a ValueError naming them."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"probe protocol: unknown keys {unknown}; known: {sorted(known)}")
-        d = dict(d)
+        """Inverse of :meth:`to_dict`; unknown keys raise :class:`UnknownNameError` naming the known ones."""
+        d = _checked_keys(d, cls, "probe protocol key")
         if "tasks" in d:
-            d["tasks"] = {
-                k: v if isinstance(v, TaskSettings) else TaskSettings(**v) for k, v in d["tasks"].items()
-            }
-        for k in ("input_size", "betas", "ridge_alphas"):
-            if k in d:
-                d[k] = tuple(d[k])
+            d["tasks"] = {k: task_settings(k, v) for k, v in d["tasks"].items()}
         return cls(**d)
 
 

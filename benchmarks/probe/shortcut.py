@@ -19,6 +19,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from benchmarks.probe.batching import select
 from benchmarks.probe.decoders import crop_to_output, padded_size
 from benchmarks.probe.ridge import RidgeFit, RidgeStats, fit_ridge, fit_ridge_dual
 
@@ -141,8 +142,6 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8) -> Lin
     Returns:
         The fitted :class:`LinearShortcut`.
     """
-    from benchmarks.probe.train import select
-
     stride = min(protocol.task(task.name).output_stride, features.patch_size)
     r = shortcut_factor(features.patch_size, stride)
     out_size = task.output_size(features.image_size, stride)

@@ -1,4 +1,4 @@
-"""Decoder training on cached features: AdamW, warm-up + cosine schedule, resumable, DDP-ready.
+"""Decoder training on cached features: the protocol's optimiser, schedule and loss; resumable, DDP-ready.
 
 The global batch of iteration ``it`` is a deterministic function of ``(seed, it)``, so a resumed run
 and a run on N ranks see exactly the batches of an uninterrupted single-process run; each rank
@@ -7,17 +7,33 @@ takes an equal slice of every global batch and DDP averages the gradients.
 
 from __future__ import annotations
 
-import math
 import os
+import sys
 import time
 from pathlib import Path
 
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
+from benchmarks.probe.batching import batch_indices, select
 from benchmarks.probe.decoders import ProbeDecoder
+from benchmarks.probe.optim import build_optimizer, lr_factor
+from benchmarks.probe.runkey import run_mismatch
+from benchmarks.probe.shortcut import fit_shortcut, precompute
 from sapiens2 import distributed as dist_utils
 from sapiens2.utils_io import atomic_write
+
+__all__ = [
+    "batch_indices",
+    "build_decoder",
+    "fit_task_shortcut",
+    "forward",
+    "lr_factor",
+    "pooled_stats",
+    "select",
+    "train_decoder",
+]
 
 
 def build_decoder(
@@ -72,28 +88,6 @@ def pooled_stats(features, protocol, eps: float = 1e-6) -> tuple[torch.Tensor, t
     return mean.float(), std.float()
 
 
-def batch_indices(n: int, batch_size: int, seed: int, it: int) -> torch.Tensor:
-    """Indices of the global batch of iteration ``it`` (sampled without replacement when n >= batch)."""
-    g = torch.Generator().manual_seed(seed * 1_000_003 + it)
-    if n >= batch_size:
-        return torch.randperm(n, generator=g)[:batch_size]
-    return torch.randint(0, n, (batch_size,), generator=g)
-
-
-def lr_factor(it: int, protocol) -> float:
-    """Learning-rate multiplier: linear warm-up, then cosine decay to ``min_lr_ratio``."""
-    if it < protocol.warmup_iters:
-        return (it + 1) / protocol.warmup_iters
-    span = max(1, protocol.iterations - protocol.warmup_iters)
-    t = min(1.0, (it - protocol.warmup_iters) / span)
-    return protocol.min_lr_ratio + (1 - protocol.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
-
-
-def select(tgt: dict, idx: torch.Tensor) -> dict:
-    """Rows ``idx`` of every target tensor."""
-    return {k: v[idx] for k, v in tgt.items()}
-
-
 def forward(decoder, task, features, idx, protocol, base=None):
     """Decoder outputs (maps, global) for the feature rows ``idx``.
 
@@ -120,8 +114,6 @@ def fit_task_shortcut(task, features, targets: dict, protocol):
     """The protocol's linear shortcut for ``task`` (None with ``shortcut="none"``)."""
     if protocol.shortcut != "ridge":
         return None
-    from benchmarks.probe.shortcut import fit_shortcut
-
     return fit_shortcut(task, features, targets, protocol)
 
 
@@ -135,6 +127,7 @@ def train_decoder(
     desc: str = "train",
     ckpt_every: int = 50,
     shortcut=None,
+    run: dict | None = None,
 ) -> tuple[ProbeDecoder, dict]:
     """Train a fresh decoder (or resume it from ``ckpt_path``) for ``protocol.iterations`` iterations.
 
@@ -150,14 +143,14 @@ def train_decoder(
         ckpt_path: resumable checkpoint (written by rank 0 every ``ckpt_every`` iterations).
         desc: progress-bar label.
         shortcut: a shortcut fitted by :func:`fit_task_shortcut` on these features (fitted here when None).
+        run: what identifies this training run (:func:`benchmarks.probe.runkey.run_identity`: protocol
+            id, data, backbone and weights, task, seed); a checkpoint is resumed only when it was
+            written for the same one (default: ``{"protocol_id": ...}`` alone), otherwise it is
+            ignored with a message.
 
     Returns:
         (decoder in eval mode, {"train_s", "final_loss", "resumed_from", "shortcut"}).
     """
-    from tqdm.auto import tqdm
-
-    from benchmarks.probe.shortcut import precompute
-
     world, rank = dist_utils.get_world_size(), dist_utils.get_rank()
     if protocol.batch_size % world:
         raise ValueError(f"global batch size {protocol.batch_size} is not divisible by {world} processes")
@@ -175,17 +168,22 @@ def train_decoder(
             "resumed_from": 0,
         }
     base = None if shortcut is None else precompute(shortcut, task, features, protocol)
-    opt = torch.optim.AdamW(
-        decoder.parameters(), lr=protocol.lr, betas=tuple(protocol.betas), weight_decay=protocol.weight_decay
-    )
+    opt = build_optimizer(decoder.parameters(), protocol)
+    run = dict(run) if run is not None else {"protocol_id": protocol.protocol_id()}
     start = 0
     if ckpt_path is not None and Path(ckpt_path).is_file():
         state = torch.load(ckpt_path, map_location=features.feats.device, weights_only=True)
-        # a checkpoint of another protocol (or without its id) is stale: start afresh
-        if state.get("protocol_id") == protocol.protocol_id():
+        # a checkpoint of another run (protocol, data, weights, task or seed) is stale: start afresh
+        why = run_mismatch(state.get("run"), run)
+        if why is None:
             decoder.load_state_dict(state["decoder"])
             opt.load_state_dict(state["optimizer"])
             start = int(state["iteration"])
+        elif rank == 0:
+            print(
+                f"{desc}: ignoring the decoder checkpoint {ckpt_path}: {why}; training from iteration 0",
+                file=sys.stderr,
+            )
     model: nn.Module = decoder
     if world > 1:
         dev = features.feats.device
@@ -225,6 +223,7 @@ def train_decoder(
                 "optimizer": opt.state_dict(),
                 "iteration": done,
                 "protocol_id": protocol.protocol_id(),
+                "run": run,
             }
             atomic_write(ckpt_path, lambda tmp, s=state: torch.save(s, tmp))
     bar.close()

@@ -15,6 +15,7 @@ import torch
 
 from benchmarks.probe.backbones.base import ProbeBackbone, tokens_to_featmap
 from benchmarks.probe.registry import PROBE_BACKBONES
+from sapiens2.errors import UnknownNameError
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -130,7 +131,7 @@ def _classes(family: str):
     import transformers
 
     if family not in FAMILIES:
-        raise ValueError(f"unknown transformers backbone family {family!r}; known: {sorted(FAMILIES)}")
+        raise UnknownNameError("transformers backbone family", family, sorted(FAMILIES))
     cfg_name, model_name = FAMILIES[family][:2]
     return getattr(transformers, cfg_name), getattr(transformers, model_name)
 
@@ -159,7 +160,7 @@ class HFViTProbe(ProbeBackbone):
         pretrained: local folder (``from_pretrained``) or a ``.safetensors`` (or, through
             ``torch.load(weights_only=True)``, ``.pth``/``.pt``/``.bin``) file loaded into a model
             built from ``config`` (strict). Weights holding NaN or Inf are refused.
-        checkpoint: alias of ``pretrained`` (the CLI's ``--checkpoint``).
+        checkpoint: alias of ``pretrained`` (the CLI's ``--weights``).
         img_size: unused (position embeddings are interpolated to the input grid).
     """
 
@@ -244,7 +245,7 @@ class HFViTProbe(ProbeBackbone):
 def hf_preset(name: str, tiny: bool = False) -> dict:
     """Config dict of a named preset (``dinov2_small`` ...); ``tiny`` shrinks it for tests."""
     if name not in PRESETS:
-        raise KeyError(f"unknown transformers preset {name!r}; known: {sorted(PRESETS)}")
+        raise UnknownNameError("transformers preset", name, sorted(PRESETS))
     family, cfg = PRESETS[name]
     cfg = dict(cfg)
     if tiny:

@@ -1,4 +1,9 @@
-"""Backbone names -> configs, and the builder used by the probe."""
+"""Backbone names -> configs, the builder used by the probe, and the ``--list-backbones`` table.
+
+A backbone is named by a preset (``sapiens2_0.1b``, ``dinov2_small``, ``pixels``, ...), a type
+registered in ``PROBE_BACKBONES`` (after ``--include`` imports), ``package.module:ClassName``, or a
+config dict / JSON string whose ``type`` is one of the last two.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,11 @@ import torch
 from benchmarks.probe.backbones.base import ProbeBackbone
 from benchmarks.probe.backbones.hf import PRESETS as HF_PRESETS
 from benchmarks.probe.backbones.hf import hf_preset
+from benchmarks.probe.backbones.plugins import BackboneSpecError, backbone_class, is_class_path
 from benchmarks.probe.registry import PROBE_BACKBONES
-from sapiens2.registry import build_from_cfg_checked
+from sapiens2.errors import UnknownNameError
 
+ORACLE = "gt-oracle"
 SAPIENS2_NAMES = (
     "sapiens2_0.1b",
     "sapiens2_0.4b",
@@ -30,20 +37,60 @@ def list_presets() -> list[str]:
     return sorted([*SAPIENS2_NAMES, *SAPIENS_V1_NAMES, *hf, "pixels", "pixels_p8"])
 
 
+def _registered(name: str) -> type | None:
+    PROBE_BACKBONES.import_from_location()
+    return PROBE_BACKBONES.module_dict.get(name)
+
+
+def backbone_type(type_name) -> type[ProbeBackbone]:
+    """The class a config's ``type`` names: a registered type or ``package.module:ClassName``.
+
+    Raises:
+        UnknownNameError: an unregistered name (lists the registered types).
+        BackboneSpecError: a ``module:Class`` that cannot be imported or is not a probe backbone.
+    """
+    if inspect.isclass(type_name) and issubclass(type_name, ProbeBackbone):
+        return type_name
+    if is_class_path(type_name):
+        return backbone_class(type_name)
+    cls = _registered(str(type_name))
+    if cls is None:
+        known = [*sorted(PROBE_BACKBONES.module_dict), "package.module:ClassName"]
+        raise UnknownNameError("probe backbone type", type_name, known)
+    if not (inspect.isclass(cls) and issubclass(cls, ProbeBackbone)):
+        raise BackboneSpecError(f"probe backbone type {type_name!r} is not a ProbeBackbone subclass")
+    return cls
+
+
 def resolve_backbone_cfg(spec: str | dict) -> dict:
     """Turn a backbone name, a JSON string or a dict into a ``PROBE_BACKBONES`` config dict.
 
+    The config's ``type`` is checked here (it names a probe backbone class), so a bad name fails
+    before any data is read or any model is built.
+
     Raises:
-        KeyError: an unknown name; the message lists the presets.
+        UnknownNameError: an unknown name; the message lists the presets and registered types.
+        BackboneSpecError: malformed JSON, a config without ``type``, or a bad ``module:Class``.
     """
     if isinstance(spec, dict):
-        return dict(spec)
-    spec = str(spec).strip()
+        cfg = dict(spec)
+    else:
+        cfg = _named_cfg(str(spec).strip())
+    if "type" not in cfg:
+        raise BackboneSpecError(f"--backbone {spec!r}: a config needs a 'type' key")
+    backbone_type(cfg["type"])
+    return cfg
+
+
+def _named_cfg(spec: str) -> dict:
     if spec.startswith("{"):
         try:
-            return dict(json.loads(spec))
+            cfg = json.loads(spec)
         except json.JSONDecodeError as e:
-            raise ValueError(f"--backbone: malformed JSON config {spec!r} ({e})") from e
+            raise BackboneSpecError(f"--backbone: malformed JSON config {spec!r} ({e})") from e
+        if not isinstance(cfg, dict):
+            raise BackboneSpecError(f"--backbone: expected a JSON object, got {spec!r}")
+        return cfg
     if spec in SAPIENS2_NAMES:
         return dict(type="Sapiens2Probe", arch=spec)
     if spec in SAPIENS_V1_NAMES:
@@ -56,13 +103,16 @@ def resolve_backbone_cfg(spec: str | dict) -> dict:
         return dict(type="PixelPatches", patch_size=16)
     if spec == "pixels_p8":
         return dict(type="PixelPatches", patch_size=8)
-    PROBE_BACKBONES.import_from_location()
-    if PROBE_BACKBONES.get(spec) is not None:
+    if is_class_path(spec) or _registered(spec) is not None:
         return dict(type=spec)
-    raise KeyError(
-        f"unknown probe backbone {spec!r}; presets: {', '.join(list_presets())}; registered "
-        f"types: {', '.join(sorted(PROBE_BACKBONES.module_dict))}"
+    err = UnknownNameError(
+        "probe backbone", spec, [*list_presets(), ORACLE, *sorted(PROBE_BACKBONES.module_dict)]
     )
+    err.args = (
+        f"{err.args[0]}; or package.module:ClassName, a JSON config, or a class registered by a file "
+        "imported with --include",
+    )
+    raise err
 
 
 def backbone_label(spec: str | dict) -> str:
@@ -82,33 +132,103 @@ def build_probe_backbone(
     """Build a frozen probing backbone in eval mode.
 
     Args:
-        spec: preset name, registered type name, JSON string or config dict.
+        spec: preset name, registered type name, ``package.module:ClassName``, JSON string or config dict.
         checkpoint: optional weights file/folder (checked strictly against the arch).
         img_size: input size (H, W) for backbones whose position grid depends on it.
         init_seed: torch seed set before building (random initialisation is reproducible).
 
     Returns:
-        The backbone with ``requires_grad=False`` everywhere.
+        The backbone with ``requires_grad=False`` everywhere; ``weights`` is ``"none"`` for a backbone
+        without parameters, ``"random(seed=...)"`` for a random initialisation.
     """
     cfg = resolve_backbone_cfg(spec)
     cfg.pop("name", None)
-    PROBE_BACKBONES.import_from_location()
-    cls = PROBE_BACKBONES.get(cfg.get("type", ""))
-    accepts = inspect.signature(cls.__init__).parameters if cls is not None else {}
+    type_name = cfg.pop("type")
+    cls = backbone_type(type_name)
+    accepts = inspect.signature(cls.__init__).parameters
     if checkpoint:
-        if cls is not None and "checkpoint" not in accepts:
-            raise ValueError(f"probe backbone {cfg['type']!r} takes no checkpoint (got {checkpoint})")
+        if "checkpoint" not in accepts:
+            raise BackboneSpecError(f"probe backbone {type_name!r} takes no weights (got {checkpoint})")
         cfg["checkpoint"] = str(checkpoint)
     if img_size is not None and "img_size" in accepts:
         cfg.setdefault("img_size", tuple(img_size))
     # random-init weights are a function of this seed: every rank and every run builds the same backbone
     torch.manual_seed(init_seed)
-    model = build_from_cfg_checked(PROBE_BACKBONES, cfg)
-    if not isinstance(model, ProbeBackbone):
-        raise TypeError(f"probe backbone {cfg['type']!r} is not a ProbeBackbone subclass")
+    try:
+        model = cls(**cfg)
+    except TypeError as e:
+        raise BackboneSpecError(f"probe backbone {type_name!r}: bad config {cfg!r} ({e})") from e
     model.eval()
-    if model.weights == "random":
+    if not any(True for _ in model.parameters()):
+        model.weights = "none"
+    elif model.weights == "random":
         model.weights = f"random(seed={init_seed})"
     for p in model.parameters():
         p.requires_grad_(False)
     return model
+
+
+_FAMILIES = {"Sapiens2Probe": "sapiens2", "SapiensV1Probe": "sapiens (v1)", "PixelPatches": "pixels"}
+
+
+def backbone_table(img_size: tuple[int, int] = (256, 192)) -> list[dict]:
+    """The rows ``probe --list-backbones`` prints: every preset, ``gt-oracle`` and registered plug-ins.
+
+    Parameters are counted on the ``meta`` device (no memory, no weights read) at ``img_size``.
+
+    Returns:
+        Dicts with ``name``, ``family``, ``params`` (None for a backbone without weights, or when it
+        cannot be built without arguments) and ``weights`` (``"none"``, or how weights are given).
+    """
+    oracle = {
+        "name": ORACLE,
+        "family": "oracle",
+        "params": None,
+        "weights": "none (features = the ground truth)",
+    }
+    rows = [oracle]
+    names = list_presets()
+    preset_types = {resolve_backbone_cfg(n)["type"] for n in names}
+    names += sorted(set(PROBE_BACKBONES.module_dict) - preset_types)
+    for name in names:
+        cfg = resolve_backbone_cfg(name)
+        cls = backbone_type(cfg.pop("type"))
+        family = cfg.get("family") or _FAMILIES.get(cls.__name__) or f"plug-in ({cls.__module__})"
+        params = _meta_params(cls, cfg, img_size)
+        takes = "checkpoint" in inspect.signature(cls.__init__).parameters
+        if cls.weights == "none" or params == 0:
+            weights, params = "none", None
+        elif takes:
+            weights = "needed: --weights PATH (random init without)"
+        else:
+            weights = "set by the plug-in (no --weights)"
+        rows.append({"name": name, "family": family, "params": params, "weights": weights})
+    return rows
+
+
+def weight_free(spec: str | dict) -> bool:
+    """Whether backbone ``spec`` has no weights at all (raw pixels, a parameter-free plug-in, the oracle)."""
+    if spec == ORACLE:
+        return True
+    cfg = resolve_backbone_cfg(spec)
+    cls = backbone_type(cfg.pop("type"))
+    cfg.pop("name", None)
+    return cls.weights == "none" or _meta_params(cls, cfg, (256, 192)) == 0
+
+
+def _meta_params(cls, cfg: dict, img_size) -> int | None:
+    kwargs = dict(cfg)
+    if "img_size" in inspect.signature(cls.__init__).parameters:
+        kwargs.setdefault("img_size", tuple(img_size))
+    try:
+        with torch.device("meta"):
+            return int(sum(p.numel() for p in cls(**kwargs).parameters()))
+    except Exception:  # a plug-in that needs arguments or real tensors to build: count unknown
+        return None
+
+
+def format_params(n: int | None) -> str:
+    """``-`` for None, else ``21.6M`` / ``0.114B``."""
+    if n is None:
+        return "-"
+    return f"{n / 1e9:.3f}B" if n >= 1e8 else f"{n / 1e6:.2f}M"

@@ -6,6 +6,8 @@ import torch
 
 from benchmarks.probe.backbones.base import ProbeBackbone
 from benchmarks.probe.registry import PROBE_BACKBONES
+from sapiens2.models.checkpoint import load_checkpoint, load_state_dict_file
+from sapiens2.registry import MODELS
 
 # Tiny archs for tests and smoke runs (not official).
 TINY_ARCHS = {
@@ -26,8 +28,6 @@ def load_backbone_checkpoint(model: torch.nn.Module, path: str, what: str) -> No
     Raises:
         ValueError: the checkpoint does not fit the arch; names the file and lists the key problems.
     """
-    from sapiens2.models.checkpoint import load_checkpoint, load_state_dict_file
-
     state = load_state_dict_file(path)
     if any(k.startswith("backbone.") for k in state):
         state = {k[len("backbone.") :]: v for k, v in state.items() if k.startswith("backbone.")}
@@ -44,8 +44,6 @@ class _SapiensFamily(ProbeBackbone):
 
     def __init__(self, arch="sapiens2_0.1b", img_size=(256, 192), checkpoint=None, **kwargs):
         super().__init__()
-        from sapiens2.registry import MODELS
-
         p = int(kwargs.get("patch_size", 16))
         grid_size = tuple(-(-int(v) // p) * p for v in img_size)  # padded to the patch multiple
         self.model = MODELS.build(dict(type=self.model_type, arch=_arch(arch), img_size=grid_size, **kwargs))

@@ -27,16 +27,4 @@ def build_task(name: str, protocol) -> ProbeTask:
     return TASK_CLASSES[name](protocol)
 
 
-def import_evaluator(class_name: str, module: str | None = None):
-    """The registered evaluator class ``class_name`` (``evaluators.registry.EVALUATORS``).
-
-    Args:
-        class_name: registered evaluator type, e.g. ``"SegEvaluator"``.
-        module: unused (kept for callers written before the registry).
-    """
-    from evaluators.registry import evaluator_class
-
-    return evaluator_class(class_name)
-
-
-__all__ = ["ProbeTask", "TASK_CLASSES", "build_task", "import_evaluator"]
+__all__ = ["ProbeTask", "TASK_CLASSES", "build_task"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from benchmarks.probe.losses import register_loss
 from benchmarks.probe.tasks.base import (
     ProbeTask,
     gradient_l1,
@@ -12,6 +13,7 @@ from benchmarks.probe.tasks.base import (
     resize_to,
     subsample,
 )
+from evaluators.albedo import AlbedoEvaluator
 
 
 class AlbedoTask(ProbeTask):
@@ -30,26 +32,7 @@ class AlbedoTask(ProbeTask):
     def predict(self, maps, size):
         return torch.sigmoid(resize_to(maps.float(), size))
 
-    def loss(self, maps, glob, tgt):
-        st = self.protocol.loss_stride
-        pred = torch.sigmoid(loss_grid(maps.float(), tgt["albedo"].shape[-2:], st, self.loss_offset))
-        gt, mask = (
-            subsample(tgt["albedo"], st, self.loss_offset),
-            subsample(tgt["mask"], st, self.loss_offset),
-        )
-        l1 = per_sample_masked_mean((pred - gt).abs(), mask).mean()
-        grad = gradient_l1(pred, gt, mask).mean()
-        w = self.settings.loss_weights
-        return w.get("l1", 1.0) * l1 + w.get("grad", 0.0) * grad, {
-            "l1": float(l1.detach()),
-            "grad": float(grad.detach()),
-        }
-
     def make_evaluator(self):
-        from benchmarks.probe.tasks import import_evaluator
-
-        AlbedoEvaluator = import_evaluator("AlbedoEvaluator", "albedo")
-
         return AlbedoEvaluator()
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
@@ -61,3 +44,17 @@ class AlbedoTask(ProbeTask):
         # logit of the albedo (clamped to [0.01, 0.99]) on the mask, 0 elsewhere
         a = tgt["albedo"].clamp(1e-2, 1 - 1e-2)
         return torch.log(a / (1 - a)) * tgt["mask"][:, None]
+
+
+@register_loss("l1_grad", task="albedo", default_weights={"l1": 1.0, "grad": 0.0})
+def l1_grad(task: AlbedoTask, maps, glob, tgt) -> dict:
+    """L1 and gradient L1 of the sigmoid albedo on GT-mask pixels."""
+    st = task.protocol.loss_stride
+    pred = torch.sigmoid(loss_grid(maps.float(), tgt["albedo"].shape[-2:], st, task.loss_offset))
+    gt, mask = (
+        subsample(tgt["albedo"], st, task.loss_offset),
+        subsample(tgt["mask"], st, task.loss_offset),
+    )
+    l1 = per_sample_masked_mean((pred - gt).abs(), mask).mean()
+    grad = gradient_l1(pred, gt, mask).mean()
+    return {"l1": l1, "grad": grad}

@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from benchmarks.probe.losses import get_loss
+
 
 def per_sample_masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of ``values`` (B x ... x H x W, channels averaged) over each sample's mask pixels -> B."""
@@ -91,6 +93,9 @@ class ProbeTask:
         self.protocol = protocol
         self.settings = protocol.task(self.name)
         self.loss_offset: tuple[int, int] | None = None
+        # the protocol's loss, looked up by name (unknown loss or term names fail here, before training)
+        self.loss_spec = get_loss(self.name, self.settings.loss)
+        self.loss_weights = self.loss_spec.weights(self.settings.loss_weights)
 
     def set_step(self, it: int) -> None:
         """Pick the loss grid's offset for iteration ``it``.
@@ -121,8 +126,9 @@ class ProbeTask:
 
     # ---------------------------------------------------------------- training
     def loss(self, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict) -> tuple[torch.Tensor, dict]:
-        """(scalar loss, {term: float}) for a batch; terms are per-sample means averaged over the batch."""
-        raise NotImplementedError
+        """(scalar loss, {term: float}) for a batch: the protocol's loss (``settings.loss``) with its
+        ``loss_weights``; terms are per-sample means averaged over the batch."""
+        return self.loss_spec(self, maps, glob, tgt, self.loss_weights)
 
     def linear_targets(self, tgt: dict) -> torch.Tensor:
         """B x out x H x W targets of the linear shortcut, in the decoder's pre-activation space.

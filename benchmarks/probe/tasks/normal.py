@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from benchmarks.probe.losses import register_loss
 from benchmarks.probe.tasks.base import ProbeTask, loss_grid, per_sample_masked_mean, subsample
+from evaluators.normal import NormalEvaluator
 
 
 class NormalTask(ProbeTask):
@@ -21,26 +23,7 @@ class NormalTask(ProbeTask):
             "mask": torch.stack([torch.as_tensor(s["mask"]).bool() for s in samples]),
         }
 
-    def loss(self, maps, glob, tgt):
-        st = self.protocol.loss_stride
-        pred = F.normalize(loss_grid(maps, tgt["normal"].shape[-2:], st, self.loss_offset), dim=1, eps=1e-6)
-        gt, mask = (
-            subsample(tgt["normal"], st, self.loss_offset),
-            subsample(tgt["mask"], st, self.loss_offset),
-        )
-        cos = per_sample_masked_mean(1 - (pred * gt).sum(1), mask).mean()
-        l1 = per_sample_masked_mean((pred - gt).abs(), mask).mean()
-        w = self.settings.loss_weights
-        return w.get("cos", 1.0) * cos + w.get("l1", 1.0) * l1, {
-            "cos": float(cos.detach()),
-            "l1": float(l1.detach()),
-        }
-
     def make_evaluator(self):
-        from benchmarks.probe.tasks import import_evaluator
-
-        NormalEvaluator = import_evaluator("NormalEvaluator", "normal")
-
         return NormalEvaluator()
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
@@ -49,3 +32,17 @@ class NormalTask(ProbeTask):
 
     def linear_targets(self, tgt):
         return tgt["normal"] * tgt["mask"][:, None]
+
+
+@register_loss("cosine_l1", task="normal", default_weights={"cos": 1.0, "l1": 1.0})
+def cosine_l1(task: NormalTask, maps, glob, tgt) -> dict:
+    """(1 - cos) and L1 between the L2-normalised prediction and the GT normal, on GT-mask pixels."""
+    st = task.protocol.loss_stride
+    pred = F.normalize(loss_grid(maps, tgt["normal"].shape[-2:], st, task.loss_offset), dim=1, eps=1e-6)
+    gt, mask = (
+        subsample(tgt["normal"], st, task.loss_offset),
+        subsample(tgt["mask"], st, task.loss_offset),
+    )
+    cos = per_sample_masked_mean(1 - (pred * gt).sum(1), mask).mean()
+    l1 = per_sample_masked_mean((pred - gt).abs(), mask).mean()
+    return {"cos": cos, "l1": l1}

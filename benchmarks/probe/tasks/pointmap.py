@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from benchmarks.probe.losses import register_loss
 from benchmarks.probe.tasks.base import (
     ProbeTask,
     gradient_l1,
@@ -18,6 +19,7 @@ from benchmarks.probe.tasks.base import (
     resize_to,
     subsample,
 )
+from evaluators.pointmap import PointmapEvaluator
 
 
 class PointmapTask(ProbeTask):
@@ -29,7 +31,7 @@ class PointmapTask(ProbeTask):
     required_keys = ("pointmap", "mask", "K")
 
     def targets(self, samples):
-        fc = self.protocol.canonical_focal_length
+        fc = self.settings.canonical_focal_length
         pts, masks = [], []
         for s in samples:
             if s.get("pointmap_canonical") is not None and fc == 768.0:
@@ -46,31 +48,11 @@ class PointmapTask(ProbeTask):
     def predict(self, maps, glob, size):
         return resize_to(maps.float(), size) * glob[:, :1, None, None].float().exp()
 
-    def loss(self, maps, glob, tgt):
-        st = self.protocol.loss_stride
-        log_s = tgt["log_scale"]
-        pred_c = loss_grid(maps, tgt["pointmap"].shape[-2:], st, self.loss_offset)
-        gt, mask = (
-            subsample(tgt["pointmap"], st, self.loss_offset),
-            subsample(tgt["mask"], st, self.loss_offset),
-        )
-        gt_c = gt / log_s.exp()[:, None, None, None]
-        l1 = per_sample_masked_mean((pred_c - gt_c).abs(), mask).mean()
-        grad = gradient_l1(pred_c, gt_c, mask).mean()
-        scale = (glob[:, 0] - log_s).abs().mean()
-        w = self.settings.loss_weights
-        total = w.get("l1", 1.0) * l1 + w.get("grad", 0.0) * grad + w.get("scale", 1.0) * scale
-        return total, {"l1": float(l1.detach()), "grad": float(grad.detach()), "scale": float(scale.detach())}
-
     def global_prior(self, targets):
         # the scale branch starts at the train-set mean log scale instead of log s = 0 (s = 1 m)
         return targets["log_scale"].float().mean().reshape(1)
 
     def make_evaluator(self):
-        from benchmarks.probe.tasks import import_evaluator
-
-        PointmapEvaluator = import_evaluator("PointmapEvaluator", "pointmap")
-
         return PointmapEvaluator()
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
@@ -83,3 +65,22 @@ class PointmapTask(ProbeTask):
 
     def global_targets(self, tgt):
         return tgt["log_scale"][:, None]
+
+
+@register_loss(
+    "pointmap_l1_grad_scale", task="pointmap", default_weights={"l1": 1.0, "grad": 0.0, "scale": 1.0}
+)
+def pointmap_l1_grad_scale(task: PointmapTask, maps, glob, tgt) -> dict:
+    """L1 and gradient L1 of the canonical pointmap on GT-mask pixels, and abs(log s error)."""
+    st = task.protocol.loss_stride
+    log_s = tgt["log_scale"]
+    pred_c = loss_grid(maps, tgt["pointmap"].shape[-2:], st, task.loss_offset)
+    gt, mask = (
+        subsample(tgt["pointmap"], st, task.loss_offset),
+        subsample(tgt["mask"], st, task.loss_offset),
+    )
+    gt_c = gt / log_s.exp()[:, None, None, None]
+    l1 = per_sample_masked_mean((pred_c - gt_c).abs(), mask).mean()
+    grad = gradient_l1(pred_c, gt_c, mask).mean()
+    scale = (glob[:, 0] - log_s).abs().mean()
+    return {"l1": l1, "grad": grad, "scale": scale}

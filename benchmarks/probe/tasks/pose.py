@@ -10,7 +10,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from benchmarks.probe.losses import register_loss
 from benchmarks.probe.tasks.base import ProbeTask
+from evaluators.pose.evaluator import PoseEvaluator
+from sapiens2.codecs.udp import udp_decode, udp_encode
 
 
 class PoseTask(ProbeTask):
@@ -28,8 +31,6 @@ class PoseTask(ProbeTask):
         return self.heatmap_size(image_size)
 
     def targets(self, samples):
-        from sapiens2.codecs.udp import udp_encode
-
         h, w = self.protocol.input_size
         hh, hw = self.heatmap_size((h, w))
         heatmaps, weights, kpts, vis, areas = [], [], [], [], []
@@ -41,9 +42,7 @@ class PoseTask(ProbeTask):
                     f"pose sample {s.get('id', s.get('index'))}: {k.shape[0]} keypoints, "
                     f"expected {self.out_channels}"
                 )
-            hm, wt = udp_encode(
-                k, v, input_size=(w, h), heatmap_size=(hw, hh), sigma=self.protocol.pose_sigma
-            )
+            hm, wt = udp_encode(k, v, input_size=(w, h), heatmap_size=(hw, hh), sigma=self.settings.sigma)
             heatmaps.append(torch.from_numpy(hm))
             weights.append(torch.from_numpy(wt))
             kpts.append(torch.from_numpy(k))
@@ -57,25 +56,16 @@ class PoseTask(ProbeTask):
             "area": torch.tensor(areas, dtype=torch.float64),
         }
 
-    def loss(self, maps, glob, tgt):
-        err = ((maps - tgt["heatmaps"]) ** 2).flatten(2).mean(2)  # B x K
-        mse = (err * tgt["weights"]).mean()
-        return self.settings.loss_weights.get("mse", 1.0) * mse, {"mse": float(mse.detach())}
-
     def decode(self, maps):
-        from sapiens2.codecs.udp import udp_decode
-
         h, w = self.protocol.input_size
         return udp_decode(
             maps.float(),
             input_size=(w, h),
             heatmap_size=(maps.shape[-1], maps.shape[-2]),
-            blur_kernel_size=self.protocol.pose_blur_kernel,
+            blur_kernel_size=self.settings.blur_kernel,
         )
 
     def make_evaluator(self):
-        from evaluators.pose.evaluator import PoseEvaluator
-
         return PoseEvaluator(meta="keypoints308")
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
@@ -122,3 +112,10 @@ def _visible_box_area(k: np.ndarray, v: np.ndarray) -> float:
         return 1.0
     span = k[sel].max(0) - k[sel].min(0)
     return float(max(span[0] * span[1], 1.0))
+
+
+@register_loss("heatmap_mse", task="pose", default_weights={"mse": 1.0})
+def heatmap_mse(task: PoseTask, maps, glob, tgt) -> dict:
+    """Keypoint-weighted MSE of the UDP heatmaps."""
+    err = ((maps - tgt["heatmaps"]) ** 2).flatten(2).mean(2)  # B x K
+    return {"mse": (err * tgt["weights"]).mean()}
