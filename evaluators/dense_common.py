@@ -347,10 +347,19 @@ def normalize(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
 
 
 def unit_angle_deg(a: torch.Tensor, b: torch.Tensor, dim: int = 1) -> torch.Tensor:
-    """Angle in degrees between unit vectors along ``dim`` (1 or 0): ``acos(clamp(dot, -1, 1))``."""
+    """Angle in degrees between unit 3-vectors along ``dim`` (1 or 0).
+
+    The official definition is ``acos(clamp(dot, -1, 1))``; this computes the same angle as
+    ``atan2(|a x b|, a . b)``, which stays accurate near 0 and 180 degrees, where float32 acos is
+    only good to about 0.02 degrees (so an exact prediction scores exactly 0).
+    """
     if dim == 0:
         a, b = a[None], b[None]
-    return torch.rad2deg(torch.acos(chan_dot(a, b).clamp_(-1.0, 1.0)))[0 if dim == 0 else slice(None)]
+    a0, a1, a2 = a[:, 0], a[:, 1], a[:, 2]
+    b0, b1, b2 = b[:, 0], b[:, 1], b[:, 2]
+    cross = torch.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], 1)
+    ang = torch.rad2deg(torch.atan2(chan_norm(cross), chan_dot(a, b)))
+    return ang[0] if dim == 0 else ang
 
 
 def require_valid_pixels(state: dict[str, torch.Tensor], evaluator: str) -> int:

@@ -1,18 +1,17 @@
 """Surface-normal metrics (official ``normal_evaluator`` definitions), pixel-pooled over GT masks.
 
 The prediction is resized bilinearly (align_corners=False) to the GT size, both maps are
-L2-normalised, the angle is ``acos(clamp(dot, -1, 1))`` in degrees, and every metric pools the
-pixels of the whole dataset (each GT-mask pixel weighs the same).
+L2-normalised, the angle is ``acos(clamp(dot, -1, 1))`` in degrees (computed as
+``atan2(|p x g|, p . g)``, the same angle without float32 acos's error near 0), and every metric
+pools the pixels of the whole dataset (each GT-mask pixel weighs the same).
 
 Medians. ``normal_median_deg`` is the official one: the centre of the first 0.5-degree histogram bin
 whose cumulative count reaches half of the pixels. ``normal_median_exact_deg`` is the sample median
 (the mean of the two middle values for an even count) of the angles quantised to a fixed
 0.001-degree grid: a mergeable histogram of 180,001 int64 counts (1.4 MB, whatever the dataset
 size), so it is exact for the quantised angles and within 0.0005 degrees of the median of the
-float angles. That is below the angles' own float32 error near 0 degrees (acos of a float32
-dot product is only good to about 0.02 degrees there) and far below the 0.01-degree printing
-precision. A truly exact median of float angles would need every angle kept (memory growing with
-the dataset), which the streaming design rules out.
+float angles, far below the 0.01-degree printing precision. A truly exact median of float angles
+would need every angle kept (memory growing with the dataset), which the streaming design rules out.
 
 Example:
     >>> import torch

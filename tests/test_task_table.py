@@ -80,8 +80,7 @@ def test_headline_metric_from_the_runner_matches_the_leaderboard(split, name):
                                                                samples, pred_is_labels=labels)])
     value = res.metrics[spec.headline]
     perfect = {"seg": 100.0, "normal": 0.0, "pointmap": 0.0, "albedo": 0.0}[name]
-    # The official angle is acos of a float32 dot product, good to about 0.02 degrees near 0.
-    assert value == pytest.approx(perfect, abs=0.02 if name == "normal" else 1e-3)
+    assert value == pytest.approx(perfect, abs=1e-3)
     shown = {m.key: m for m in headline_metrics(name)}
     key, _ = canonical_metric(name, spec.headline)
     assert key in shown and shown[key].higher_is_better == spec.higher_is_better
@@ -130,7 +129,9 @@ def test_every_probe_backbone_type_builds_from_a_tiny_preset():
         feats, _ = bb.extract(torch.rand(1, 3, 32, 32), [0])  # checks the declared feature shapes
         assert feats[0].dim() == 4 and feats[0].shape[1] > 0, preset
         built[kind] = preset
-    assert set(built) == set(PROBE_BACKBONES.module_dict), f"types without a tiny preset: {built}"
+    # Types the package registers (test files register their own plug-in examples too).
+    ours = {k for k, cls in PROBE_BACKBONES.module_dict.items() if cls.__module__.startswith("benchmarks.")}
+    assert set(built) == ours, f"types without a tiny preset: {ours - set(built)}"
 
 
 def test_a_new_task_is_one_spec_and_its_registration(tmp_path):

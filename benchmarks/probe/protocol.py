@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from leaderboard.integrity import protocol_id
 from sapiens2.errors import UnknownNameError
 from sapiens2.tasks import task_names
 
@@ -261,8 +262,6 @@ class ProbeProtocol:
         The formula lives in :func:`leaderboard.integrity.protocol_id`, which record validation uses
         to check the id a record stores against the protocol dict in its config.
         """
-        from leaderboard.integrity import protocol_id
-
         return protocol_id("probe", self.version, self.to_dict())
 
     def replace(self, **changes) -> ProbeProtocol:

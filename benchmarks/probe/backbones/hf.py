@@ -9,6 +9,7 @@ single ``.safetensors`` file plus ``config``). No network access is ever attempt
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import torch
@@ -16,6 +17,7 @@ import torch
 from benchmarks.probe.backbones.base import ProbeBackbone, tokens_to_featmap
 from benchmarks.probe.registry import PROBE_BACKBONES
 from sapiens2.errors import UnknownNameError
+from sapiens2.models.checkpoint import check_finite, load_state_dict_file, pickle_refused
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -138,10 +140,6 @@ def _classes(family: str):
 
 def _from_pretrained(model_cls, folder):
     """``from_pretrained`` offline; a refused pickle or non-finite weights become errors naming ``folder``."""
-    import pickle
-
-    from sapiens2.models.checkpoint import check_finite, pickle_refused
-
     try:
         model = model_cls.from_pretrained(os.fspath(folder), local_files_only=True)
     except pickle.UnpicklingError as e:  # transformers reads .bin files with weights_only=True
@@ -195,8 +193,6 @@ class HFViTProbe(ProbeBackbone):
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such checkpoint file or folder")
-        from sapiens2.models.checkpoint import load_state_dict_file
-
         # .safetensors, or a pickle through torch.load(weights_only=True); NaN/Inf weights refused
         state = load_state_dict_file(path)
         result = self.model.load_state_dict(state, strict=False)
