@@ -234,25 +234,21 @@ def prepare_dense_batch(
     pred = resize_to(pred.to(gt.device), (h, w))
     gt_nf = nonfinite_or_none(gt)
     pred_nf = nonfinite_or_none(pred)
-    if gt_nf is not None:
-        gt = torch.where(torch.isfinite(gt), gt, torch.zeros((), dtype=gt.dtype, device=gt.device))
-        gt_bad = m & gt_nf
-        scored = m & ~gt_nf
-    else:
-        gt_bad = torch.zeros_like(m)
-        scored = m
+    gt, gt_bad, scored = _split_nonfinite(gt, gt_nf, m)
     if not allow_empty_masks:
         require_nonempty(m, "mask")
         if gt_nf is not None:
             require_nonempty(scored, f"gt_{task}: every mask pixel has a non-finite GT value;")
-    if pred_nf is not None:
-        pred = torch.where(torch.isfinite(pred), pred, torch.zeros((), dtype=pred.dtype, device=pred.device))
-        bad = scored & pred_nf
-        valid = scored & ~pred_nf
-    else:
-        bad = torch.zeros_like(m)
-        valid = scored
+    pred, bad, valid = _split_nonfinite(pred, pred_nf, scored)
     return DenseBatch(pred, gt, valid, bad, scored, gt_bad, pred_nf, gt_nf)
+
+
+def _split_nonfinite(x: torch.Tensor, nonfinite: torch.Tensor | None, within: torch.Tensor):
+    """``x`` with non-finite values zeroed, and the ``within`` pixels split into (non-finite, finite)."""
+    if nonfinite is None:
+        return x, torch.zeros_like(within), within
+    x = torch.where(torch.isfinite(x), x, torch.zeros((), dtype=x.dtype, device=x.device))
+    return x, within & nonfinite, within & ~nonfinite
 
 
 @contextmanager
