@@ -73,3 +73,14 @@ def golden_metric_results(golden_metrics):
         return [run_metric_case(case, golden_metrics, manifest) for case in cases]
 
     return run
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny tensors: one thread is faster, and far faster on a shared, busy CPU (no spinning workers)."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

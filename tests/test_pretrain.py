@@ -35,13 +35,7 @@ from sapiens2.pretrain.registry import build
 TINY = {"embed_dims": 64, "num_layers": 4, "num_heads": 4, "feedforward_channels": 128}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny tensors: one thread is faster, and far faster on a shared, busy CPU (no spinning workers)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # ----------------------------------------------------------------------------------------- MAE

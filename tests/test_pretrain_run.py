@@ -50,13 +50,7 @@ def _write_images(folder: Path, n: int = 6, size=(24, 32), seed: int = 0) -> Pat
     return folder
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny tensors: one thread is faster, and far faster on a shared, busy CPU (no spinning workers)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

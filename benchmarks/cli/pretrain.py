@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="pretrain a Sapiens2 backbone (MAE + [CLS] self-distillation + KoLeo)",
         description="Pretrain a Sapiens2 backbone with the paper's objective on a folder of unlabelled "
         "images (DIR/images when present). Writes OUT/backbone.safetensors (loadable with "
-        "build_model + load_checkpoint and probe --checkpoint), OUT/backbone.json, OUT/log.jsonl and "
+        "build_model + load_checkpoint and probe --weights), OUT/backbone.json, OUT/log.jsonl and "
         "OUT/train_state.pt (for --resume). Run under torchrun for DDP.",
     )
     src = p.add_mutually_exclusive_group()

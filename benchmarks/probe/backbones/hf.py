@@ -43,6 +43,15 @@ FAMILIES = {
 
 # Named presets: (family, config overrides). Sizes follow the public model cards; weights are random
 # unless a local ``pretrained`` path is given.
+# ViT-B/16 at 224 px: the MAE, CLIP and SigLIP base presets share it.
+_VIT_B16_224 = dict(
+    hidden_size=768,
+    num_hidden_layers=12,
+    num_attention_heads=12,
+    intermediate_size=3072,
+    patch_size=16,
+    image_size=224,
+)
 PRESETS = {
     "dinov2_small": (
         "dinov2",
@@ -87,36 +96,15 @@ PRESETS = {
     ),
     "mae_base": (
         "mae",
-        dict(
-            hidden_size=768,
-            num_hidden_layers=12,
-            num_attention_heads=12,
-            intermediate_size=3072,
-            patch_size=16,
-            image_size=224,
-        ),
+        dict(_VIT_B16_224),
     ),
     "clip_b16": (
         "clip",
-        dict(
-            hidden_size=768,
-            num_hidden_layers=12,
-            num_attention_heads=12,
-            intermediate_size=3072,
-            patch_size=16,
-            image_size=224,
-        ),
+        dict(_VIT_B16_224),
     ),
     "siglip_b16": (
         "siglip",
-        dict(
-            hidden_size=768,
-            num_hidden_layers=12,
-            num_attention_heads=12,
-            intermediate_size=3072,
-            patch_size=16,
-            image_size=224,
-        ),
+        dict(_VIT_B16_224),
     ),
 }
 TINY = dict(
