@@ -92,9 +92,11 @@ def sobel5(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         raise ValueError(f"pointmap: 5x5 Sobel needs H, W >= 3, got {h} x {w}")
     if _native_ok(x):
         a = _planes(x)
-        if cv2 is not None:
-            dx = np.stack([cv2.Sobel(p, -1, 1, 0, ksize=5) for p in a])
-            dy = np.stack([cv2.Sobel(p, -1, 0, 1, ksize=5) for p in a])
+        if cv2 is not None:  # written in place: no per-plane arrays to stack (a copy of every plane)
+            dx, dy = np.empty_like(a), np.empty_like(a)
+            for p, ox, oy in zip(a, dx, dy):
+                cv2.Sobel(p, -1, 1, 0, dst=ox, ksize=5)
+                cv2.Sobel(p, -1, 0, 1, dst=oy, ksize=5)
         else:
             from scipy import ndimage
 

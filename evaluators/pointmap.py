@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from evaluators import filters
@@ -38,9 +39,12 @@ from evaluators.dense_common import (
     chan_norm,
     count_below,
     dilate,
+    flat_nonzero,
     prepare_dense_batch,
     require_valid_pixels,
+    row_sums_f64,
     single_thread,
+    take_columns,
 )
 from evaluators.registry import EVALUATORS
 
@@ -89,9 +93,9 @@ def pointmap_normals(points: torch.Tensor) -> torch.Tensor:
     return n / (chan_norm(n) + 1e-6)[:, None]
 
 
-def _dot3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def _dot3(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Column-wise dot product of two C x N tensors (plane additions, no strided reduction)."""
-    out = a[0] * b[0]
+    out = torch.mul(a[0], b[0], out=out) if out is not None else a[0] * b[0]
     for c in range(1, a.shape[0]):
         out.addcmul_(a[c], b[c])
     return out
@@ -102,18 +106,27 @@ def _norm3(a: torch.Tensor) -> torch.Tensor:
 
 
 def _cross(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``cross(a, b)`` of 3 x N columns."""
-    return torch.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+    """``cross(a, b)`` of 3 x N columns (two fused ops per component, no temporaries)."""
+    out = torch.empty_like(a)
+    for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):
+        torch.mul(a[i], b[j], out=out[k]).addcmul_(a[j], b[i], value=-1.0)
+    return out
 
 
-def normal_angle_deg(n1: torch.Tensor, n2: torch.Tensor) -> torch.Tensor:
+def normal_angle_deg(n1: torch.Tensor, n2: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Angle (degrees) between the official normals ``n / (|n| + 1e-6)`` of two 3 x N cross products.
 
     ``dot(n1 / (|n1| + e), n2 / (|n2| + e)) = dot(n1, n2) / ((|n1| + e)(|n2| + e))``: the same value
     without normalising six planes.
+
+    Example:
+        >>> n = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]])
+        >>> normal_angle_deg(n, torch.tensor([[1.0, 1.0], [0.0, 0.0], [0.0, 0.0]])).round().tolist()
+        [0.0, 90.0]
     """
-    den = (_norm3(n1) + 1e-6).mul_(_norm3(n2) + 1e-6)
-    return torch.rad2deg(torch.acos(_dot3(n1, n2).div_(den).clamp_(-1.0, 1.0)))
+    den = _norm3(n1).add_(1e-6).mul_(_norm3(n2).add_(1e-6))
+    cos = _dot3(n1, n2, out=out).div_(den).clamp_(-1.0, 1.0)
+    return cos.acos_().mul_(180.0 / math.pi)
 
 
 @EVALUATORS.register_module()
@@ -183,65 +196,102 @@ class PointmapEvaluator(Evaluator):
             "mask": "GT mask > 0.5, without non-finite GT pixels",
         }
 
-    def _distance_stats(self, d: torch.Tensor, gnorm: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Distance sums of one sample and variant from compact 3 x N errors ``d`` and GT norms (N)."""
-        l2 = _norm3(d)
-        rel = l2 / gnorm
-        # one float64-accumulated reduction for all sums (one op instead of six)
-        sums = torch.cat([torch.stack([l2, l2 * l2, rel]), d.abs()]).sum(1, dtype=torch.float64)
-        return {
-            "sum_l2": sums[0],
-            "sum_sq": sums[1],
-            "sum_abs": sums[3:6],
-            "within_dist": count_below(l2, self.dist_thr),
-            "sum_rel": sums[2],
-            "delta": count_below(rel, (0.25,))[0],
-        }
+    def _distance_rows(self, buf: torch.Tensor, gnorm: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Per-pixel rows of one sample and variant, in place in the 6 x N ``buf`` whose rows 3-5 hold
+        the errors ``p - g``: afterwards l2, l2^2, l2 / |g|, |dx|, |dy|, |dz| (summed later in one go);
+        returns the threshold counts."""
+        d = buf[3:6]
+        torch.sqrt(_dot3(d, d, out=buf[1]), out=buf[0])
+        torch.div(buf[0], gnorm, out=buf[2])
+        d.abs_()
+        return {"within_dist": count_below(buf[0], self.dist_thr), "delta": count_below(buf[2], (0.25,))[0]}
 
     def _sample_rows(self, i: int, db, derivs: tuple, nmask: torch.Tensor) -> dict[str, torch.Tensor]:
-        """All statistics of sample ``i`` on its scored pixels gathered into compact arrays."""
-        f64 = torch.float64
-        idx = db.scored[i].flatten().nonzero().squeeze(1)
-        p = db.pred[i].reshape(3, -1).index_select(1, idx)
-        g = db.gt[i].reshape(3, -1).index_select(1, idx)
+        """All statistics of sample ``i`` on its scored pixels gathered into compact arrays.
+
+        Every variant's per-pixel distance rows go into one buffer reduced once (float32 blocks,
+        float64 accumulation, :func:`row_sums_f64`); the alignment sums are reduced the same way.
+        """
+        idx = flat_nonzero(db.scored[i])
+        p, g = take_columns(db.pred[i], idx), take_columns(db.gt[i], idx)
         if p.dtype in (torch.float16, torch.bfloat16):
             p, g = p.float(), g.float()
         fit = None if db.pred_nonfinite is None else db.valid[i].flatten().index_select(0, idx)
         gnorm = _norm3(g).clamp_min_(1e-12)
-        rows = {k: v for k, v in self._distance_stats(p - g, gnorm).items()}
+        buf = p.new_empty(6 * len(self.variants), p.shape[1])
+        blocks = dict(zip(self.variants, buf.split(6)))
+        torch.sub(p, g, out=blocks[""][3:6])
+        counts = {"": self._distance_rows(blocks[""], gnorm)}
         if self.aligned:
             pf = p if fit is None else p * fit
-            num, den = torch.stack([_dot3(pf, g), _dot3(pf, pf)]).sum(1, dtype=f64)
-            sc = num / den if den > 0 else torch.ones((), dtype=f64)
-            for k, v in self._distance_stats(p * sc.to(p.dtype) - g, gnorm).items():
-                rows["scale_aligned." + k] = v
-            if self.shift_aligned:  # centred least squares (no cancellation in the sums)
-                n = max(float(pf.shape[1] if fit is None else fit.sum()), 1.0)
-                gf = g if fit is None else g * fit
-                pm, gm = pf.sum(1, dtype=f64) / n, gf.sum(1, dtype=f64) / n
-                pc = p - pm.to(p.dtype)[:, None]
-                gc = g - gm.to(p.dtype)[:, None]
-                if fit is not None:
-                    pc, gc = pc * fit, gc * fit
-                num, den = torch.stack([_dot3(pc, gc), _dot3(pc, pc)]).sum(1, dtype=f64)
-                s2 = num / den if den > 0 else torch.ones((), dtype=f64)
-                t2 = (gm - s2 * pm).to(p.dtype)[:, None]
-                aligned = p * s2.to(p.dtype) + t2
-                if fit is not None:  # a failed pixel sits at the fitted shift
-                    aligned = torch.where(fit[None], aligned, t2)
-                for k, v in self._distance_stats(aligned - g, gnorm).items():
-                    rows["scale_shift_aligned." + k] = v
-        nidx = idx if nmask is db.scored else nmask[i].flatten().nonzero().squeeze(1)
-        pdx, pdy, gdx, gdy = (d[i].reshape(3, -1).index_select(1, nidx) for d in derivs)
-        ang = normal_angle_deg(_cross(pdx, pdy), _cross(gdx, gdy))
+            two = p.new_empty(2, p.shape[1])
+            _dot3(pf, g, out=two[0]), _dot3(pf, pf, out=two[1])
+            num, den = row_sums_f64(two).tolist()
+            sc = num / den if den > 0 else 1.0
+            blk = blocks["scale_aligned."]
+            torch.mul(p, sc, out=blk[3:6]).sub_(g)
+            counts["scale_aligned."] = self._distance_rows(blk, gnorm)
+            if self.shift_aligned:
+                blk = blocks["scale_shift_aligned."]
+                self._shift_fit(p, g, pf, fit, two, blk[3:6])
+                counts["scale_shift_aligned."] = self._distance_rows(blk, gnorm)
+        sums = row_sums_f64(buf)
+        rows: dict[str, torch.Tensor] = {}
+        for j, v in enumerate(self.variants):
+            s6 = sums[6 * j : 6 * j + 6]
+            rows.update({v + "sum_l2": s6[0], v + "sum_sq": s6[1], v + "sum_rel": s6[2]})
+            rows[v + "sum_abs"] = s6[3:6]
+            rows.update({v + k: c for k, c in counts[v].items()})
+        nidx = idx if nmask is db.scored else flat_nonzero(nmask[i])
+        ang2 = p.new_empty(2, nidx.numel())
+        ang = self._normal_angles(i, derivs, nidx, out=ang2[0])
         if db.pred_nonfinite is not None:  # a spoilt predicted 5x5 neighbourhood is a failure (180 deg)
             spoilt = dilate(db.pred_nonfinite[i : i + 1], 5)[0].flatten().index_select(0, nidx)
-            ang = torch.where(spoilt, torch.full((), 180.0, dtype=ang.dtype), ang)
+            ang.masked_fill_(spoilt, 180.0)
+        torch.mul(ang, ang, out=ang2[1])
         rows["normal_pixels"] = torch.tensor(nidx.numel())
-        sums = torch.stack([ang, ang * ang]).sum(1, dtype=torch.float64)
-        rows["sum_angle"], rows["sum_angle_sq"] = sums[0], sums[1]
+        rows["sum_angle"], rows["sum_angle_sq"] = row_sums_f64(ang2)
         rows["within_angle"] = count_below(ang, self.ang_thr)
         return rows
+
+    @staticmethod
+    def _normal_angles(i: int, derivs: tuple, nidx: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """Normal angles of sample ``i`` at the flat pixel indices ``nidx``, written to ``out``.
+
+        Equal results either way; the cheaper order is chosen: with more than half of the image to
+        score, the angles are computed on every pixel and one plane is gathered (measured 20-40%
+        faster than gathering the 12 derivative planes at 70% coverage), else the derivatives are
+        gathered first.
+        """
+        if 2 * nidx.numel() <= derivs[0][i].numel() // 3:
+            pdx, pdy, gdx, gdy = (take_columns(d[i], nidx) for d in derivs)
+            return normal_angle_deg(_cross(pdx, pdy), _cross(gdx, gdy), out=out)
+        pdx, pdy, gdx, gdy = (d[i].reshape(3, -1) for d in derivs)
+        full = normal_angle_deg(_cross(pdx, pdy), _cross(gdx, gdy))
+        if full.device.type == "cpu":
+            np.take(full.numpy(), nidx.numpy(), out=out.numpy())
+            return out
+        return torch.index_select(full, 0, nidx, out=out)
+
+    @staticmethod
+    def _shift_fit(p, g, pf, fit, two, out) -> None:
+        """Scale-and-shift fit (centred least squares, no cancellation); writes ``s p + t - g`` to ``out``
+        (a failed pixel sits at the fitted shift ``t``)."""
+        n = max(float(pf.shape[1] if fit is None else fit.sum()), 1.0)
+        gf = g if fit is None else g * fit
+        pm, gm = row_sums_f64(pf) / n, row_sums_f64(gf) / n
+        pc = p - pm.to(p.dtype)[:, None]
+        gc = g - gm.to(p.dtype)[:, None]
+        if fit is not None:
+            pc, gc = pc * fit, gc * fit
+        _dot3(pc, gc, out=two[0]), _dot3(pc, pc, out=two[1])
+        num, den = row_sums_f64(two).tolist()
+        s2 = num / den if den > 0 else 1.0
+        t2 = (gm - s2 * pm).to(p.dtype)[:, None]
+        torch.mul(p, s2, out=out).add_(t2)
+        if fit is not None:
+            out.copy_(torch.where(fit[None], out, t2))
+        out.sub_(g)
 
     def batch_stats(self, pred, gt, mask) -> dict[str, torch.Tensor]:
         """Per-sample statistics, computed on each sample's mask pixels gathered once.
@@ -252,6 +302,10 @@ class PointmapEvaluator(Evaluator):
             gt: B x 3 x H x W (or B x H x W x 3) GT pointmap.
             mask: B x H x W (or B x 1 x H x W) GT mask.
         """
+        with torch.no_grad():  # in-place work on compact buffers; never part of a graph
+            return self._batch_stats(pred, gt, mask)
+
+    def _batch_stats(self, pred, gt, mask) -> dict[str, torch.Tensor]:
         db = prepare_dense_batch(pred, gt, mask, "pointmap", 3, self.allow_empty_masks)
         nmask = db.scored
         if db.gt_nonfinite is not None:  # GT normals need a finite 5x5 neighbourhood
