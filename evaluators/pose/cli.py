@@ -17,7 +17,7 @@ import gc
 import time
 
 from evaluators.pose.coco_ap import STAT_NAMES, evaluate_parts
-from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
+from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_coco_file
 from evaluators.pose.metadata import KeypointMeta, load_meta, meta_for_count
 from sapiens2.utils_io import write_json_atomic
 
@@ -79,7 +79,7 @@ def evaluate_files(
     """
     meta = None if meta_path is None else load_meta(meta_path)
     gt, k = load_coco_gt(gt_path, meta.num_keypoints if meta else None, use_area=use_area)
-    results = read_json_file(results_path, "COCO keypoint results")
+    results = read_coco_file(results_path, "COCO keypoint results", "results")
     meta, how = choose_meta(meta, k or None, str(gt_path))
     if info is not None:
         info.append(how)

@@ -249,12 +249,6 @@ def _planes(kpts: np.ndarray, ids: np.ndarray | None) -> list[np.ndarray]:
     return [np.ascontiguousarray(p) for p in planes]
 
 
-def planar_keypoints(flat: np.ndarray, num_keypoints: int) -> np.ndarray:
-    """N x K x 3 view of N x 3K interleaved values, stored plane by plane (fast ``[..., c]``)."""
-    n = flat.shape[0]
-    return np.ascontiguousarray(flat.reshape(n, num_keypoints, 3).transpose(2, 0, 1)).transpose(1, 2, 0)
-
-
 class _CategoryData:
     """Detections and GT of one category, grouped by image, with padded per-image layouts."""
 

@@ -19,12 +19,27 @@ from typing import Any
 
 import numpy as np
 
-from evaluators.pose.coco_ap import KeypointDetections, KeypointGroundTruth, planar_keypoints
+from evaluators.pose.coco_ap import KeypointDetections, KeypointGroundTruth
+from evaluators.pose.coco_json import read_coco_lean
 
 try:  # optional speed-up; the standard library gives the same objects
     import orjson
 except ImportError:  # pragma: no cover - depends on the environment
     orjson = None
+
+
+def _check_file(p: Path, what: str) -> None:
+    """Raise a clear error unless ``p`` is a non-empty regular file."""
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{p}: no such file (expected a {what} JSON file)") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ValueError(f"{p}: is a directory, expected a {what} JSON file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{p}: not a regular file (a device or pipe), expected a {what} JSON file")
+    if st.st_size < 64 and not p.read_bytes().strip():
+        raise ValueError(f"{p}: empty file, expected a {what} JSON file")
 
 
 def read_json_file(path: str | Path, what: str) -> Any:
@@ -40,16 +55,7 @@ def read_json_file(path: str | Path, what: str) -> Any:
             or not valid JSON.
     """
     p = Path(path)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{p}: no such file (expected a {what} JSON file)") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ValueError(f"{p}: is a directory, expected a {what} JSON file")
-    if not stat.S_ISREG(st.st_mode):
-        raise ValueError(f"{p}: not a regular file (a device or pipe), expected a {what} JSON file")
-    if st.st_size < 64 and not p.read_bytes().strip():
-        raise ValueError(f"{p}: empty file, expected a {what} JSON file")
+    _check_file(p, what)
     enabled = gc.isenabled()
     gc.disable()  # the parser makes only acyclic lists and dicts: no cycle collections while it runs
     try:
@@ -57,6 +63,29 @@ def read_json_file(path: str | Path, what: str) -> Any:
     finally:
         if enabled:
             gc.enable()
+
+
+def read_coco_file(path: str | Path, what: str, kind: str) -> Any:
+    """Parse a COCO keypoint GT (``kind="gt"``) or results (``"results"``) file for the loaders.
+
+    With pysimdjson installed, only the fields the loaders read, keypoints as float64 arrays
+    (:func:`evaluators.pose.coco_json.read_coco_lean`, several times faster); otherwise, or for a
+    file that path does not reproduce exactly, :func:`read_json_file`. The loaders give the same
+    arrays and the same errors either way.
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`read_json_file`.
+    """
+    p = Path(path)
+    _check_file(p, what)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        data = read_coco_lean(p, kind)
+    finally:
+        if enabled:
+            gc.enable()
+    return read_json_file(p, what) if data is None else data
 
 
 def _parse(p: Path, what: str) -> Any:
@@ -74,9 +103,9 @@ def _parse(p: Path, what: str) -> Any:
         raise ValueError(f"{p}: malformed JSON ({e}), expected a {what} JSON file") from None
 
 
-def _load(obj_or_path: Any, what: str, source: str | None = None) -> tuple[Any, str]:
+def _load(obj_or_path: Any, what: str, kind: str, source: str | None = None) -> tuple[Any, str]:
     if isinstance(obj_or_path, (str, Path)):
-        return read_json_file(obj_or_path, what), str(obj_or_path)
+        return read_coco_file(obj_or_path, what, kind), str(obj_or_path)
     return obj_or_path, source or f"<{what}>"
 
 
@@ -96,22 +125,35 @@ def _kpt_array(values: Any, num_keypoints: int | None, src: str, rec: str) -> np
     return arr.reshape(-1, 3)
 
 
-def _kpt_batch(lists: list, num_keypoints: int, src: str, recs) -> np.ndarray:
-    """Convert many equal-length keypoint lists at once; on failure, name the first bad record."""
-    if not lists:
-        return np.zeros((0, num_keypoints, 3))
-    try:  # lengths were checked per record; one pass over all values is the fastest conversion
-        arr = np.fromiter(chain.from_iterable(lists), np.float64, count=len(lists) * 3 * num_keypoints)
-    except (TypeError, ValueError):
-        for j, values in enumerate(lists):
-            _kpt_array(values, num_keypoints, src, recs(j))
-        raise
-    arr = arr.reshape(len(lists), 3 * num_keypoints)
-    finite = np.isfinite(arr)
-    if not finite.all():
-        row, col = np.argwhere(~finite)[0]
-        raise ValueError(f"{src}: {recs(int(row))}: keypoint {col // 3} has a NaN or Inf value")
-    return planar_keypoints(arr, num_keypoints)
+def _kpt_batch(lists: list, num_keypoints: int, src: str, recs, chunk: int = 256) -> np.ndarray:
+    """N x K x 3 keypoints (stored plane by plane) of equal-length keypoint lists or float64 arrays.
+
+    Converted ``chunk`` records at a time straight into the planar layout: each block is
+    transposed while it is in cache (no second full-size copy). On failure, names the first bad
+    record.
+    """
+    n = len(lists)
+    out = np.empty((3, n, num_keypoints))
+    k3 = 3 * num_keypoints
+    for s in range(0, n, chunk):
+        part = lists[s : s + chunk]
+        try:  # lengths were checked per record
+            if all(type(v) is np.ndarray for v in part):
+                block = np.concatenate(part)
+            else:
+                block = np.fromiter(chain.from_iterable(part), np.float64, count=len(part) * k3)
+        except (TypeError, ValueError):
+            for j, values in enumerate(part):
+                _kpt_array(values, num_keypoints, src, recs(s + j))
+            raise
+        block = block.reshape(len(part), num_keypoints, 3)
+        finite = np.isfinite(block)
+        if not finite.all():
+            row = int(np.nonzero(~finite.all((1, 2)))[0][0])
+            kpt = int(np.nonzero(~finite[row].all(1))[0][0])
+            raise ValueError(f"{src}: {recs(s + row)}: keypoint {kpt} has a NaN or Inf value")
+        out[:, s : s + len(part)] = block.transpose(2, 0, 1)
+    return out.transpose(1, 2, 0)
 
 
 def _bbox_batch(boxes: list, src: str, recs) -> np.ndarray:
@@ -172,7 +214,7 @@ def load_coco_gt(
         ``(ground truth arrays, K)``. Annotations of images not listed in ``images`` are skipped,
         as COCOeval skips them.
     """
-    data, src = _load(obj_or_path, "COCO keypoint ground truth")
+    data, src = _load(obj_or_path, "COCO keypoint ground truth", "gt")
     if not isinstance(data, dict):
         raise ValueError(f"{src}: a COCO ground truth must be a JSON object, got {type(data).__name__}")
     for key in ("images", "annotations"):
@@ -211,7 +253,7 @@ def load_coco_gt(
             iid, kp = ann["image_id"], ann["keypoints"]
         except (KeyError, TypeError):
             raise ValueError(f"{src}: {rec_name(i)} needs 'image_id' and 'keypoints'") from None
-        if type(kp) is not list or len(kp) != n3:
+        if (type(kp) is not list and type(kp) is not np.ndarray) or len(kp) != n3:
             k_expected = _check_len(kp, k_expected, src, rec_name(i))
             n3 = 3 * k_expected
         aid = ann.get("id", 0)
@@ -273,7 +315,7 @@ def load_coco_results(
     Returns:
         Detection arrays.
     """
-    data, src = _load(obj_or_path, "COCO keypoint results", source)
+    data, src = _load(obj_or_path, "COCO keypoint results", "results", source)
     if not isinstance(data, list):
         raise ValueError(f"{src}: COCO results must be a JSON list of objects, got {type(data).__name__}")
     pos = {iid: i for i, iid in enumerate(gt.image_ids)}
@@ -295,7 +337,7 @@ def load_coco_results(
         p = pos.get(iid)
         if p is None:
             raise ValueError(f"{src}: {rec_name(i)}: image id not in the ground truth's images")
-        if type(kp) is not list or len(kp) != n3:
+        if (type(kp) is not list and type(kp) is not np.ndarray) or len(kp) != n3:
             _check_len(kp, num_keypoints, src, rec_name(i))
         kps.append(kp)
         score.append(sc)
