@@ -186,7 +186,8 @@ class PointmapEvaluator(Evaluator):
             "squares with a 3-D shift; normal metrics are alignment-invariant and not repeated",
             "rel_point_err": "MoGe-style mean |p-g|/|g|; delta_1.25 = fraction with |p-g|/|g| < 0.25",
             "variants": [v.rstrip(".") or "raw" for v in self.variants],
-            "precision": "per-pixel float32 (the input's precision), sums and alignment in float64",
+            "precision": "per-pixel float32 (the input's precision); sums of float32 blocks of 1024 "
+            "pixels accumulated in float64; alignment coefficients in float64",
             "nonfinite_predictions": "mask pixels with a NaN/Inf prediction are failures: scored as a "
             "prediction at the origin (0, 0, 0) (after alignment: at the fitted shift), left out of the "
             "alignment fit, and their normals (5x5 neighbourhood) scored as 180 deg; counted in "
@@ -214,8 +215,6 @@ class PointmapEvaluator(Evaluator):
         """
         idx = flat_nonzero(db.scored[i])
         p, g = take_columns(db.pred[i], idx), take_columns(db.gt[i], idx)
-        if p.dtype in (torch.float16, torch.bfloat16):
-            p, g = p.float(), g.float()
         fit = None if db.pred_nonfinite is None else db.valid[i].flatten().index_select(0, idx)
         gnorm = _norm3(g).clamp_min_(1e-12)
         buf = p.new_empty(6 * len(self.variants), p.shape[1])
@@ -307,6 +306,10 @@ class PointmapEvaluator(Evaluator):
 
     def _batch_stats(self, pred, gt, mask) -> dict[str, torch.Tensor]:
         db = prepare_dense_batch(pred, gt, mask, "pointmap", 3, self.allow_empty_masks)
+        dtype = torch.promote_types(db.pred.dtype, db.gt.dtype)
+        if dtype in (torch.float16, torch.bfloat16):  # half precision drifts in 25-tap Sobel sums
+            dtype = torch.float32
+        db.pred, db.gt = db.pred.to(dtype), db.gt.to(dtype)
         nmask = db.scored
         if db.gt_nonfinite is not None:  # GT normals need a finite 5x5 neighbourhood
             nmask = nmask & ~dilate(db.gt_nonfinite, 5)

@@ -203,3 +203,18 @@ def test_float64_row_sums_of_long_float32_rows():
     ref = x.double().sum(1)
     assert ((row_sums_f64(x) - ref).abs() / ref).max() < 1e-7
     assert torch.equal(row_sums_f64(x.double()), ref)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_other_input_precisions_agree_with_float32(dtype):
+    """Half inputs are scored in float32 (their own precision made the normals NaN before)."""
+    gt, mask = _case(8, h=24, w=20)
+    pred = gt + 0.03 * torch.randn(gt.shape, generator=torch.Generator().manual_seed(99))
+    want, got = PointmapEvaluator(shift_aligned=True), PointmapEvaluator(shift_aligned=True)
+    want.update(pred, gt, mask)
+    got.update(pred.to(dtype), gt.to(dtype), mask)
+    w, g = want.compute(), got.compute()
+    # bfloat16 keeps 8 significant bits: at z = 2 a step of 0.008, which moves the Sobel normals
+    tol = {torch.float16: 3e-2, torch.bfloat16: 0.15, torch.float64: 1e-6}[dtype]
+    for k in ("l2_mean", "rmse", "normal_mae", "scale_aligned.l2_mean", "scale_shift_aligned.rmse"):
+        assert math.isfinite(g[k]) and g[k] == pytest.approx(w[k], rel=tol), k

@@ -8,7 +8,8 @@ Metadata: ``--meta`` (built-in name or JSON file); without it, the built-in set 
 count equals the GT's (keypoints308 for 308, coco17 for 17). A count that no built-in set has, or
 that several have, or a GT without annotations, is an error asking for ``--meta``.
 
-This module and everything it imports need only NumPy (and orjson when installed): no torch.
+This module and everything it imports need only NumPy (and pysimdjson / orjson when installed):
+no torch.
 """
 
 from __future__ import annotations
