@@ -87,7 +87,14 @@ def run(args: argparse.Namespace) -> int:
 def _task_table(args, sizes) -> int:
     from pathlib import Path
 
-    from benchmarks.reproduce.tables import TABLE_TASKS, evaluate_job, plan, protocol_for, size_key, table_sizes
+    from benchmarks.reproduce.tables import (
+        TABLE_TASKS,
+        evaluate_job,
+        plan,
+        protocol_for,
+        size_key,
+        table_sizes,
+    )
 
     task = TABLE_TASKS[args.table]
     known = table_sizes(task)

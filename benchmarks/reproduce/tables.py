@@ -204,7 +204,7 @@ def _adapt_config(cfg: dict, arch_settings: dict | None, input_size, arch_key: s
 
 
 def protocol_for(input_size, arch_settings: dict | None, size: str | None = None) -> dict:
-    """``{"kind": "eval"}`` for the official protocol of ``size``, with a ``protocol_id`` for any deviation."""
+    """``{"kind": "eval"}`` for the official protocol of ``size``; a ``protocol_id`` for any deviation."""
     official = official_input(size or SIZES[0])
     if tuple(input_size) == official and not arch_settings:
         return {"kind": "eval", "description": f"official protocol ({official[0]}x{official[1]}, flip test "
