@@ -106,6 +106,17 @@ def test_download_picks_the_single_safetensors_and_copies(env, tiny_files, monke
     assert target.is_file() and not target.is_symlink() and target.read_bytes() == backbone
 
 
+def test_download_detector_keeps_its_file_name(env, monkeypatch, capsys):
+    name = "rtmdet_person.pth"  # the fake repository's name; the real one is listed by the hub
+    repos = {"facebook/sapiens-pose-bbox-detector": {name: b"not a real detector", "README.md": b"x"}}
+    with FakeHub(repos) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        assert _download(env, "--detector") == 0
+    out = capsys.readouterr().out
+    assert (env["root"] / "detector" / name).read_bytes() == b"not a real detector"
+    assert "sha256" in out and "keys and shapes" not in out  # a .pth is never loaded here
+
+
 def test_download_dry_run_fetches_nothing(env, tiny_files, monkeypatch, capsys):
     seg, _ = tiny_files
     with FakeHub({SEG_REPO: {"sapiens2_0.4b_seg.safetensors": seg}}) as hub:

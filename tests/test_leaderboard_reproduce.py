@@ -137,6 +137,11 @@ def test_reproduce_1b_4k_only_where_the_paper_has_it(tmp_path, capsys):
     assert "Tables 4 and 6 only" in capsys.readouterr().err
     assert main(["reproduce", "table6", "--sizes", "1b-4k", "--checkpoint-root", str(tmp_path)]) == 2
     assert str(tmp_path / "normal" / "sapiens2_1b_4k_normal.safetensors") in capsys.readouterr().out
+    assert main(["reproduce", "table4", "--checkpoint-root", str(tmp_path)]) == 2  # default: every row
+    out = capsys.readouterr().out
+    path_4k = tmp_path / "seg" / "sapiens2_1b_4k_seg.safetensors"
+    assert f"{path_4k} (official Sapiens2-1B-4K seg model; no public repository is known" in out
+    assert str(tmp_path / "seg" / "sapiens2_5b_seg.safetensors") in out
 
 
 def test_reproduce_table4_runs_the_1b_4k_row(synth_split, tmp_path, capsys):

@@ -52,12 +52,12 @@ class Item:
         return self.repo_id if self.task == "detector" else f"{self.task} {self.size}"
 
 
-def target_path(root, task: str, size: str, filename: str | None = None) -> Path:
-    """Where ``reproduce`` reads the checkpoint (the detector keeps its repository file name)."""
+def target_path(root, task: str, size: str) -> Path:
+    """Where ``reproduce`` reads the checkpoint (the detector: its folder; it keeps the repository's name)."""
     from benchmarks.reproduce.tables import checkpoint_path
 
     if task == "detector":
-        return Path(root) / "detector" / (filename or "")
+        return Path(root) / "detector"
     return checkpoint_path(root, size, task)
 
 
@@ -71,7 +71,7 @@ def plan_items(root, tasks=(), sizes=(), pretrain_sizes=(), detector: bool = Fal
              for s in pretrain_sizes]
     items += [Item(t, s, repo_for(t, s), target_path(root, t, s)) for t in tasks for s in sizes]
     if detector:
-        items.append(Item("detector", "", repo_for("detector", ""), Path(root) / "detector"))
+        items.append(Item("detector", "", repo_for("detector", ""), target_path(root, "detector", "")))
     return items
 
 
@@ -164,7 +164,9 @@ def resolve_remote(item: Item, revision: str | None, file_override: str | None =
     """Fill ``item.filename``, ``sha256`` and ``nbytes`` from the hub's file listing.
 
     Raises:
-        HubUnavailableError-worthy network errors pass through unchanged (the caller falls back to the cache).
+        BenchError: no file fits (see :func:`choose_file`) or ``file_override`` is not in the repository.
+        Hub and network errors of ``huggingface_hub`` pass through (the caller tells them apart and falls
+        back to the cache when the hub cannot be reached).
     """
     from huggingface_hub import HfApi
 
