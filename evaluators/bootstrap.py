@@ -13,8 +13,8 @@ Example:
     >>> idx = resample_indices(4, resamples=3, seed=0)
     >>> idx.shape, resample_counts(idx, 4).sum(1).tolist()
     ((3, 4), [4.0, 4.0, 4.0])
-    >>> percentile_interval(np.arange(101.0), 0.9)
-    (5.0, 95.0)
+    >>> percentile_interval(np.arange(101.0), 0.5)
+    (25.0, 75.0)
 """
 
 from __future__ import annotations
