@@ -6,7 +6,9 @@ Takes the probe's pose test split (the cached synthetic split of the default pro
 visible keypoints, OKS area scaled into the crop), replaces the decoded predictions by the true
 keypoints plus isotropic Gaussian noise of ``sigma`` crop pixels per coordinate (all keypoint
 scores 1, seed fixed), and prints whole-body AP, body AP, PCK@0.05, PCK@0.1 and EPE per level, each
-with its 95% bootstrap interval over test images. A last row predicts the mean pose of the train
+with its 95% bootstrap interval over test images. A row ``UDP codec round trip`` decodes the target
+heatmaps themselves (what the ground-truth oracle reaches at best through the probe's codec), and a
+last row predicts the mean pose of the train
 split (per keypoint, in crop pixels) for every test crop: what a read-out learns from features
 that carry no information about the person, i.e. where random features should land.
 
@@ -51,9 +53,9 @@ def load_pose_split(data: str | None, split: str, protocol) -> list[dict]:
     return samples
 
 
-def _row(task, label: str, pred: torch.Tensor, tgt: dict, index, resamples: int, seed: int) -> dict:
+def _row(task, label: str, pred, tgt: dict, index, resamples: int, seed: int, scores=None) -> dict:
     ev = task.make_evaluator()
-    scores = torch.ones(pred.shape[:2], dtype=torch.float64)
+    scores = torch.ones(pred.shape[:2], dtype=torch.float64) if scores is None else scores
     task.update_evaluator(ev, (pred, scores), None, tgt, index)
     res = ev.compute()
     iv = ev.bootstrap_intervals(list(METRICS), resamples=resamples, seed=seed)
@@ -73,6 +75,8 @@ def sweep(
         rng = np.random.default_rng(seed)
         noisy = true + torch.from_numpy(rng.normal(0.0, 1.0, tuple(true.shape))) * float(sigma)
         rows.append(_row(task, f"{sigma:g}", noisy, tgt, index, resamples, seed))
+    kpts, scores = PoseTask.decode(task, tgt["heatmaps"])
+    rows.append(_row(task, "UDP codec round trip", kpts, tgt, index, resamples, seed, scores))
     if mean_pose is not None:
         pred = torch.as_tensor(mean_pose, dtype=torch.float64)[None].expand_as(true).clone()
         rows.append(_row(task, "train mean pose", pred, tgt, index, resamples, seed))
