@@ -55,21 +55,21 @@ def _category_precision(m: CategoryMatches, idx: np.ndarray) -> np.ndarray:
     tp = m.tp[:, safe] & real[None]  # T x R x L
     fp = m.fp[:, safe] & real[None]
     tp, fp = tp.transpose(1, 0, 2), fp.transpose(1, 0, 2)  # R x T x L
-    tpc = np.cumsum(tp, axis=2, dtype=np.float64)
-    fpc = np.cumsum(fp, axis=2, dtype=np.float64)
-    pr = tpc / (fpc + tpc + _EPS)
+    tpc = np.cumsum(tp, axis=2, dtype=np.int64)
+    fpc = np.cumsum(fp, axis=2, dtype=np.int64)
+    tpf = tpc.astype(np.float64)  # exact integers, as COCOeval's float cumsum
+    pr = tpf / (fpc + tpf + _EPS)
     pr = np.maximum.accumulate(pr[..., ::-1], axis=2)[..., ::-1]
     npig = m.npig[draws].sum(1)
     length = dets.shape[1]
-    # position of the j-th true positive of every (resample, threshold) row
-    rr, tt, ll = np.nonzero(tp)
-    pos = np.full((r_n, num_t, length + 1), -1, np.int64)
-    pos[rr, tt, tpc[rr, tt, ll].astype(np.int64)] = ll
-    pos[:, :, 0] = np.where(real[:, :1], 0, -1)  # j = 0: the first detection, if any
-    need = _need_tp(npig)[:, None, :].repeat(num_t, 1)  # R x T x 101
-    at = np.take_along_axis(pos, np.minimum(need, length), 2)
-    at = np.where(need > length, -1, at)
-    prec = np.where(at >= 0, np.take_along_axis(pr, np.maximum(at, 0), 2), 0.0)
+    # first position where the TP count reaches need (COCOeval's searchsorted on recall): the rows,
+    # offset by (L + 1) each, form one sorted array (counts are in [0, L])
+    rows = np.arange(r_n * num_t, dtype=np.int64).reshape(r_n, num_t, 1) * (length + 1)
+    need = _need_tp(npig)[:, None, :]  # R x 1 x 101
+    at = np.searchsorted((tpc + rows).ravel(), (need + rows).ravel(), side="left")
+    at = at.reshape(r_n, num_t, -1) - rows // (length + 1) * length
+    ok = (at < length) & real[:, :1, None]  # found, and the resample has a detection at all
+    prec = np.where(ok, np.take_along_axis(pr, np.minimum(at, length - 1), 2), 0.0)
     prec[npig == 0] = -1.0
     return prec
 
