@@ -230,3 +230,23 @@ def test_pose_pck_bootstrap_equals_naive_loop_and_merge():
     assert merged.bootstrap_intervals(["AP", *keys]) == ev.bootstrap_intervals(["AP", *keys])
     lo, hi = ev.bootstrap_intervals()["AP"]  # None: the pose headline
     assert lo <= ev.compute()["AP"] <= hi
+
+
+def test_pose_errors_and_gt_file_route():
+    s = make_samples(10, seed=11)
+    ev = PoseEvaluator(meta=META)
+    _update(ev, s, np.arange(10))
+    with pytest.raises(KeyError, match="cannot bootstrap.*AR"):
+        ev.bootstrap_intervals(["AR"])
+    gt = ev.coco_gt()
+    by_file = PoseEvaluator(meta=META, gt=gt)  # GT from a COCO dict: AP only, no per-sample GT for PCK
+    by_file.update(s["keypoints"], s["keypoint_scores"], s["image_ids"], index=np.arange(10),
+                   bbox_scores=s["bbox_scores"])
+    r = by_file.compute()
+    assert "PCK@0.1" not in r and r["AP"] == ev.compute()["AP"]
+    assert by_file.num_images == ev.num_images
+    assert by_file.bootstrap_intervals(["AP"]) == ev.bootstrap_intervals(["AP"])
+    with pytest.raises(KeyError, match="need gt_keypoints"):
+        by_file.bootstrap_intervals(["EPE"])
+    with pytest.raises(ValueError, match="n = 0"):
+        PoseEvaluator(meta=META).bootstrap_intervals()
