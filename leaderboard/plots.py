@@ -104,8 +104,8 @@ def value_limits(values, errors_high=None) -> tuple[float, float]:
     the largest value (or its upper error), never a window around the data.
 
     Example:
-        >>> value_limits([4.651, 4.658])
-        (0.0, 5.03064)
+        >>> [round(v, 3) for v in value_limits([4.651, 4.658])]
+        [0.0, 5.031]
     """
     v = np.asarray(values, dtype=float)
     hi = v if errors_high is None else np.fmax(v, np.asarray(errors_high, dtype=float))
