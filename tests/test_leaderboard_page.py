@@ -28,7 +28,8 @@ def _rec(model, task, metrics, weights="random(seed=0)", params=1_000_000, inter
     return make_record(model={"name": model, "params": params, "weights": weights, **model_extra}, task=task,
                        dataset={"name": "synth", "split": "test", "content_hash": None, "num_samples": 12},
                        protocol={"kind": "probe", "protocol_id": pid}, metrics=metrics,
-                       config={"protocol": PROTOCOL, "backbone": {"w": weights}}, seeds=[0], intervals=intervals)
+                       config={"protocol": PROTOCOL, "backbone": {"w": weights}}, seeds=[0],
+                       intervals=intervals)
 
 
 class _Tables(HTMLParser):
@@ -76,13 +77,15 @@ def site(tmp_path):
     seg_pc = {"IoU": [0.5, None] + [0.25] * 27}
     recs = [
         _rec("gt-oracle", "seg", {"summary": {"mIoU": 99.0, "mDice": 99.0, "mFscore": 99.0},
-                                  "per_class": seg_pc}, weights="none", params=None, backbone="GroundTruthOracle"),
+                                  "per_class": seg_pc}, weights="none", params=None,
+             backbone="GroundTruthOracle"),
         _rec("sapiens2_0.4b", "seg", {"summary": {"mIoU": 40.0, "mDice": 30.0, "mFscore": 90.0},
                                       "per_class": seg_pc}, weights=None, params=398_000_000,
              checkpoint={"path": "ckpt.safetensors", "sha256": "ab" * 32},
              intervals={**IV, "bounds": {"mIoU": [38.5, 41.25]}}),
         _rec("pixels", "seg", {"mIoU": 4.0}, weights="none", params=None),
-        _rec("pixels", "normal", {"normal_mae": 40.0, "normal_median_deg": 30.0}, weights="none", params=None),
+        _rec("pixels", "normal", {"normal_mae": 40.0, "normal_median_deg": 30.0}, weights="none",
+             params=None),
     ]
     for i, r in enumerate(recs):
         write_record(tmp_path / "res" / f"{i}.json", r)
@@ -144,7 +147,9 @@ def test_task_table_ceiling_sources_provenance_notes(site):
     assert ours[col("source")] == "measured" and ours[col("rank")] == "1"
     assert ours[col("weights sha256")] == "ab" * 6 and ours[col("n")] == "12"
     assert ours[col("date")] == recs[1]["created_utc"][:10]
-    assert ours[col("commit")] == (recs[1]["provenance"]["git_commit"] or "-")[:10] or "+dirty" in ours[col("commit")]
+    prov = recs[1]["provenance"]
+    commit = (prov["git_commit"] or "")[:10] + ("+dirty" if prov["git_commit"] and prov["git_dirty"] else "")
+    assert ours[col("commit")] == (commit or "-")
     assert all(">reproduced<" not in cell for cell in re.findall(r"<td[^>]*>[^<]*</td>", page))
     # the misleading columns carry their note (a marker in the header and the text below the table)
     for label in ("mFscore %", "mDice %"):
@@ -203,7 +208,8 @@ def test_figures_start_at_zero_name_every_kind_and_keep_full_names(monkeypatch):
     recs = [_rec(long_name, "seg", {"mIoU": 4.651}, params=5_000_000),
             _rec("other", "seg", {"mIoU": 4.658}, weights="pretrained", params=9_000_000,
                  intervals={**IV, "bounds": {"mIoU": [4.60, 4.70]}}),
-            _rec("gt-oracle", "seg", {"mIoU": 4.7}, weights="none", params=None, backbone="GroundTruthOracle")]
+            _rec("gt-oracle", "seg", {"mIoU": 4.7}, weights="none", params=None,
+                 backbone="GroundTruthOracle")]
     (t,) = group_tables(records_to_frame(recs))
     figs = []
     monkeypatch.setattr(plots, "_png", lambda fig: figs.append(fig) or b"")
