@@ -17,9 +17,10 @@ from leaderboard.rowinfo import KIND_LABELS, SOURCE_LABELS, has_pretrained_row
 from leaderboard.tables import TASK_ORDER, GroupTable
 
 NO_PRETRAINED = (
-    "No measured backbone in this report carries pretrained weights: every backbone row is a seeded "
-    "random initialisation or weight-free (see the kind column), so its numbers measure the protocol and "
-    "the decoder, not a pretrained model. Probe real weights with --weights NAME=PATH."
+    "No measured backbone row in this report records pretrained weights (model.weights or "
+    "model.checkpoint): each is a seeded random initialisation, weight-free, or does not say (see the "
+    "kind column), so its numbers measure the protocol and the decoder, not a pretrained model. Probe "
+    "real weights with --weights NAME=PATH."
 )
 
 
