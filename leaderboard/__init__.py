@@ -2,8 +2,7 @@
 
 ``leaderboard.results``: ``make_record``, ``write_record``, ``read_record``, ``load_records``.
 ``leaderboard.paper``: ``load_paper_results`` (the paper's numbers in our metric names and units).
-``leaderboard.build``: ``build_site`` (Markdown + self-contained HTML + figures).
-``browser_driver``: headless Chromium driver used by the browser test.
+``leaderboard.build``: ``build_site`` (Markdown + self-contained HTML from Jinja2 templates + figures).
 """
 
 from leaderboard.results import RecordError, load_records, make_record, read_record, write_record

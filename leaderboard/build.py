@@ -2,8 +2,8 @@
 
 Output folder layout::
 
-    SITE/index.html        self-contained page (inline CSS/JS, base64 figures)
-    SITE/leaderboard.md    Markdown report referencing figures/*.png
+    SITE/index.html        self-contained page (Jinja2 templates; inline CSS/JS, base64 figures)
+    SITE/leaderboard.md    Markdown report referencing figures/*.png (the same content, summary first)
     SITE/figures/*.png     the same figures as files
     SITE/leaderboard.csv   the long table (one row per model, task, protocol, dataset, metric)
 """
@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
 
+from leaderboard.breakdowns import display_breakdowns, record_breakdowns
 from leaderboard.merge import dedupe_records
-from leaderboard.paper import load_paper_results, protocol_key
+from leaderboard.paper import load_paper_results
 from leaderboard.plots import Figure, figures_for
+from leaderboard.protocols import protocol_infos
 from leaderboard.report_html import build_html
 from leaderboard.report_md import build_markdown
+from leaderboard.report_view import banner, breakdown_view, paper_views, summary_view, table_view
 from leaderboard.results import load_records
-from leaderboard.tables import GroupTable, combine, group_tables, records_to_frame
+from leaderboard.tables import GroupTable, combine, group_tables, paper_tables, records_to_frame
 from sapiens2.errors import BenchError
 from sapiens2.utils_io import atomic_write, write_text_atomic
 
@@ -63,42 +66,6 @@ def _render_figures(t: GroupTable, breakdowns, records: list[dict]) -> list[Figu
                           f"records: {where}") from e
 
 
-def _seg_class_names() -> dict[str, str]:
-    from sapiens2.reference import seg_classes29
-
-    return {str(c["id"]): c["name"] for c in seg_classes29()["classes"]}
-
-
-def record_breakdowns(records: list[dict]) -> dict[tuple[str, str], dict[str, pd.DataFrame]]:
-    """Per-class / per-part breakdowns, averaged over seeds, per (task, protocol_key).
-
-    Returns:
-        ``{(task, protocol_key): {breakdown name: DataFrame(items x models)}}``; seg class ids are
-        replaced by the 29 class names.
-    """
-    acc: dict[tuple[str, str], dict[str, dict[str, list[dict]]]] = {}
-    for rec in records:
-        bd = rec.get("breakdowns") or {}
-        if not bd:
-            continue
-        key = (rec["task"], protocol_key(rec["protocol"]["kind"], rec["protocol"].get("protocol_id")))
-        for name, items in bd.items():
-            acc.setdefault(key, {}).setdefault(name, {}).setdefault(rec["model"]["name"], []).append(items)
-    names = _seg_class_names()
-    out: dict[tuple[str, str], dict[str, pd.DataFrame]] = {}
-    for key, by_name in acc.items():
-        for name, by_model in by_name.items():
-            cols = {}
-            for model, lists in by_model.items():
-                frame = pd.DataFrame(lists, dtype=float)
-                cols[model] = frame.mean(axis=0, skipna=True)
-            table = pd.DataFrame(cols)
-            if key[0] == "seg" and set(table.index) <= set(names):
-                table.index = [names[i] for i in table.index]
-            out.setdefault(key, {})[name] = table
-    return out
-
-
 def build_site(
     inputs: Iterable[str | os.PathLike],
     out: str | os.PathLike,
@@ -106,17 +73,21 @@ def build_site(
     title: str = "sapiens2-bench leaderboard",
     with_figures: bool = True,
     skipped: list[str] | None = None,
+    protocol_names: Mapping[str, str] | None = None,
 ) -> dict[str, Path]:
     """Build the leaderboard from result files/folders.
 
     Args:
         inputs: result record files or folders (searched recursively; foreign JSON in folders skipped).
         out: output folder.
-        include_paper: add the paper's reported numbers next to the reproduced ones.
+        include_paper: add the paper's reported numbers: next to the measured rows of the same
+            protocol (with deltas), and every paper table (Tables 2-8) in a section of its own.
         title: page title.
         with_figures: render matplotlib figures.
         skipped: when given, unreadable or invalid result files are left out and listed in it
             (``"path: reason"``); otherwise they are an error.
+        protocol_names: protocol id -> human-readable name for the protocols the caller knows
+            (``{"probe-v3-...": "probe v3 (default)"}``); others are named from their stored config.
 
     Returns:
         ``{"html", "markdown", "csv"}`` paths.
@@ -130,40 +101,50 @@ def build_site(
     inputs = [str(p) for p in inputs]
     records, notes = dedupe_records(load_records(inputs, skip_foreign=True, skipped=skipped))
     long = records_to_frame(records)
-    reported = load_paper_results() if include_paper else None
-    if reported is not None and len(long):
-        # the paper's numbers for the tasks and protocol kinds we have results for (probe results get
-        # Table 2 as context, task-model results Tables 3-8)
-        ours = set(zip(long["task"], long["protocol_kind"]))
-        reported = reported[[pair in ours for pair in zip(reported["task"], reported["protocol_kind"])]]
-    both = combine(long, reported)
-    if not len(both):
+    if not len(long):
         raise ValueError(f"no result records found in {', '.join(inputs) or '(no inputs)'}")
-    tables: list[GroupTable] = group_tables(both, notes)
+    reported = None
+    if include_paper:
+        # reported rows join the tables of the same (task, protocol) for deltas; the paper section
+        # below shows every paper table whatever the records are
+        reported = load_paper_results()
+        ours = set(zip(long["task"], long["protocol_key"]))
+        reported = reported[[pair in ours for pair in zip(reported["task"], reported["protocol_key"])]]
+    tables: list[GroupTable] = group_tables(combine(long, reported), notes)
+    printed = paper_tables(load_paper_results(as_printed=True)) if include_paper else []
     breakdowns = record_breakdowns(records)
+    infos = protocol_infos(records, protocol_names)
     out = Path(out)
-    figures: dict[str, list[Figure]] = {}
-    figure_files: dict[str, list[str]] = {}
-    if with_figures:
-        for t in tables:
-            figs = _render_figures(t, breakdowns.get((t.task, t.protocol_key)), records)
-            figures[t.table_id] = figs
-            for n, f in enumerate(figs):
-                name = f"{t.table_id}-{n}.png"
-                atomic_write(out / "figures" / name, lambda tmp, b=f.png: Path(tmp).write_bytes(b))
-                figure_files.setdefault(t.table_id, []).append(name)
-    meta = {
+    views = []
+    for t in tables:
+        shown = display_breakdowns(t, breakdowns.get((t.task, t.protocol_key)))
+        figs = _render_figures(t, shown, records) if with_figures else []
+        for n, f in enumerate(figs):
+            f.file = f"{t.table_id}-{n}.png"
+            atomic_write(out / "figures" / f.file, lambda tmp, b=f.png: Path(tmp).write_bytes(b))
+        by_key = {f.key: f for f in figs if f.kind == "breakdown"}
+        bviews = [breakdown_view(t.table_id, name, table, by_key.get(name)) for name, table in shown]
+        views.append(table_view(t, infos[t.protocol_key], figs, bviews))
+    sections = [{"task": task, "tables": [v for t, v in zip(tables, views) if t.task == task]}
+                for task in dict.fromkeys(t.task for t in tables)]
+    paper = paper_views(printed)
+    protocols = list(infos.values()) + list({v.protocol.key: v.protocol for v in paper}.values())
+    page = {
         "title": title,
         "generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "n_records": len(records),
         "inputs": inputs,
-        "include_paper": include_paper,
+        "banner": banner(long),
+        "summary": summary_view(long, infos),
+        "sections": sections,
+        "paper": paper,
+        "protocols": protocols,
     }
     paths = {
-        "html": write_text_atomic(out / "index.html", build_html(tables, figures, meta)),
-        "markdown": write_text_atomic(out / "leaderboard.md",
-                                      build_markdown(tables, meta, "figures", figure_files)),
-        "csv": write_text_atomic(out / "leaderboard.csv", csv_safe(both).to_csv(index=False)),
+        "html": write_text_atomic(out / "index.html", build_html(page)),
+        "markdown": write_text_atomic(out / "leaderboard.md", build_markdown(page, "figures")),
+        "csv": write_text_atomic(out / "leaderboard.csv",
+                                 csv_safe(combine(long, reported)).to_csv(index=False)),
     }
     return paths
 

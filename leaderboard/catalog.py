@@ -59,6 +59,7 @@ _METRICS: dict[str, list[MetricSpec]] = {
     "normal": [
         MetricSpec("normal_mae", "mean deg", False, 1.0, True),
         MetricSpec("normal_median_deg", "median deg", False, 1.0, True),
+        MetricSpec("normal_median_exact_deg", "median (exact) deg", False),
         MetricSpec("normal_rmse", "RMSE deg", False),
         MetricSpec("within_5_0_deg", "<5 deg %", True),
         MetricSpec("within_11_25_deg", "<11.25 deg %", True),
@@ -89,6 +90,31 @@ _METRICS: dict[str, list[MetricSpec]] = {
 # In the task table's order; a task of the table without displayed metrics fails here, at import.
 TASK_METRICS: dict[str, list[MetricSpec]] = {t: _METRICS[t] for t in task_names()}
 
+
+#: notes shown next to metric columns whose numbers mislead without them, by (task, record key)
+METRIC_NOTES: dict[tuple[str, str], str] = {
+    ("seg", "mFscore"): (
+        "mFscore is the mean F-score over the classes where it is defined (mmseg skips NaN classes): a "
+        "class that is never predicted has precision 0/0, so its F-score is NaN and left out of the mean. "
+        "A model that predicts only background scores its background F-score (easily above 90 %). F-score "
+        "equals Dice on every predicted class; compare models by mIoU or mDice, which count a missed class "
+        "as 0."
+    ),
+    ("seg", "mDice"): (
+        "mDice counts a class present in the ground truth but never predicted as 0, unlike mFscore "
+        "(which skips it): the gap between the two columns is the classes a model never predicts."
+    ),
+    ("seg", "aAcc"): "aAcc is pixel accuracy over all classes: dominated by the background.",
+    ("normal", "normal_median_deg"): (
+        "median deg is the official median: the centre of the first 0.5-degree histogram bin holding half "
+        "the pixels. It moves in 0.5-degree steps and is at least 0.25 degrees even for exact predictions "
+        "(so the oracle's median can exceed its mean by far); median (exact) deg is the sample median."
+    ),
+    ("pose", "wholebody/AP"): (
+        "AP % is COCO OKS AP over all 308 keypoints unless the protocol says otherwise (a reference "
+        "system's protocol can score a shared subset: never compare the two)."
+    ),
+}
 
 NONFINITE_PREFIXES = ("nonfinite", "num_nonfinite")
 

@@ -117,7 +117,12 @@ def _load(path: str) -> pd.DataFrame:
             "value_printed": float(r.value), "factor": factor, "paper_metric": r.metric,
             "higher_is_better": r.higher_is_better, "notes": r.notes, "source_url": r.source_url,
         })
-    df = pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+@lru_cache(maxsize=4)
+def _load_deduped(path: str) -> pd.DataFrame:
+    df = _load(path)
     # Table 8 repeats the Table 3 whole-body numbers for Sapiens2 (and differs for v1): the main
     # table wins for a (model, protocol, metric) given twice.
     order = {t: i for i, t in enumerate(MAPPED_TABLES)}
@@ -126,13 +131,16 @@ def _load(path: str) -> pd.DataFrame:
     return df.drop(columns="_o").reset_index(drop=True)
 
 
-def load_paper_results(path: str | None = None) -> pd.DataFrame:
+def load_paper_results(path: str | None = None, as_printed: bool = False) -> pd.DataFrame:
     """The paper's numbers, one row per (model, task, protocol, metric), marked reported.
 
     Args:
         path: CSV to read; the shipped copy by default.
+        as_printed: keep every table as printed (Table 8 repeats some Table 3 numbers); by default a
+            number given twice is kept once, from the first table of ``MAPPED_TABLES``.
 
     Returns:
         A DataFrame with ``COLUMNS`` (``value`` in our evaluators' units).
     """
-    return _load(str(path or paper_results_path())).copy()
+    path = str(path or paper_results_path())
+    return (_load(path) if as_printed else _load_deduped(path)).copy()

@@ -1,94 +1,112 @@
-"""Markdown report: one table per (task, protocol), reported and reproduced rows side by side."""
+"""Markdown report: the same content as the HTML page (``leaderboard.report_view``), summary first.
+
+Order: title and banner, the summary (model x five task headlines), the protocols with their
+knobs, one table per (task, protocol) with its notes, figures and per-class tables, then the
+paper's Tables 2-8. Every user string goes through ``md_escape``.
+"""
 
 from __future__ import annotations
 
 import html
-import math
 
-from leaderboard.tables import GroupTable
+from leaderboard.report_view import TableView, fmt, fmt_params
 
-
-def fmt(value, signed: bool = False) -> str:
-    """Format a display value compactly (``-`` for missing)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    v = float(value)
-    a = abs(v)
-    digits = 1 if a >= 100 else 2 if a >= 1 or a == 0 else 3 if a >= 0.01 else 4
-    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
-
-
-def fmt_params(p) -> str:
-    """Parameter count as ``0.398B`` / ``21.5M``."""
-    if p is None or (isinstance(p, float) and math.isnan(p)):
-        return "-"
-    p = float(p)
-    return f"{p / 1e9:.3f}B" if p >= 1e8 else f"{p / 1e6:.1f}M"
+__all__ = ["build_markdown", "fmt", "fmt_params", "md_escape", "table_markdown"]
 
 
 def md_escape(text) -> str:
-    """Escape a user string for a Markdown table cell (HTML-escaped, pipes and newlines neutralised)."""
+    """Escape a user string for a Markdown table cell (HTML-escaped, pipes and newlines neutralised).
+
+    Example:
+        >>> md_escape("a|b <i>")
+        'a\\\\|b &lt;i&gt;'
+    """
     s = html.escape(str(text), quote=True)
     for ch in "\\|`*_[]":
         s = s.replace(ch, "\\" + ch)
     return s.replace("\r", " ").replace("\n", " ")
 
 
-def table_markdown(t: GroupTable) -> str:
-    """One table as Markdown, with its protocol, datasets and notes above it."""
-    lines = [f"### {md_escape(t.task)} — protocol `{t.protocol_key.replace('`', '')}`", ""]
-    lines.append("Datasets: " + ", ".join(md_escape(d) for d in t.datasets) + "  ")
-    for note in t.notes:
-        lines.append(f"Note: {md_escape(note)}  ")
-    lines.append("")
-    metric_labels = [label for _, label, _ in t.metric_columns]
-    delta_labels = [d for d, _ in t.delta_columns]
-    header = ["source", "model", "params", "dataset", "seeds"] + metric_labels + delta_labels
-    lines.append("| " + " | ".join(md_escape(h) for h in header) + " |")
-    lines.append("|" + "---|" * len(header))
-    for i, r in t.rows.iterrows():
-        src = r["source"] + (f" ({r['table']})" if r["table"] else "")
-        cells = [md_escape(src), md_escape(r["model"]), fmt_params(r["params"]), md_escape(r["dataset"]),
-                 md_escape(r["seeds"] or "-")]
-        for label in metric_labels:
-            cell = fmt(r[label])
-            sd = t.std.at[i, label] if label in t.std else float("nan")
-            if not math.isnan(sd):
-                cell += f" ± {fmt(sd)}"
-            cells.append(cell)
-        cells += [fmt(r[d], signed=True) for d in delta_labels]
+def _cell(c) -> str:
+    return md_escape(c.text + (f" {c.ci}" if c.ci else ""))
+
+
+def table_markdown(tv: TableView) -> str:
+    """One table view as a Markdown table (ceiling rows first, marked)."""
+    header = [md_escape(c.label) + (" †" if c.note else "") for c in tv.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in tv.ceiling:
+        cells = [_cell(c) for c in r.cells]
+        cells[0] = f"*{cells[0]} (ceiling)*"
         lines.append("| " + " | ".join(cells) + " |")
+    for r in tv.rows:
+        lines.append("| " + " | ".join(_cell(c) for c in r.cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def build_markdown(tables: list[GroupTable], meta: dict, figures_dir: str | None = None,
-                   figure_files: dict[str, list[str]] | None = None) -> str:
+def _section(tv: TableView, figures_dir: str | None) -> list[str]:
+    out = [f"### {md_escape(tv.title)}", ""]
+    if tv.protocol is not None:
+        p = tv.protocol
+        out.append(f"Protocol: {md_escape(p.label)}" + (f" `{p.short_hash}`" if p.short_hash else "")
+                   + (f" — {md_escape(p.description)}" if p.description else "") + "  ")
+    out += ["Datasets: " + ", ".join(md_escape(d) for d in tv.datasets), "", table_markdown(tv)]
+    for label, note in tv.metric_notes:
+        out.append(f"- † **{md_escape(label)}**: {md_escape(note)}")
+    for note in tv.notes:
+        out.append(f"- Note: {md_escape(note)}")
+    out.append("")
+    for f in tv.figures:
+        if f.kind == "table" and figures_dir and f.file:
+            out += [f"![{md_escape(f.title)}]({figures_dir}/{f.file})", ""]
+    for b in tv.breakdowns:
+        out += [f"#### {md_escape(b.title)}", "", table_markdown(b)]
+        for f in b.figures:
+            if figures_dir and f.file:
+                out += [f"![{md_escape(f.title)}]({figures_dir}/{f.file})", ""]
+    if tv.breakdowns:
+        out += ["n/a: no value for the class (0/0: no ground-truth pixels in the test set; for IoU also "
+                "never predicted).", ""]
+    return out
+
+
+def build_markdown(page: dict, figures_dir: str | None = None) -> str:
     """The whole Markdown report.
 
     Args:
-        tables: leaderboard tables.
-        meta: ``{"title", "generated_utc", "n_records", "inputs": [...], "include_paper": bool}``.
+        page: the page data (``leaderboard.build``; see ``leaderboard.report_html.build_html``).
         figures_dir: folder (relative to the report) holding figure PNGs, if written.
-        figure_files: table id -> figure file names in ``figures_dir``.
 
     Returns:
         The Markdown text.
     """
-    out = [f"# {md_escape(meta.get('title', 'sapiens2-bench leaderboard'))}", ""]
-    paper = "; paper numbers included (marked reported)." if meta.get("include_paper") else "."
-    out.append(f"Generated {md_escape(meta.get('generated_utc', ''))} from {meta.get('n_records', 0)} "
-               f"result record(s){paper}")
-    out += ["", "Tables are split by task and protocol: results of different protocols are never ranked "
-            "together. Δ columns = reproduced − reported for the same model (display units).", ""]
-    current = None
-    for t in tables:
-        if t.task != current:
-            out += [f"## {md_escape(t.task)}", ""]
-            current = t.task
-        out.append(table_markdown(t))
-        for name in (figure_files or {}).get(t.table_id, []):
-            out.append(f"![{md_escape(name)}]({figures_dir}/{name})")
+    out = [f"# {md_escape(page['title'])}", ""]
+    out.append(f"Generated {md_escape(page['generated_utc'])} from {page['n_records']} result record(s). "
+               "Rows are *measured* (made by this code) or *reported* (the paper's numbers); results of "
+               "different protocols are never ranked together.")
+    out.append("")
+    if page.get("banner"):
+        out += [f"> **No pretrained weights.** {md_escape(page['banner'])}", ""]
+    summary = page["summary"]
+    out += [f"## {md_escape(summary.title)}", ""]
+    out += [table_markdown(summary) if summary.rows else "No measured results.", ""]
+    out += ["Each cell: the task's first headline metric, its interval in brackets where the record has "
+            "one, and n (test samples).", ""]
+    out += ["## Protocols", ""]
+    for p in page["protocols"]:
+        out.append(f"<details><summary>{md_escape(p.label)}" + (f" {p.short_hash}" if p.short_hash else "")
+                   + f" ({len(p.knobs)} knobs)</summary>")
         out.append("")
-    if not tables:
-        out.append("No results.")
+        for name, value in p.knobs:
+            mark = " (differs)" if name in p.differs else ""
+            out.append(f"- `{name.replace('`', '')}` = {md_escape(value)}{mark}")
+        out += ["", "</details>", ""]
+    for s in page["sections"]:
+        out += [f"## {md_escape(s['task'])}", ""]
+        for tv in s["tables"]:
+            out += _section(tv, figures_dir)
+    if page.get("paper"):
+        out += ["## The paper's tables (reported)", ""]
+        for tv in page["paper"]:
+            out += _section(tv, None)
     return "\n".join(out) + "\n"

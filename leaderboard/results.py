@@ -209,6 +209,7 @@ def make_record(
     conventions: Mapping[str, Any] | None = None,
     breakdowns: Mapping[str, Mapping[str, Any]] | None = None,
     metrics_std: Mapping[str, Any] | None = None,
+    intervals: Mapping[str, Any] | None = None,
     timings: Mapping[str, float] | None = None,
     device: Any = "cpu",
     params: int | None = None,
@@ -231,6 +232,8 @@ def make_record(
         conventions: metric conventions (pooling, NaN policy, alignment solver, ...).
         breakdowns: per-class / per-part tables ``{name: {item: value}}``.
         metrics_std: standard deviation over seeds for aggregated records.
+        intervals: confidence intervals, ``{"level": 0.95, "method": "bootstrap" | "seeds",
+            "resamples": 1000, "seed": 0, "n": <test images>, "bounds": {metric: [low, high]}}``.
         timings: durations in seconds (e.g. ``{"features_s": .., "train_s": .., "eval_s": ..}``).
         device: torch device (or its name) the result was computed on.
         params: parameter count when ``model`` is a plain name.
@@ -278,6 +281,8 @@ def make_record(
         record["breakdowns"] = all_breakdowns
     if metrics_std is not None:
         record["metrics_std"] = flatten_metrics(metrics_std)[0]
+    if intervals is not None:
+        record["intervals"] = _jsonable(dict(intervals))
     if notes:
         record["notes"] = notes
     try:

@@ -6,7 +6,9 @@ tools can check our records with any JSON Schema library (``sapiens2-bench leade
 prints it). ``validate`` checks a record with the ``jsonschema`` library and then the rules JSON
 Schema cannot express: the config hash and the record hash match the content, a probe protocol
 id matches the protocol stored in the config (:mod:`leaderboard.integrity`), numbers are finite,
-``metrics_std`` has no key without a metric.
+``metrics_std`` and the optional ``intervals.bounds`` have no key without a metric, and every
+interval has ``low <= high`` (an interval need not contain the metric's value: a bootstrap
+percentile interval of a skewed statistic may not).
 
 Bump ``SCHEMA_VERSION`` on any incompatible change and keep reading the older versions that
 ``SUPPORTED_VERSIONS`` lists (version 1 records have no ``record_hash``; edits to them other than
@@ -116,6 +118,26 @@ def schema_problems(record: Any) -> list[str]:
     return problems
 
 
+def interval_problems(record: dict) -> list[str]:
+    """The checks of the optional ``intervals`` field that JSON Schema cannot express.
+
+    Example:
+        >>> interval_problems({"metrics": {"mIoU": 40.0}, "intervals": {"bounds": {"mIoU": [41.0, 39.0],
+        ...                                                                          "mAcc": [1.0, 2.0]}}})
+        ["record.intervals.bounds: keys without a metric value: ['mAcc']", \
+'record.intervals.bounds.mIoU: low 41.0 > high 39.0']
+    """
+    bounds = (record.get("intervals") or {}).get("bounds") or {}
+    problems = []
+    missing = set(bounds) - set(record["metrics"])
+    if missing:
+        problems.append(f"record.intervals.bounds: keys without a metric value: {sorted(missing)}")
+    for name, (low, high) in sorted(bounds.items()):
+        if low > high:
+            problems.append(f"record.intervals.bounds.{name}: low {low} > high {high}")
+    return problems
+
+
 def validate(record: Any) -> list[str]:
     """Check a result record against ``result.schema.json`` and the rules a schema cannot express.
 
@@ -148,6 +170,7 @@ def validate(record: Any) -> list[str]:
     missing = set(record.get("metrics_std") or {}) - set(record["metrics"])
     if missing:
         errors.append(f"record.metrics_std: keys without a metric value: {sorted(missing)}")
+    errors += interval_problems(record)
     if RECORD_HASH_FIELD in record and record_hash(record) != record[RECORD_HASH_FIELD]:
         errors.append(f"record.{RECORD_HASH_FIELD}: does not match the record's content (metrics, config, "
                       "provenance or another field edited after the record was made?)")

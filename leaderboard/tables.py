@@ -23,12 +23,16 @@ from leaderboard.catalog import (
 )
 from leaderboard.merge import dataset_key, dataset_labels, dedupe_records, model_name_key
 from leaderboard.paper import protocol_key
+from leaderboard.rowinfo import record_intervals, record_provenance
 from sapiens2.tasks import task_names
 
 LONG_COLUMNS = [
     "source", "table", "model", "model_key", "params", "task", "protocol_kind", "protocol_id",
     "protocol_key", "dataset", "metric", "value", "std", "n_seeds", "seeds", "run_ids", "paths",
+    # what the row is and where it comes from (leaderboard.rowinfo); the interval of the value
+    "kind", "n", "commit", "weights_sha", "weights", "created", "ci_low", "ci_high", "ci_desc",
 ]
+_JOINED = ("commit", "weights_sha", "weights", "created")
 TASK_ORDER = list(task_names())
 
 
@@ -63,6 +67,8 @@ def records_to_frame(records: list[dict], notes: list[tuple[str, str, str]] | No
             "dataset": labels[dataset_key(rec)], "seeds": tuple(rec["seeds"]),
             "aggregate": len(rec["seeds"]) > 1, "run_id": rec["run_id"], "path": rec.get("_path", ""),
         }
+        base.update(record_provenance(rec))
+        intervals = record_intervals(rec)
         std = rec.get("metrics_std", {})
         metrics: dict[str, tuple] = {}
         for raw, value in rec["metrics"].items():
@@ -71,7 +77,7 @@ def records_to_frame(records: list[dict], notes: list[tuple[str, str, str]] | No
                 metrics[metric] = (value, std.get(raw))
         for metric, (value, sd) in metrics.items():
             rows.append({**base, "metric": metric, "value": np.nan if value is None else float(value),
-                         "std_given": sd})
+                         "std_given": sd, "interval": intervals.get(metric)})
     if not rows:
         return pd.DataFrame(columns=LONG_COLUMNS)
     df = pd.DataFrame(rows)
@@ -88,21 +94,46 @@ def records_to_frame(records: list[dict], notes: list[tuple[str, str, str]] | No
         else:
             value = g["value"].mean()
             std = g["value"].std(ddof=1) if len(g) > 1 else np.nan
+        # an interval belongs to one record: shown for a single record (or an aggregate), not for a
+        # mean over per-seed records (whose spread is the std over seeds)
+        iv = first["interval"] if len(g) == 1 else None
+        ns = sorted({int(n) for n in g["n"] if n is not None and not pd.isna(n)})
         out.append({
             **{c: first[c] for c in ["source", "table", "model", "model_key", "params", "task",
-                                     "protocol_kind", "protocol_id", "protocol_key", "dataset", "metric"]},
+                                     "protocol_kind", "protocol_id", "protocol_key", "dataset", "metric",
+                                     "kind"]},
             "value": value, "std": np.nan if std is None else std, "n_seeds": len(seeds),
             "seeds": ",".join(map(str, seeds)), "run_ids": " ".join(g["run_id"]),
             "paths": " ".join(p for p in g["path"] if p),
+            **{c: " ".join(sorted({v for v in g[c] if v})) for c in _JOINED},
+            "n": ns[0] if len(ns) == 1 else np.nan,
+            "ci_low": iv["low"] if iv else np.nan, "ci_high": iv["high"] if iv else np.nan,
+            "ci_desc": interval_text(iv) if iv else "",
         })
     return pd.DataFrame(out, columns=LONG_COLUMNS)
+
+
+def interval_text(iv: dict) -> str:
+    """How an interval was made, in words.
+
+    Example:
+        >>> interval_text({"level": 0.95, "method": "bootstrap", "resamples": 1000, "n": 40})
+        '95% bootstrap interval (1000 resamples of the 40 test images)'
+    """
+    level = f"{100 * iv['level']:g}% " if iv.get("level") else ""
+    if iv.get("method") == "bootstrap":
+        extra = f"{iv['resamples']} resamples" if iv.get("resamples") else "resamples"
+        return f"{level}bootstrap interval ({extra} of the {iv.get('n', '?')} test images)"
+    return f"{level}interval over {iv.get('method') or 'unknown method'}"
 
 
 def combine(reproduced: pd.DataFrame, reported: pd.DataFrame | None) -> pd.DataFrame:
     """Stack reproduced and (optionally) reported long frames with the same columns."""
     frames = [reproduced]
     if reported is not None and len(reported):
-        rep = reported.assign(std=np.nan, n_seeds=0, seeds="", run_ids="", paths="")
+        rep = reported.assign(std=np.nan, n_seeds=0, seeds="", run_ids="", paths="", kind="reported",
+                              n=np.nan, commit="", weights_sha="", weights="", created="", ci_low=np.nan,
+                              ci_high=np.nan, ci_desc="")
         frames.append(rep[LONG_COLUMNS])
     frames = [f for f in frames if len(f)]
     if not frames:
@@ -119,12 +150,17 @@ class GroupTable:
     Attributes:
         task: task name.
         protocol_key: grouping key (see ``leaderboard.paper.protocol_key``).
-        rows: wide frame, one row per (source, model, dataset); metric columns hold display values.
+        rows: wide frame, one row per (source, model, dataset); metric columns hold display values;
+            ``kind`` (``leaderboard.rowinfo``), ``rank`` (1 = best by the first headline metric, among
+            measured rows other than the oracle; NaN otherwise) and the provenance columns.
         std: same shape as the metric columns of ``rows`` with the std over seeds (display units).
         metric_columns: (record key, label, higher_is_better) of the shown metric columns.
         delta_columns: (label of the delta column, metric label) pairs.
         datasets: distinct datasets in the table.
-        note: warnings to show with the table.
+        notes: warnings to show with the table.
+        ci_low, ci_high: like ``std``: the interval bounds of each value (display units; NaN without one).
+        ci_desc: per row, how its intervals were made ("" without).
+        paper_table: for a table of the paper's numbers, its name (``"Table 4"``); "" otherwise.
     """
 
     task: str
@@ -135,12 +171,21 @@ class GroupTable:
     delta_columns: list[tuple[str, str]]
     datasets: list[str]
     notes: list[str] = field(default_factory=list)
+    ci_low: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ci_high: pd.DataFrame = field(default_factory=pd.DataFrame)
+    paper_table: str = ""
 
     @property
     def table_id(self) -> str:
         """A DOM-safe identifier."""
-        safe = "".join(c if c.isalnum() else "-" for c in f"{self.task}-{self.protocol_key}")
+        name = f"{self.task}-paper-{self.paper_table}" if self.paper_table and self.protocol_key == "eval" \
+            else f"{self.task}-{self.protocol_key}"
+        safe = "".join(c if c.isalnum() else "-" for c in name)
         return f"t-{safe}"[:80]
+
+    def ranked(self) -> pd.Series:
+        """Boolean mask of the rows that are ranked (measured, not the oracle ceiling)."""
+        return (self.rows["source"] == "reproduced") & (self.rows["kind"] != "oracle")
 
 
 def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = None) -> list[GroupTable]:
@@ -155,14 +200,19 @@ def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = 
         return tables
     groups = long.groupby(["task", "protocol_key"], sort=False)
     ours = set(long.loc[long["source"] == "reproduced", "protocol_key"])
-    # per task: tables with our results first (eval before probe), reported-only tables last
+    # per task: tables with our results first (the official eval, then probes, then other eval protocols
+    # such as reference systems'), reported-only tables last
     order = sorted(groups.groups, key=lambda k: (TASK_ORDER.index(k[0]) if k[0] in TASK_ORDER else 99,
-                                                 k[1] not in ours, not k[1].startswith("eval"), k[1]))
+                                                 k[1] not in ours, _protocol_rank(k[1]), k[1]))
     for task, pkey in order:
         table = _wide(task, pkey, groups.get_group((task, pkey)))
         table.notes += [text for t, k, text in notes or [] if (t, k) == (task, pkey)]
         tables.append(table)
     return tables
+
+
+def _protocol_rank(pkey: str) -> int:
+    return 0 if pkey == "eval" else 1 if pkey.startswith("probe:") else 2
 
 
 def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
@@ -173,16 +223,22 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
         specs = [MetricSpec(m, m, True) for m in sorted(present) if not is_nonfinite_count(m)] or nonfinite
     if specs is not nonfinite:
         specs += nonfinite  # a count of missing predictions is shown wherever a record has one
-    id_cols = ["source", "model", "model_key", "params", "dataset", "table", "seeds", "run_ids"]
+    id_cols = ["source", "model", "model_key", "params", "dataset", "table", "seeds", "run_ids", "kind", "n",
+               "commit", "weights_sha", "weights", "created"]
     ident = g.drop_duplicates(["source", "model_key", "dataset"])[id_cols].reset_index(drop=True)
     rows = ident.copy()
-    std = pd.DataFrame(index=rows.index)
-    lookup = {(r.source, r.model_key, r.dataset, r.metric): (r.value, r.std) for r in g.itertuples()}
+    frames = {k: pd.DataFrame(index=rows.index) for k in ("std", "ci_low", "ci_high")}
+    lookup = {(r.source, r.model_key, r.dataset, r.metric): r for r in g.itertuples()}
+    desc = {}
     for s in specs:
-        vals = [lookup.get((r.source, r.model_key, r.dataset, s.key), (np.nan, np.nan))
-                for r in ident.itertuples()]
-        rows[s.label] = [v[0] * s.scale for v in vals]
-        std[s.label] = [v[1] * s.scale for v in vals]
+        found = [lookup.get((r.source, r.model_key, r.dataset, s.key)) for r in ident.itertuples()]
+        rows[s.label] = [np.nan if f is None else f.value * s.scale for f in found]
+        for k, frame in frames.items():
+            frame[s.label] = [np.nan if f is None else getattr(f, k) * s.scale for f in found]
+        for i, f in enumerate(found):
+            if f is not None and f.ci_desc:
+                desc.setdefault(i, f.ci_desc)
+    rows["ci_desc"] = [desc.get(i, "") for i in range(len(rows))]
     deltas = []
     reported = rows[rows["source"] == "reported"]
     if len(reported) and (rows["source"] == "reproduced").any():
@@ -195,10 +251,16 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
             rows[col] = np.where(rows["source"] == "reproduced", rows[s.label] - ref, np.nan)
             deltas.append((col, s.label))
     first = next((s for s in specs if s.headline), specs[0])
-    order = rows.sort_values(first.label, ascending=not first.higher_is_better, na_position="last",
-                             kind="stable").index
+    # the oracle ceiling first, then measured rows by the first headline metric, then reported rows
+    group = np.where(rows["kind"] == "oracle", 0, np.where(rows["source"] == "reproduced", 1, 2))
+    value = rows[first.label] if first.higher_is_better else -rows[first.label]
+    order = pd.DataFrame({"g": group, "v": -value}).sort_values(["g", "v"], na_position="last",
+                                                                 kind="stable").index
     rows = rows.loc[order].reset_index(drop=True)
-    std = std.loc[order].reset_index(drop=True)
+    frames = {k: f.loc[order].reset_index(drop=True) for k, f in frames.items()}
+    ranked = (rows["source"] == "reproduced") & (rows["kind"] != "oracle") & rows[first.label].notna()
+    rank_by = rows[first.label].where(ranked)
+    rows["rank"] = rank_by.rank(method="min", ascending=not first.higher_is_better)
     datasets = sorted(rows["dataset"].unique())
     notes = []
     if len(datasets) > 1:
@@ -209,7 +271,30 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
         if len(bad):
             notes.append(f"{s.key}: non-finite prediction values in " + "; ".join(
                 f"{r['model']} ({r[s.label]:g})" for _, r in bad.iterrows()))
-    if pkey.startswith("probe:"):
-        notes.append(f"probe protocol {pkey[6:]}: only results made under exactly this protocol are listed")
-    return GroupTable(task, pkey, rows, std, [(s.key, s.label, s.higher_is_better) for s in specs],
-                      deltas, datasets, notes)
+    return GroupTable(task, pkey, rows, frames["std"], [(s.key, s.label, s.higher_is_better) for s in specs],
+                      deltas, datasets, notes, frames["ci_low"], frames["ci_high"])
+
+
+def paper_tables(reported: pd.DataFrame) -> list[GroupTable]:
+    """One table per printed paper table and task (Table 2 has one per task), in the paper's order.
+
+    Args:
+        reported: the paper's numbers (``leaderboard.paper.load_paper_results(as_printed=True)``).
+
+    Returns:
+        Tables of reported rows only, each with ``paper_table`` set.
+    """
+    from leaderboard.paper import MAPPED_TABLES
+
+    if reported is None or not len(reported):
+        return []
+    long = combine(pd.DataFrame(columns=LONG_COLUMNS), reported)
+    out = []
+    for name in MAPPED_TABLES:
+        part = long[long["table"] == name]
+        for task in [t for t in TASK_ORDER if t in set(part["task"])]:
+            g = part[part["task"] == task]
+            table = _wide(task, g["protocol_key"].iloc[0], g)
+            table.paper_table = name
+            out.append(table)
+    return out

@@ -111,16 +111,21 @@ def test_build_site_escapes_and_is_self_contained(results_dir, tmp_path):
     paths = build_site([results_dir], tmp_path / "site", include_paper=True)
     page = paths["html"].read_text(encoding="utf-8")
     assert EVIL not in page and "<img src=x" not in page
-    assert "&lt;img src=x onerror=alert(1)&gt;|&quot;&#x27;&amp;" in page
+    assert "&lt;img src=x onerror=alert(1)&gt;|&#34;&#39;&amp;" in page  # markupsafe's escapes
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "page must not load anything remotely"
     assert "<link" not in page and "Content-Security-Policy" in page
     script = page[page.index("<script>"):]
     assert "alert" not in script and "sapiens2_0.1b" not in script  # no user data in JS
     assert page.count('<img alt="') >= 4 and "data:image/png;base64," in page
-    # one table per (task, protocol); the paper's probing table stays apart from ours
+    # one table per (task, protocol); the paper's probing table stays apart from ours; every paper
+    # table is shown whatever the records are (here probe records only), after ours
     ids = re.findall(r'<table class="lb" id="([^"]+)"', page)
+    assert ids[0] == "summary"
     assert ids.index("t-pose-probe-p1") < ids.index("t-pose-probe-paper-table2")  # ours first
-    assert "t-seg-eval" not in ids  # probe results get the paper's probing table, not Tables 3-8
+    assert "t-seg-eval" not in ids  # no measured task-model table without task-model records
+    for table in ("t-seg-paper-Table-4", "t-pointmap-paper-Table-5", "t-normal-paper-Table-6",
+                  "t-albedo-paper-Table-7", "t-pose-paper-Table-3", "t-pose-paper-Table-8--appendix-"):
+        assert table in ids, table
     md = paths["markdown"].read_text(encoding="utf-8")
     assert EVIL not in md and "onerror" in md
     blocks, block = [], []

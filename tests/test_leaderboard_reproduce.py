@@ -15,6 +15,10 @@ from leaderboard.results import load_records, read_record
 
 TINY = {"sapiens2_0.4b": {"embed_dims": 32, "num_layers": 2, "num_heads": 2, "feedforward_channels": 64}}
 INPUT = (64, 48)
+# The 1B-4K backbone keeps its 4x4-window tokenizer: input sides are multiples of 64 (patch 16 x window 4).
+TINY_4K = {"sapiens2_1b_4k": {"embed_dims": 32, "num_layers": 2, "num_heads": 2, "feedforward_channels": 64,
+                              "num_tokenizer_layers": 1}}
+INPUT_4K = (128, 64)
 
 
 @pytest.fixture(scope="module")
@@ -24,29 +28,92 @@ def synth_split(tmp_path_factory):
     return out
 
 
+def _save_random_model(root, size: str, settings: dict, input_size):
+    """Random weights of a tiny ``size`` seg model saved in the official layout; returns the model."""
+    from safetensors.torch import save_file
+
+    from benchmarks.reproduce.tables import _adapt_config, checkpoint_path, size_key, task_config
+    from sapiens2.models.builder import build_model
+
+    torch.manual_seed(0)
+    model = build_model(_adapt_config(task_config(size, "seg"), settings, input_size,
+                                      arch_key=f"sapiens2_{size_key(size)}"))
+    path = checkpoint_path(root, size, "seg")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path))
+    return model.eval()
+
+
 @pytest.fixture(scope="module")
 def seg_checkpoint_root(tmp_path_factory):
     """Random weights of a tiny seg model saved in the official layout."""
-    from safetensors.torch import save_file
-
-    from benchmarks.reproduce.tables import _adapt_config, checkpoint_path, config_name
-    from sapiens2.models.builder import build_model, official_config
-
     root = tmp_path_factory.mktemp("ckpt")
-    torch.manual_seed(0)
-    model = build_model(_adapt_config(official_config(config_name("0.4b", "seg")), TINY, INPUT))
-    path = checkpoint_path(root, "0.4b", "seg")
-    path.parent.mkdir(parents=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path))
-    return root, model.eval()
+    return root, _save_random_model(root, "0.4b", TINY, INPUT)
 
 
-def test_reproduce_table1_prints_every_row(capsys):
-    assert main(["reproduce", "table1"]) == 0
+def _independent_miou(model, split, input_size) -> float:
+    """Normalise, run, resize logits to GT, argmax, dataset-level IoU: computed here, not by the evaluator."""
+    from sapiens2.datasets.split import open_split
+
+    ds = open_split(split, "seg")
+    mean = torch.tensor([123.675, 116.28, 103.53]).view(1, 3, 1, 1)
+    std = torch.tensor([58.395, 57.12, 57.375]).view(1, 3, 1, 1)
+    inter, union = np.zeros(29), np.zeros(29)
+    with torch.no_grad():
+        for i in range(len(ds)):
+            s = ds[i]
+            x = F.interpolate(torch.as_tensor(s["image"])[None], size=input_size, mode="bilinear",
+                              align_corners=False)
+            logits = model((x * 255 - mean) / std)
+            gt = torch.as_tensor(s["label"])
+            pred = F.interpolate(logits, size=gt.shape, mode="bilinear", align_corners=False).argmax(1)[0]
+            valid = gt != 255
+            for c in range(29):
+                p, g = (pred == c) & valid, (gt == c) & valid
+                inter[c] += (p & g).sum().item()
+                union[c] += (p | g).sum().item()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.nanmean(np.where(union > 0, inter / union, np.nan)) * 100)
+
+
+def test_reproduce_table1_prints_every_row(tmp_path, capsys):
+    assert main(["reproduce", "table1", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     for arch in ["sapiens2_0.1b", "sapiens2_0.4b", "sapiens2_0.8b", "sapiens2_1b", "sapiens2_1b_4k",
                  "sapiens2_5b"]:
         assert arch in out
+    assert "FLOPs note" in out and "in-house" not in out  # Table 1 needs no test data
+
+
+def test_reproduce_table1_out_is_written_and_reused(tmp_path, monkeypatch, capsys):
+    from benchmarks.cli import model_card
+
+    real, calls = model_card.compute_rows, []
+
+    def counting(archs=None):  # the 0.1B row only: this test is about reuse, not the numbers
+        calls.append(archs)
+        return real(["sapiens2_0.1b"])
+
+    monkeypatch.setattr(model_card, "compute_rows", counting)
+    card = tmp_path / "table1" / "model_card.json"
+    assert main(["reproduce", "table1", "--out", str(tmp_path)]) == 0
+    assert "computing the model card (no stored card)" in capsys.readouterr().out and len(calls) == 1
+    stored = json.loads(card.read_text())
+    assert [r["arch"] for r in stored["rows"]] == ["sapiens2_0.1b"] and stored["inputs"]["sha256"]
+    assert not list(card.parent.glob(".*.tmp"))  # written atomically, no temporary left
+    assert main(["reproduce", "table1", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"reused {card}" in out and "sapiens2_0.1b" in out and len(calls) == 1
+    stored["inputs"]["files"]["sapiens2/models/flops.py"] = "0" * 64
+    stored["inputs"]["sha256"] = "changed"
+    card.write_text(json.dumps(stored))
+    assert main(["reproduce", "table1", "--out", str(tmp_path)]) == 0
+    assert "inputs changed: sapiens2/models/flops.py" in capsys.readouterr().out and len(calls) == 2
+    card.write_text("{not json")
+    assert main(["reproduce", "table1", "--out", str(tmp_path)]) == 0
+    assert "unreadable" in capsys.readouterr().out and len(calls) == 3
+    assert main(["reproduce", "table1", "--out", str(tmp_path), "--force"]) == 0
+    assert "(--force)" in capsys.readouterr().out and len(calls) == 4
 
 
 def test_reproduce_lists_what_is_missing(tmp_path, capsys):
@@ -56,8 +123,52 @@ def test_reproduce_lists_what_is_missing(tmp_path, capsys):
     for size in ["0.4b", "0.8b", "1b", "5b"]:
         assert str(tmp_path / "normal" / f"sapiens2_{size}_normal.safetensors") in out
     assert "--data-root" in out and "nothing to evaluate" in out
+    assert "10K synthetic whole-body renders with 4K ground truth (in-house, not public)" in out
+    assert "huggingface.co/facebook/sapiens2-normal-0.4b" in out  # where each missing file comes from
     assert main(["reproduce", "table2", "--out", str(tmp_path / "o")]) == 2
-    assert "pretrain/sapiens2_0.4b_pretrain.safetensors" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "pretrain/sapiens2_0.4b_pretrain.safetensors" in out and "in-house, not public" in out
+    assert main(["reproduce", "table7", *args]) == 2
+    assert "no public repository is known" in capsys.readouterr().out  # albedo: placed by hand
+
+
+def test_reproduce_1b_4k_only_where_the_paper_has_it(tmp_path, capsys):
+    assert main(["reproduce", "table3", "--sizes", "1b-4k", "--out", str(tmp_path)]) == 1
+    assert "Tables 4 and 6 only" in capsys.readouterr().err
+    assert main(["reproduce", "table6", "--sizes", "1b-4k", "--checkpoint-root", str(tmp_path)]) == 2
+    assert str(tmp_path / "normal" / "sapiens2_1b_4k_normal.safetensors") in capsys.readouterr().out
+    assert main(["reproduce", "table4", "--checkpoint-root", str(tmp_path)]) == 2  # default: every row
+    out = capsys.readouterr().out
+    path_4k = tmp_path / "seg" / "sapiens2_1b_4k_seg.safetensors"
+    assert f"{path_4k} (official Sapiens2-1B-4K seg model; no public repository is known" in out
+    assert str(tmp_path / "seg" / "sapiens2_5b_seg.safetensors") in out
+
+
+def test_reproduce_table4_runs_the_1b_4k_row(synth_split, tmp_path, capsys):
+    root = tmp_path / "ckpt"
+    model = _save_random_model(root, "1b-4k", TINY_4K, INPUT_4K)
+    assert model.backbone.tokenizer is not None  # the 4K hierarchical backbone, not the plain 1B one
+    out_dir = tmp_path / "repro"
+    code = main(["reproduce", "table4", "--checkpoint-root", str(root), "--data-root", str(synth_split),
+                 "--out", str(out_dir), "--sizes", "1b-4k", "--input-size", "128x64",
+                 "--arch-settings", json.dumps(TINY_4K), "--no-site"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "derived; no published 1B-4K config" in out
+    assert "sapiens2_1b_4k" in out and "81.90" in out  # the reported Sapiens2-1B-4K mIoU alongside
+    rec = read_record(out_dir / "results" / "sapiens2_1b_4k" / "seg.json")
+    assert rec["model"]["name"] == "sapiens2_1b_4k" and rec["config"]["input_size"] == [128, 64]
+    assert rec["protocol"]["protocol_id"].startswith("eval-custom-")
+    assert rec["model"]["params"] == sum(p.numel() for p in model.parameters())
+    assert rec["metrics"]["mIoU"] == pytest.approx(_independent_miou(model, synth_split, INPUT_4K), abs=0.006)
+
+
+def test_official_input_and_protocol_of_the_4k_row():
+    from benchmarks.reproduce.tables import protocol_for
+
+    assert "protocol_id" not in protocol_for((4096, 3072), None, "1b-4k")
+    assert "protocol_id" in protocol_for((1024, 768), None, "1b-4k")
+    assert "protocol_id" not in protocol_for((1024, 768), None, "0.4b")
 
 
 def test_reproduce_table4_end_to_end(synth_split, seg_checkpoint_root, tmp_path, capsys):
@@ -73,29 +184,7 @@ def test_reproduce_table4_end_to_end(synth_split, seg_checkpoint_root, tmp_path,
     rec = read_record(out_dir / "results" / "sapiens2_0.4b" / "seg.json")
     assert rec["protocol"]["kind"] == "eval" and rec["protocol"]["protocol_id"].startswith("eval-custom-")
     assert rec["model"]["checkpoint"]["sha256"] and rec["dataset"]["num_samples"] == 3
-    # independent recomputation: normalise, run, resize logits to GT, argmax, dataset-level IoU
-    from sapiens2.datasets.split import open_split
-
-    ds = open_split(synth_split, "seg")
-    mean = torch.tensor([123.675, 116.28, 103.53]).view(1, 3, 1, 1)
-    std = torch.tensor([58.395, 57.12, 57.375]).view(1, 3, 1, 1)
-    inter, union = np.zeros(29), np.zeros(29)
-    with torch.no_grad():
-        for i in range(len(ds)):
-            s = ds[i]
-            x = F.interpolate(torch.as_tensor(s["image"])[None], size=INPUT, mode="bilinear",
-                              align_corners=False)
-            logits = model((x * 255 - mean) / std)
-            gt = torch.as_tensor(s["label"])
-            pred = F.interpolate(logits, size=gt.shape, mode="bilinear", align_corners=False).argmax(1)[0]
-            valid = gt != 255
-            for c in range(29):
-                p, g = (pred == c) & valid, (gt == c) & valid
-                inter[c] += (p & g).sum().item()
-                union[c] += (p | g).sum().item()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        miou = np.nanmean(np.where(union > 0, inter / union, np.nan)) * 100
-    assert rec["metrics"]["mIoU"] == pytest.approx(miou, abs=0.006)
+    assert rec["metrics"]["mIoU"] == pytest.approx(_independent_miou(model, synth_split, INPUT), abs=0.006)
 
 
 @pytest.mark.slow

@@ -83,8 +83,27 @@ def test_model_card_cli(tmp_path, capsys):
     assert rows[0]["img_size"] == "1024x768" and rows[1]["img_size"] == "4096x3072"
     # The card convention lands within 5% of the printed 0.342 T for 0.1B.
     assert abs(rows[0]["flops_diff_pct"]) < 5
+    # The output explains the difference with the measured numbers (1B-4K has no printed FLOPs).
+    assert "FLOPs note" in printed
+    assert f"sapiens2_0.1b: {rows[0]['flops_diff_pct']:+.2f}% (card convention)" in printed
+    assert "sapiens2_1b_4k:" not in printed.split("FLOPs note")[1]
     with open(out_csv, newline="") as f:
         assert [r["arch"] for r in csv.DictReader(f)] == archs
+
+
+def test_flops_note_states_every_difference():
+    from benchmarks.cli.model_card import flops_note
+
+    def row(arch, flops, paper, diff, attention):
+        return {"arch": arch, "flops": flops, "flops_paper_t": paper, "flops_diff_pct": diff,
+                "macs_attention": attention}
+
+    rows = [row("a", 1.02e12, 1.0, 2.0, 0), row("b", 0.95e12, 1.0, -5.0, 1e11), row("c", 2e12, None, None, 0)]
+    note = flops_note(rows)
+    assert "a: +2.00% (card convention), +2.00% with the attention" in note
+    assert "b: -5.00% (card convention), +5.00% with the attention" in note
+    assert "c:" not in note and "from -5.00% to +2.00%" in note and "size and sign" in note
+    assert "size and sign" not in flops_note(rows[1:])
 
 
 def test_model_card_unknown_arch(capsys):

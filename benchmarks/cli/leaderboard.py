@@ -35,6 +35,20 @@ def register(sub) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
+def known_protocol_names() -> dict[str, str]:
+    """Names of the probing protocols this version defines, shown in reports beside their short hash.
+
+    Example:
+        >>> sorted(known_protocol_names().values())
+        ['probe v3 (default)', 'probe v3 quick']
+    """
+    from benchmarks.probe.protocol import default_protocol, quick_protocol
+
+    default, quick = default_protocol(), quick_protocol()
+    return {default.protocol_id(): f"probe v{default.version} (default)",
+            quick.protocol_id(): f"probe v{quick.version} quick"}
+
+
 def _build(args) -> int:
     import sys
 
@@ -42,7 +56,8 @@ def _build(args) -> int:
 
     skipped: list[str] | None = [] if args.skip_unreadable else None
     paths = build_site(args.results, args.out, include_paper=args.include_paper, title=args.title,
-                       with_figures=not args.no_figures, skipped=skipped)
+                       with_figures=not args.no_figures, skipped=skipped,
+                       protocol_names=known_protocol_names())
     for problem in skipped or []:
         print(f"skipped  {problem}", file=sys.stderr)
     for line in summary_lines(paths):

@@ -26,6 +26,7 @@ import traceback
 from benchmarks.cli import (
     convert,
     data,
+    download,
     leaderboard,
     model_card,
     parity,
@@ -41,7 +42,7 @@ from sapiens2.errors import BenchError
 
 # Subcommand modules, in the order shown by --help.
 COMMANDS = [run, parity, model_card, predict, convert, eval_cmd, data, probe, pretrain, leaderboard,
-            reproduce, system]
+            download, reproduce, system]
 
 # Commands that split their work across torchrun workers (and write once, from rank 0).
 DISTRIBUTED_COMMANDS = ("probe", "pretrain")

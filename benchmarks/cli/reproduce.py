@@ -1,14 +1,19 @@
 """``sapiens2-bench reproduce TABLE``: reproduce a table of the Sapiens2 paper.
 
-- ``table1``: the model card (params, FLOPs), offline, in seconds.
+- ``table1``: the model card (params, FLOPs), offline; written to ``--out``/table1/ and reused while
+  its inputs (reference data, counting code, torch version) are unchanged (``--force`` recomputes).
 - ``table2``: dense probing of the Sapiens2 backbones (``--checkpoint-root`` ``pretrain/``) under
   our probing protocol; the paper's decoder and schedule are unpublished, so the printed Table 2
   numbers are shown for context, never as the target of a delta.
 - ``table3`` .. ``table7`` (pose, seg, pointmap, normal, albedo): the official task models
   (``--checkpoint-root`` in the official layout) evaluated on ``--data-root`` with the official
-  protocol; prints reproduced vs reported with deltas and writes result records.
+  protocol; prints reproduced vs reported with deltas and writes result records. Tables 4 and 6 also
+  have a 1B-4K row (``--sizes 1b-4k``, input 4096x3072).
 
-Whatever is missing (checkpoints, data) is listed with the path where it goes.
+The paper's test sets (Tables 2-7) are in-house and not public: every table command says so, and
+what it measures on your ``--data-root`` is the official models on other data. Whatever is missing
+(checkpoints, data) is listed with the path where it goes; ``sapiens2-bench download`` fetches the
+public checkpoints into that layout.
 """
 
 from __future__ import annotations
@@ -27,16 +32,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="official checkpoint layout (pretrain/, pose/, seg/, ...)")
     p.add_argument("--data-root", default=None, help="test split folder (table2: default embedded synthetic)")
     p.add_argument("--out", default="sapiens2-bench-reproduce", help="output folder (records, site)")
-    p.add_argument("--sizes", default="0.4b,0.8b,1b,5b", help="model sizes to evaluate")
-    p.add_argument("--input-size", default="1024x768",
-                   help="model input HxW (other than 1024x768: its own protocol id)")
+    p.add_argument("--sizes", default=None,
+                   help="model sizes to evaluate (default: every row of the table: 0.4b,0.8b,1b,5b, and "
+                        "1b-4k in tables 4 and 6)")
+    p.add_argument("--input-size", default=None,
+                   help="model input HxW (default: the official one, 1024x768, 4096x3072 for 1b-4k; "
+                        "another size gets its own protocol id)")
     p.add_argument("--arch-settings", default=None,
                    help="JSON (or file) {arch: settings} substituted for official archs (tests; "
                         "its own protocol id)")
     p.add_argument("--max-samples", type=int, default=0, help="evaluate only the first N samples (0: all)")
     p.add_argument("--batch-size", type=int, default=2)
     p.add_argument("--quick", action="store_true", help="table2: the tiny probing protocol")
-    p.add_argument("--json", default=None, help="table1: write the model card JSON here")
+    p.add_argument("--json", default=None, help="table1: also write the model card JSON here")
+    p.add_argument("--force", action="store_true", help="table1: recompute even if --out holds a card "
+                                                         "computed from the same inputs")
     p.add_argument("--no-site", action="store_true", help="do not build the leaderboard site")
     p.add_argument("--device", default="cpu")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -62,10 +72,13 @@ def _arch_settings(value):
 def run(args: argparse.Namespace) -> int:
     """Reproduce one table; returns the exit code (2 when nothing could run)."""
     if args.table == "table1":
-        from benchmarks.cli import model_card
+        from benchmarks.reproduce.table1 import reproduce_table1
 
-        return model_card.print_model_card(None, args.json)
-    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+        return reproduce_table1(args.out, json_path=args.json, force=args.force)
+    from benchmarks.reproduce.sources import data_statement
+
+    print(data_statement(args.table))
+    sizes = [s.strip().lower() for s in (args.sizes or "").split(",") if s.strip()]
     if args.table == "table2":
         return _table2(args, sizes)
     return _task_table(args, sizes)
@@ -74,12 +87,22 @@ def run(args: argparse.Namespace) -> int:
 def _task_table(args, sizes) -> int:
     from pathlib import Path
 
-    from benchmarks.reproduce.tables import SIZES, TABLE_TASKS, evaluate_job, plan, protocol_for
+    from benchmarks.reproduce.tables import (
+        TABLE_TASKS,
+        evaluate_job,
+        plan,
+        protocol_for,
+        size_key,
+        table_sizes,
+    )
 
-    unknown = [s for s in sizes if s not in SIZES]
-    if unknown:
-        raise ValueError(f"--sizes: no official task models for {unknown}; known: {', '.join(SIZES)}")
     task = TABLE_TASKS[args.table]
+    known = table_sizes(task)
+    sizes = sizes or list(known)
+    unknown = [s for s in sizes if size_key(s) not in {size_key(k) for k in known}]
+    if unknown:
+        raise ValueError(f"--sizes: {args.table} ({task}) has no row for {', '.join(unknown)}; known: "
+                         f"{', '.join(known)} (the paper's 1B-4K rows are in Tables 4 and 6 only)")
     jobs, missing = plan(task, args.checkpoint_root, args.data_root, sizes)
     _print_missing(missing)
     if args.data_root is None or any(m.startswith(("data", "--data-root")) for m in missing) or not jobs:
@@ -87,16 +110,23 @@ def _task_table(args, sizes) -> int:
         return 2
     settings = _arch_settings(args.arch_settings)
     from benchmarks.cli.convert import parse_hw
+    from benchmarks.reproduce.tables import is_4k, official_input
 
-    input_size = parse_hw(args.input_size)
-    proto = protocol_for(input_size, settings)
-    if proto.get("protocol_id"):
-        print(f"note: non-official setup -> protocol {proto['protocol_id']} ({proto['description']}); "
-              "never ranked with the paper's numbers")
     out = Path(args.out)
-    records = [evaluate_job(job, args.data_root, out / "results", settings, input_size, args.batch_size,
-                            args.max_samples, args.device) for job in jobs]
+    records = []
+    for job in jobs:
+        input_size = parse_hw(args.input_size) if args.input_size else official_input(job.size)
+        proto = protocol_for(input_size, settings, job.size)
+        if proto.get("protocol_id"):
+            print(f"note: {job.model_name}: non-official setup -> protocol {proto['protocol_id']} "
+                  f"({proto['description']}); never ranked with the paper's numbers")
+        if is_4k(job.size):
+            print(f"note: {job.model_name}: config {job.config_name}")
+        records.append(evaluate_job(job, args.data_root, out / "results", settings, input_size,
+                                    args.batch_size, args.max_samples, args.device))
     _print_comparison(records, task)
+    print(f"\nmeasured on {args.data_root}; reported on the paper's in-house test set (see the data note "
+          "above): a difference between the two columns is not a reproduction error by itself")
     _site(args, out)
     return 0
 
@@ -106,9 +136,12 @@ def _table2(args, sizes) -> int:
 
     from benchmarks.probe.api import run_probe
     from benchmarks.probe.protocol import default_protocol, quick_protocol
-    from benchmarks.reproduce.tables import checkpoint_path
+    from benchmarks.reproduce.tables import SIZES, checkpoint_path
     from sapiens2.tasks import task_names
 
+    sizes = sizes or list(SIZES)
+    if any(s not in SIZES for s in sizes):
+        raise ValueError(f"--sizes: table2 has rows for {', '.join(SIZES)} only; got {', '.join(sizes)}")
     protocol = quick_protocol() if args.quick else default_protocol()
     missing, ready = [], []
     for size in sizes:

@@ -128,8 +128,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_mediapipe:
         _mediapipe(data, results / "mediapipe", args.quick)
     print("[3/3] building the leaderboard")
+    from benchmarks.cli.leaderboard import known_protocol_names
+
     paths = build_site([results], out / "site", include_paper=not args.no_paper,
-                       title="sapiens2-bench leaderboard (synthetic data, probing)")
+                       title="sapiens2-bench leaderboard (synthetic data, probing)",
+                       protocol_names=known_protocol_names())
     _print_summary(results)
     print(f"\nrecords:  {results}")
     print(f"markdown: {paths['markdown']}")
@@ -161,6 +164,8 @@ def _mediapipe(data, out, quick: bool) -> None:
 
 
 def _print_summary(results) -> None:
+    """Model x five task headlines, one line per (model, protocol); names are never cut."""
+    from benchmarks.cli.leaderboard import known_protocol_names
     from leaderboard.catalog import headline_metrics
     from leaderboard.results import load_records
     from leaderboard.tables import records_to_frame
@@ -168,12 +173,19 @@ def _print_summary(results) -> None:
     long = records_to_frame(load_records([results], skip_foreign=True))
     if not len(long):
         return
+    names = known_protocol_names()
     tasks = list(task_names())
-    print(f"\n{'model':<34} {'protocol':<34} " + " ".join(f"{t:>20}" for t in tasks))
+    lines = []
     for (model, pkey), g in long.groupby(["model", "protocol_key"], sort=False):
         cells = []
         for task in tasks:
             spec = headline_metrics(task)[0]
             row = g[(g["task"] == task) & (g["metric"] == spec.key)]
             cells.append(f"{spec.label} {row['value'].iloc[0] * spec.scale:.3g}" if len(row) else "-")
-        print(f"{model[:34]:<34} {pkey[:34]:<34} " + " ".join(f"{c:>20}" for c in cells))
+        pid = pkey.split(":", 1)[-1]
+        lines.append([model, f"{names[pid]} [{pid}]" if pid in names else pkey, *cells])
+    header = ["model", "protocol", *tasks]
+    widths = [max(len(str(r[i])) for r in [header, *lines]) for i in range(len(header))]
+    print()
+    for r in [header, *lines]:
+        print("  ".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(r, widths))))

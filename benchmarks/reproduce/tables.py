@@ -9,8 +9,17 @@ Official checkpoint layout under ``--checkpoint-root``::
     normal/sapiens2_{size}_normal.safetensors       Table 6
     albedo/sapiens2_{size}_albedo.safetensors       Table 7
 
-with ``size`` in ``0.4b, 0.8b, 1b, 5b`` (the sizes with official task configs). Test data under
-``--data-root`` is a split folder in the reader formats (``sapiens2/datasets/README.md``).
+with ``size`` in ``0.4b, 0.8b, 1b, 5b`` (the sizes with official task configs), and ``1b_4k`` for the
+1B-4K rows of Tables 4 (seg) and 6 (normal): ``seg/sapiens2_1b_4k_seg.safetensors``,
+``normal/sapiens2_1b_4k_normal.safetensors``, ``pretrain/sapiens2_1b_4k_pretrain.safetensors`` (on the
+command line the size is spelled ``1b-4k``). Where the files come from: ``benchmarks/reproduce/sources.py``
+and ``sapiens2-bench download``. Test data under ``--data-root`` is a split folder in the reader formats
+(``sapiens2/datasets/README.md``).
+
+The 1B-4K task models have no published config: the paper says only that 1B-4K was fine-tuned for
+segmentation and normals and decodes to 2K. :func:`task_config` derives one from the 1B config with the
+official 1B-4K backbone (4x4-window tokenizer, 4096 x 3072 input) and the 1B head unchanged; a checkpoint
+whose head differs fails the strict load with the list of differing keys, never silently.
 
 The official evaluation protocol (``protocol.kind = "eval"``): model input 1024 x 768, ImageNet
 mean/std normalisation in 0-255, pose top-down on GT boxes with flip test, dense outputs resized
@@ -32,7 +41,10 @@ from sapiens2.utils_io import file_sha256
 TABLE_TASKS = {"table3": "pose", "table4": "seg", "table5": "pointmap", "table6": "normal",
                "table7": "albedo"}
 SIZES = ("0.4b", "0.8b", "1b", "5b")
+SIZE_4K = "1b-4k"
+TASKS_4K = ("seg", "normal")  # the paper's 1B-4K rows: Table 4 and Table 6
 OFFICIAL_INPUT = (1024, 768)
+INPUT_4K = (4096, 3072)
 MEAN = (123.675, 116.28, 103.53)
 STD = (58.395, 57.12, 57.375)
 
@@ -48,16 +60,48 @@ class Job:
 
     @property
     def model_name(self) -> str:
-        return f"sapiens2_{self.size}"
+        return f"sapiens2_{size_key(self.size)}"
+
+
+def size_key(size: str) -> str:
+    """The size as it appears in arch, model and file names (``'1b-4k'`` -> ``'1b_4k'``).
+
+    Example:
+        >>> size_key("1B-4K"), size_key("0.4b")
+        ('1b_4k', '0.4b')
+    """
+    return size.strip().lower().replace("-", "_")
+
+
+def is_4k(size: str) -> bool:
+    """Whether ``size`` names the 1B-4K model."""
+    return size_key(size) == size_key(SIZE_4K)
+
+
+def table_sizes(task: str) -> tuple[str, ...]:
+    """The sizes a task table has rows for (the 1B-4K rows only for seg and normal)."""
+    return SIZES + ((SIZE_4K,) if task in TASKS_4K else ())
+
+
+def official_input(size: str) -> tuple[int, int]:
+    """The model input (H, W) of the official protocol for ``size`` (1B-4K: 4096 x 3072)."""
+    return INPUT_4K if is_4k(size) else OFFICIAL_INPUT
 
 
 def checkpoint_path(root: str | Path, size: str, task: str) -> Path:
-    """Where the official checkpoint of ``size`` / ``task`` goes (``task='pretrain'`` for backbones)."""
-    return Path(root) / task / f"sapiens2_{size}_{task}.safetensors"
+    """Where the official checkpoint of ``size`` / ``task`` goes (``task='pretrain'`` for backbones).
+
+    Example:
+        >>> checkpoint_path("ckpts", "1b-4k", "seg").as_posix()
+        'ckpts/seg/sapiens2_1b_4k_seg.safetensors'
+    """
+    return Path(root) / task / f"sapiens2_{size_key(size)}_{task}.safetensors"
 
 
 def config_name(size: str, task: str) -> str:
-    """The official config name of ``size`` / ``task``."""
+    """The official config name of ``size`` / ``task`` (1B-4K: the 1B config it is derived from, marked)."""
+    if is_4k(size):
+        return f"{config_name('1b', task)} + sapiens2_1b_4k backbone (derived; no published 1B-4K config)"
     from sapiens2.reference import official_task_configs
     from sapiens2.tasks import get_task
 
@@ -66,6 +110,20 @@ def config_name(size: str, task: str) -> str:
     if not names:
         raise KeyError(f"no official {task} config for Sapiens2-{size}")
     return names[0]
+
+
+def task_config(size: str, task: str) -> dict:
+    """The model config of ``size`` / ``task``: the official one, or for 1B-4K the derived one."""
+    from sapiens2.models.builder import official_config
+
+    if not is_4k(size):
+        return official_config(config_name(size, task))
+    if task not in TASKS_4K:
+        raise KeyError(f"no 1B-4K {task} model: the paper fine-tuned 1B-4K only for "
+                       f"{' and '.join(TASKS_4K)} (Tables 4 and 6)")
+    cfg = official_config(config_name("1b", task))
+    cfg["backbone"].update(arch="sapiens2_1b", use_tokenizer=True, img_size=list(INPUT_4K))
+    return cfg
 
 
 def plan(task: str, checkpoint_root: str | Path | None, data_root: str | Path | None,
@@ -79,14 +137,16 @@ def plan(task: str, checkpoint_root: str | Path | None, data_root: str | Path | 
     jobs: list[Job] = []
     if checkpoint_root is None:
         missing.append(f"--checkpoint-root: a folder with {task}/sapiens2_{{size}}_{task}.safetensors "
-                       f"(sizes {', '.join(sizes)})")
+                       f"(sizes {', '.join(size_key(s) for s in sizes)}; `sapiens2-bench download` fetches "
+                       "the public ones)")
     else:
         for size in sizes:
             path = checkpoint_path(checkpoint_root, size, task)
             if path.is_file():
                 jobs.append(Job(size, task, config_name(size, task), path))
             else:
-                missing.append(f"checkpoint {path} (official Sapiens2-{size.upper()} {task} model)")
+                missing.append(f"checkpoint {path} (official Sapiens2-{size.upper()} {task} model; "
+                               f"{_source_hint(task, size)})")
     if data_root is None:
         missing.append(f"--data-root: a split folder with split.json and the {task} manifest "
                        f"(layout: sapiens2/datasets/README.md)")
@@ -104,23 +164,36 @@ def plan(task: str, checkpoint_root: str | Path | None, data_root: str | Path | 
     return jobs, missing
 
 
-def build_task_model(job: Job, arch_settings: dict | None = None, input_size=OFFICIAL_INPUT):
-    """Build the official task model of ``job`` (optionally with substituted arch settings) and load it."""
-    from sapiens2.models.builder import build_model, official_config
+def _source_hint(task: str, size: str) -> str:
+    from benchmarks.reproduce.sources import repo_for
+    from sapiens2.errors import BenchError
+
+    try:
+        return f"from https://huggingface.co/{repo_for(task, size)}"
+    except BenchError:
+        return "no public repository is known: place it by hand"
+
+
+def build_task_model(job: Job, arch_settings: dict | None = None, input_size=None):
+    """Build the task model of ``job`` (optionally with substituted arch settings) and load it."""
+    from sapiens2.models.builder import build_model
     from sapiens2.models.checkpoint import load_checkpoint
 
-    cfg = official_config(job.config_name)
-    cfg = _adapt_config(cfg, arch_settings, input_size)
+    cfg = task_config(job.size, job.task)
+    cfg = _adapt_config(cfg, arch_settings, input_size or official_input(job.size),
+                        arch_key=f"sapiens2_{size_key(job.size)}")
     model = build_model(cfg)
     load_checkpoint(model, job.checkpoint, strict=True)
     return model.eval()
 
 
-def _adapt_config(cfg: dict, arch_settings: dict | None, input_size) -> dict:
+def _adapt_config(cfg: dict, arch_settings: dict | None, input_size, arch_key: str | None = None) -> dict:
+    """Copy of ``cfg`` at ``input_size`` with the settings of ``arch_key`` (else of its arch) substituted."""
     cfg = copy.deepcopy(cfg)
     backbone = cfg["backbone"]
-    if arch_settings and backbone.get("arch") in arch_settings:
-        settings = dict(arch_settings[backbone["arch"]])
+    key = arch_key if arch_settings and arch_key in arch_settings else backbone.get("arch")
+    if arch_settings and key in arch_settings:
+        settings = dict(arch_settings[key])
         backbone["arch"] = settings
         cfg["decode_head"]["in_channels"] = int(settings["embed_dims"])
         for key, value in settings.get("decode_head", {}).items():
@@ -130,10 +203,12 @@ def _adapt_config(cfg: dict, arch_settings: dict | None, input_size) -> dict:
     return cfg
 
 
-def protocol_for(input_size, arch_settings: dict | None) -> dict:
-    """``{"kind": "eval"}`` for the official protocol, with a ``protocol_id`` for any deviation."""
-    if tuple(input_size) == OFFICIAL_INPUT and not arch_settings:
-        return {"kind": "eval", "description": "official protocol (1024x768, flip test for pose, GT boxes)"}
+def protocol_for(input_size, arch_settings: dict | None, size: str | None = None) -> dict:
+    """``{"kind": "eval"}`` for the official protocol of ``size``; a ``protocol_id`` for any deviation."""
+    official = official_input(size or SIZES[0])
+    if tuple(input_size) == official and not arch_settings:
+        return {"kind": "eval", "description": f"official protocol ({official[0]}x{official[1]}, flip test "
+                                               "for pose, GT boxes)"}
     blob = json.dumps({"input_size": list(input_size), "arch_settings": arch_settings}, sort_keys=True)
     pid = f"eval-custom-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
     return {"kind": "eval", "protocol_id": pid,
@@ -141,9 +216,11 @@ def protocol_for(input_size, arch_settings: dict | None) -> dict:
                            + (" with substituted arch settings" if arch_settings else "")}
 
 
-def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=OFFICIAL_INPUT,
+def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=None,
                  batch_size: int = 2, max_samples: int = 0, device: str = "cpu") -> Path:
     """Evaluate one official model on the test split and write its result record.
+
+    ``input_size`` None: the official input of the job's size (:func:`official_input`).
 
     Returns:
         The record path ``out_dir/<model>/<task>.json``.
@@ -156,6 +233,7 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=OF
     from leaderboard.results import dataset_content_hash, make_record, write_record
     from sapiens2.datasets.split import open_split, split_info
 
+    input_size = tuple(input_size or official_input(job.size))
     t0 = time.perf_counter()
     model = build_task_model(job, arch_settings, input_size).to(device)
     load_s = time.perf_counter() - t0
@@ -177,14 +255,14 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=OF
     manifest = Path(data_root) / info["tasks"][job.task]
     params = sum(p.numel() for p in model.parameters())
     rec = make_record(
-        model={"name": job.model_name, "backbone": f"sapiens2_{job.size}", "params": params,
+        model={"name": job.model_name, "backbone": job.model_name, "params": params,
                "weights": "checkpoint",
                "checkpoint": {"path": str(job.checkpoint), "sha256": file_sha256(job.checkpoint)}},
         task=job.task,
         dataset={"name": str(info.get("name") or Path(data_root).name), "split": "test",
                  "content_hash": dataset_content_hash(manifest), "num_samples": n,
                  "root": str(data_root)},
-        protocol=protocol_for(input_size, arch_settings),
+        protocol=protocol_for(input_size, arch_settings, job.size),
         metrics=result.metrics,
         config={"config_name": job.config_name, "input_size": list(input_size),
                 "arch_settings": arch_settings, "batch_size": batch_size, "max_samples": max_samples,

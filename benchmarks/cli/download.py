@@ -1,0 +1,128 @@
+"""``sapiens2-bench download``: fetch the official Sapiens2 checkpoints from the Hugging Face Hub.
+
+Repositories: ``facebook/sapiens2-pretrain-{0.1b,0.4b,0.8b,1b,1b-4k,5b}`` (``--pretrain``),
+``facebook/sapiens2-{pose,seg,normal,pointmap}-{0.4b,0.8b,1b,5b}`` (``--tasks``) and
+``facebook/sapiens-pose-bbox-detector`` (``--detector``). Files go to the Hugging Face cache
+(``--cache-dir``) and are linked (``--copy``: copied) to the layout ``reproduce --checkpoint-root``
+reads, e.g. ROOT/seg/sapiens2_0.4b_seg.safetensors, only after the checks passed: SHA-256 against the
+hub's LFS metadata, a readable safetensors header, the official keys and shapes. Offline
+(HF_HUB_OFFLINE=1 or no network) files already in the cache are used; anything else fails with a
+message naming the repository and how to place the file by hand. HF_ENDPOINT selects another hub
+(a mirror). No public albedo or 1B-4K task checkpoint is known: place those by hand.
+
+Example: sapiens2-bench download --tasks seg,pose --sizes 0.4b --pretrain --checkpoint-root ckpts
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``download`` subcommand."""
+    p = sub.add_parser("download", help="fetch official checkpoints from the Hugging Face Hub into the "
+                                        "reproduce layout", description=__doc__.split("\n\n", 1)[1],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tasks", default="", help="task models: comma list of pose,seg,normal,pointmap or 'all'")
+    p.add_argument("--sizes", default="0.4b,0.8b,1b,5b",
+                   help="sizes (task models: 0.4b,0.8b,1b,5b; --pretrain also 0.1b and 1b-4k)")
+    p.add_argument("--pretrain", action="store_true", help="the pretrained backbones of --sizes")
+    p.add_argument("--detector", action="store_true", help="the official pose demo's person detector (.pth)")
+    p.add_argument("--checkpoint-root", required=True, help="the folder reproduce --checkpoint-root reads")
+    p.add_argument("--cache-dir", default=None, help="Hugging Face cache (default: HF_HUB_CACHE)")
+    p.add_argument("--revision", default=None, help="branch, tag or commit (default main)")
+    p.add_argument("--file", default=None, help="the repository file to fetch (one checkpoint selected only)")
+    p.add_argument("--copy", action="store_true", help="copy into the layout instead of linking to the cache")
+    p.add_argument("--dry-run", action="store_true", help="list what would be fetched and where it goes")
+    p.add_argument("--skip-key-check", action="store_true",
+                   help="place a file even if its keys or shapes differ from the official model")
+    p.add_argument("--arch-settings", default=None,
+                   help="JSON {arch: settings} substituted for official archs in the key check (tests)")
+    p.set_defaults(func=run)
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip().lower() for v in value.split(",") if v.strip()]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fetch, verify and place every selected checkpoint; returns 1 if any failed."""
+    from benchmarks.cli.reproduce import _arch_settings
+    from benchmarks.reproduce.hub import plan_items
+    from benchmarks.reproduce.sources import HUB_TASKS
+    from sapiens2.errors import BenchError
+
+    tasks = list(HUB_TASKS) if _split(args.tasks) == ["all"] else _split(args.tasks)
+    sizes = _split(args.sizes)
+    items = plan_items(args.checkpoint_root, tasks, sizes if tasks else [],
+                       sizes if args.pretrain else [], args.detector)
+    if not items:
+        raise BenchError("nothing selected: pass --tasks, --pretrain and/or --detector")
+    if args.file and len(items) != 1:
+        raise ValueError(f"--file names one repository file, but {len(items)} checkpoints are selected")
+    settings = _arch_settings(args.arch_settings)
+    failures = []
+    for i, item in enumerate(items, 1):
+        print(f"[{i}/{len(items)}] {item.label}: {item.repo_id}", flush=True)
+        try:
+            _one(item, args, settings)
+        except BenchError as e:
+            failures.append((item.repo_id, e))
+            print(f"  failed: {e}", flush=True)
+    done = len(items) - len(failures)
+    print(f"\n{done} of {len(items)} {'listed' if args.dry_run else 'in place'} under {args.checkpoint_root}")
+    if failures:
+        names = ", ".join(label for label, _ in failures)
+        print(f"sapiens2-bench download: error: {len(failures)} of {len(items)} failed ({names}; the reasons "
+              f"are above); nothing partial or unverified was placed under {args.checkpoint_root}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _one(item, args, settings) -> None:
+    from huggingface_hub.errors import HfHubHTTPError
+
+    from benchmarks.reproduce import hub
+
+    reason = "HF_HUB_OFFLINE=1 is set" if hub._offline_env() else None
+    if reason is None:
+        try:
+            hub.resolve_remote(item, args.revision, args.file)
+        except HfHubHTTPError as e:
+            if not hub._is_network_error(e):
+                raise hub._hub_error(item, e) from e
+            reason = f"no network: {e}"
+        except Exception as e:
+            if not hub._is_network_error(e):
+                raise
+            reason = f"no network: {type(e).__name__}: {e}"
+    if reason is not None:
+        cached = hub.find_in_cache(item, args.revision, args.cache_dir, args.file)
+        if cached is None:
+            raise hub.unavailable(item, reason, args.cache_dir)
+        print(f"  hub unreachable ({reason.split(':')[0]}); using the cached {cached}", flush=True)
+    else:
+        size = f"{item.nbytes / 1e9:.3f} GB" if item.nbytes else "size unknown"
+        print(f"  file {item.filename} ({size}) -> {item.target}", flush=True)
+        if args.dry_run:
+            return
+        try:
+            cached = hub.fetch_to_cache(item, args.revision, args.cache_dir)
+        except Exception as e:
+            if not hub._is_network_error(e):
+                raise
+            raise hub.HubUnavailableError(
+                f"{item.repo_id}: download of {item.filename} failed ({type(e).__name__}: {e}); the partial "
+                f"file stays in the cache and the next run resumes it; nothing was placed at {item.target}"
+            ) from e
+    if args.dry_run:
+        print(f"  would place it at {item.target}")
+        return
+    print("  verifying ...", flush=True)
+    checks = hub.verify(item, cached, settings, check_keys=not args.skip_key_check)
+    print(f"  verified: {', '.join(checks) or 'nothing to check'}")
+    for note in item.notes:
+        print(f"  note: {note}")
+    print(f"  {hub.place(cached, item.target, args.copy)}", flush=True)

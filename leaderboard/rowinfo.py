@@ -1,0 +1,115 @@
+"""What a leaderboard row is (its kind), where it comes from (provenance) and its confidence interval.
+
+Kinds, from the record's ``model`` and ``config`` (never from the display name alone):
+
+- ``oracle``: ``gt-oracle``, features computed from the ground truth: the ceiling of decoder and
+  evaluation, shown as a reference row and never ranked;
+- ``reference``: an external pretrained system (``config.system``, e.g. MediaPipe) under its own protocol;
+- ``weight-free``: a backbone without weights (``model.weights == "none"``, e.g. ``pixels``);
+- ``random-init``: a seeded random initialisation (``model.weights`` starts with ``random``);
+- ``pretrained``: a checkpoint (``model.checkpoint``) or named weights;
+- ``unknown``: the record does not say which weights were used.
+
+Example:
+    >>> row_kind({"name": "sapiens2_0.1b", "weights": "random(seed=0)"}, {})
+    'random-init'
+    >>> row_kind({"name": "x", "checkpoint": {"path": "x.safetensors", "sha256": None}}, {})
+    'pretrained'
+"""
+
+from __future__ import annotations
+
+import math
+
+from leaderboard.catalog import canonical_metric
+
+ORACLE_NAMES = ("gt-oracle",)
+ORACLE_BACKBONES = ("GroundTruthOracle",)
+
+#: display label of each kind (the "kind" column of every table)
+KIND_LABELS = {
+    "oracle": "ceiling (GT oracle)",
+    "reference": "reference system",
+    "weight-free": "weight-free",
+    "random-init": "random init",
+    "pretrained": "pretrained",
+    "unknown": "weights not recorded",
+    "reported": "paper",
+}
+
+#: display label of each source
+SOURCE_LABELS = {"reproduced": "measured", "reported": "reported"}
+
+
+def row_kind(model: dict, config: dict | None) -> str:
+    """The kind of a record's row (see the module docstring)."""
+    if model.get("name") in ORACLE_NAMES or model.get("backbone") in ORACLE_BACKBONES:
+        return "oracle"
+    if isinstance(config, dict) and config.get("system"):
+        return "reference"
+    weights = str(model.get("weights") or "").strip().lower()
+    if weights == "none":
+        return "weight-free"
+    if weights.startswith("random"):
+        return "random-init"
+    if model.get("checkpoint") or weights:
+        return "pretrained"
+    return "unknown"
+
+
+def record_provenance(rec: dict) -> dict:
+    """Short provenance fields of one record for display.
+
+    Returns:
+        ``{"kind", "commit", "weights_sha", "weights", "created", "n"}``: the git commit (10 hex, ``+dirty``
+        when the tree had uncommitted changes), the checkpoint's sha256 (12 hex), the weights text,
+        the creation date (``YYYY-MM-DD``), and the number of test samples (``None`` when unknown).
+    """
+    prov = rec.get("provenance") or {}
+    commit = (prov.get("git_commit") or "")[:10]
+    if commit and prov.get("git_dirty"):
+        commit += "+dirty"
+    ckpt = rec["model"].get("checkpoint") or {}
+    n = rec["dataset"].get("num_samples")
+    intervals = rec.get("intervals") or {}
+    if n is None and intervals.get("n") is not None:
+        n = intervals["n"]
+    return {
+        "kind": row_kind(rec["model"], rec.get("config")),
+        "commit": commit,
+        "weights_sha": (ckpt.get("sha256") or "")[:12],
+        "weights": str(rec["model"].get("weights") or ""),
+        "created": str(rec.get("created_utc") or "")[:10],
+        "n": None if n is None else int(n),
+    }
+
+
+def record_intervals(rec: dict) -> dict[str, dict]:
+    """The record's confidence intervals by leaderboard metric name.
+
+    Returns:
+        ``{metric: {"low", "high", "level", "method", "resamples", "n"}}`` (empty without ``intervals``).
+
+    Example:
+        >>> rec = {"task": "pose", "intervals": {"level": 0.95, "method": "bootstrap", "resamples": 1000,
+        ...        "seed": 0, "n": 40, "bounds": {"AP": [0.3, 0.5]}}}
+        >>> record_intervals(rec)["wholebody/AP"]["high"]
+        0.5
+    """
+    iv = rec.get("intervals") or {}
+    out = {}
+    for raw, bounds in (iv.get("bounds") or {}).items():
+        low, high = (float(b) for b in bounds)
+        if not (math.isfinite(low) and math.isfinite(high)):
+            continue
+        metric, alias = canonical_metric(rec["task"], raw)
+        if metric in out and alias:  # an explicit name wins over an alias
+            continue
+        out[metric] = {"low": low, "high": high, "level": iv.get("level"), "method": iv.get("method"),
+                       "resamples": iv.get("resamples"), "n": iv.get("n")}
+    return out
+
+
+def has_pretrained_row(kinds) -> bool:
+    """True when any probed backbone or task model (not the oracle or a reference system) is pretrained."""
+    return any(k == "pretrained" for k in kinds)
