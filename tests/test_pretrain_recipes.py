@@ -164,9 +164,38 @@ def _first_steps_folder(folder: Path, cfg: dict, steps: int) -> Path:
     return folder
 
 
+def _cpu_model() -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    names = [line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")]
+    return names[0] if names else "?"
+
+
+@pytest.fixture
+def shipped_threads():
+    """The shipped run's torch thread count (the matrix products' summation order depends on it)."""
+    import torch
+
+    from sapiens2.weights import model_card
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(int(model_card("sapiens2_cpu_small")["timing"]["torch_threads"]))
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.mark.slow
-@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.usefixtures("shipped_threads")
 def test_cpu_small_first_steps_are_deterministic_and_match_the_shipped_card(tmp_path):
+    """Two runs of the real recipe's first 2 steps agree bit for bit, and with the shipped run's log:
+    exactly on the machine and torch build that made it, else to 1e-3 (other kernels sum in
+    another order, and AdamW's first, sign-like updates amplify last-bit differences)."""
+    import torch
+
     from sapiens2.pretrain import pretrain
     from sapiens2.weights import model_card
 
@@ -182,7 +211,11 @@ def test_cpu_small_first_steps_are_deterministic_and_match_the_shipped_card(tmp_
     assert card["config_hash"] == config_hash(cfg)
     shipped = card["first_steps"][:2]
     assert [r["step"] for r in shipped] == [0, 1]
-    # The shipped run used 2 threads (another summation order in the matrix products): close, not equal.
+    timing = card["timing"]
+    same_machine = timing["cpu_model"] == _cpu_model() and timing["torch"] == torch.__version__
     for mine, theirs in zip(runs[0], shipped):
         for term in ("loss", "mae", "cl", "koleo"):
-            assert mine[term] == pytest.approx(theirs[term], rel=1e-4, abs=1e-6), (mine["step"], term)
+            if same_machine:
+                assert mine[term] == theirs[term], (mine["step"], term)
+            else:
+                assert mine[term] == pytest.approx(theirs[term], rel=1e-3, abs=1e-5), (mine["step"], term)

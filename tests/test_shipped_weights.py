@@ -66,5 +66,5 @@ def test_probe_finds_the_shipped_backbone_and_its_random_twin():
     assert feats[0].shape == (1, 192, 16, 12) and cls[0].shape == (1, 192)
     rows = {r["name"]: r for r in backbone_table()}
     assert rows[NAME]["weights"].startswith("shipped")
-    assert rows[NAME]["params"] == sum(v.numel() for v in state.values())
+    assert rows[NAME]["params"] == model_card(NAME)["params"] == sum(p.numel() for p in shipped.parameters())
     assert rows[f"{NAME}-random"]["weights"].startswith("random init")

@@ -121,7 +121,7 @@ def card_markdown(card: dict) -> str:
             f"| wall time | {t.get('wall_s', 0) / 60:.1f} min (incl. rendering the images) |",
             f"| CPU time (user + sys) | {t.get('cpu_s', 0) / 60:.1f} min; CPU time / 2 cores = "
             f"{t.get('cpu_s', 0) / 120:.1f} min |",
-            f"| machine load (1-min load average while it ran) | {t.get('load', '?')} |",
+            f"| machine load while it ran | {t.get('load', '?')} |",
         ]
     lines += ["", "The JSON card next to this file has the full config, the first three steps' losses "
               "(for the determinism test) and the raw timing.", ""]
