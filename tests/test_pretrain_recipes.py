@@ -219,3 +219,14 @@ def test_cpu_small_first_steps_are_deterministic_and_match_the_shipped_card(tmp_
                 assert mine[term] == theirs[term], (mine["step"], term)
             else:
                 assert mine[term] == pytest.approx(theirs[term], rel=1e-3, abs=1e-5), (mine["step"], term)
+
+
+def test_bad_config_fails_before_its_data_is_rendered(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SAPIENS2_BENCH_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "bad.json"
+    bad_arch = {"backbone": {"type": "Sapiens2", "arch": "sapiens2_9b"}}
+    data = {"source": "synth", "seed": 1000, "n": 50, "size": [256, 192]}
+    path.write_text(json.dumps({"name": "bad", "model": bad_arch, "data": data}))
+    assert _cli("--config", path, "--out", tmp_path / "o", "--no-progress") == 1
+    assert "known archs" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "o").exists()
