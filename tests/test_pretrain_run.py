@@ -131,6 +131,8 @@ def test_ablation_variants_run(images, tmp_path):
         res = pretrain(cfg, images, tmp_path / name, progress=False)
         terms = {k for k in res.records[0] if k in ("mae", "cl", "koleo")}
         assert terms == {k for k, v in weights.items() if v > 0}, name
+        card = json.loads((tmp_path / name / "backbone.json").read_text())
+        assert card["exported"] == ("student" if name == "mae_only" else "teacher"), name  # no teacher
 
 
 def test_cli_lists_and_shows_recipes(capsys):

@@ -118,7 +118,8 @@ def card_markdown(card: dict) -> str:
     if t:
         lines += [
             f"| measured | {t.get('date', '?')} on {t.get('machine', '?')} |",
-            f"| wall time | {t.get('wall_s', 0) / 60:.1f} min (incl. rendering the images) |",
+            f"| wall time | {t.get('wall_s', 0) / 60:.1f} min |",
+            f"| what was timed | {t.get('includes', '?')} |",
             f"| CPU time (user + sys) | {t.get('cpu_s', 0) / 60:.1f} min; CPU time / 2 cores = "
             f"{t.get('cpu_s', 0) / 120:.1f} min |",
             f"| machine load while it ran | {t.get('load', '?')} |",

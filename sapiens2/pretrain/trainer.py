@@ -244,8 +244,9 @@ def pretrain(config: dict, data_dir: str | Path | None, out_dir: str | Path, *, 
             raise BenchError(f"pretraining step {step}: non-finite gradient norm")
     bar.close()
     if rank == 0:
+        which = cfg["export"] if model.teacher is not None else "student"  # no teacher: the student
         result.backbone = export_backbone(
-            out, model.export_backbone(cfg["export"]), cfg["model"]["backbone"], which=cfg["export"],
+            out, model.export_backbone(which), cfg["model"]["backbone"], which=which,
             step=result.end_step, config=cfg, config_hash=chash)
     dist_utils.barrier()
     return result
