@@ -131,6 +131,8 @@ def test_ablation_variants_run(images, tmp_path):
         res = pretrain(cfg, images, tmp_path / name, progress=False)
         terms = {k for k in res.records[0] if k in ("mae", "cl", "koleo")}
         assert terms == {k for k, v in weights.items() if v > 0}, name
+        card = json.loads((tmp_path / name / "backbone.json").read_text())
+        assert card["exported"] == ("student" if name == "mae_only" else "teacher"), name  # no teacher
 
 
 def test_cli_lists_and_shows_recipes(capsys):
@@ -230,3 +232,25 @@ def test_torchrun_two_processes(images, tmp_path):
     assert [r["step"] for r in rows] == [0, 1] and all(math.isfinite(r["loss"]) for r in rows)
     state = torch.load(out / "train_state.pt", weights_only=True)
     assert state["world_size"] == 2
+
+
+def test_model_card_of_a_finished_run(smoke_run, images, tmp_path):
+    from sapiens2.pretrain.card import build_card, card_markdown, ship
+    from sapiens2.utils_io import file_sha256
+
+    card = build_card(smoke_run, "tiny_shipped", {"wall_s": 60.0, "cpu_s": 90.0, "date": "2026-11-30"})
+    assert card["sha256"] == file_sha256(smoke_run / "backbone.safetensors")
+    assert card["config_hash"] == config_hash(get_recipe("smoke_tiny")) and card["images_seen"] == 2 * 4
+    assert [r["step"] for r in card["first_steps"]] == [0, 1] and card["last_step"]["step"] == 1
+    assert card["probe_backbone"]["name"] == "tiny_shipped"
+    md = card_markdown(card)
+    assert card["sha256"] in md and "1.0 min" in md and "0.8 min" in md  # wall; CPU / 2 cores
+    dest = tmp_path / "weights"
+    dest.mkdir()
+    shipped = ship(smoke_run, "tiny_shipped", dest, card["timing"])
+    assert file_sha256(shipped) == card["sha256"] and (dest / "tiny_shipped.md").is_file()
+    # an unfinished run has no card
+    out = tmp_path / "partial"
+    assert _smoke(images, out, "--stop-at", 1) == 0
+    with pytest.raises(BenchError, match="not finished"):
+        build_card(out, "partial")

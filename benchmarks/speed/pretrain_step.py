@@ -1,6 +1,7 @@
 """Seconds per pretraining step (forward, losses, backward, AdamW, EMA) of named configs, side by side.
 
-Configs: ``tiny`` (the ``smoke_tiny`` recipe: 64-wide 4-block Sapiens2, patch 8, 32x24 crops) and
+Configs: ``tiny`` (the ``smoke_tiny`` recipe: 64-wide 4-block Sapiens2, patch 8, 32x24 crops),
+``cpu_small``, ``cpu_small_mae`` and ``cpu_small_cl`` (the shipped CPU recipe and its ablations) and
 ``0.1b`` (``sapiens2_0.1b`` at 256x192 with the paper's objective: 8x512 MAE decoder, 65536
 prototypes, 2 global 256x192 + 4 local 112x80 crops). Every config runs ``--warmup`` untimed and
 ``--iters`` timed steps (the step time excludes data loading and checkpoint writes, which are
@@ -29,11 +30,14 @@ def config(name: str, batch: int, steps: int, precision: str) -> dict:
 
     if name == "tiny":
         cfg = get_recipe("smoke_tiny")
+    elif name in ("cpu_small", "cpu_small_mae", "cpu_small_cl"):
+        cfg = get_recipe(name)
     elif name == "0.1b":
         cfg = {"name": "speed_0.1b", "model": {"backbone": {"type": "Sapiens2", "arch": "sapiens2_0.1b",
                                                             "img_size": [256, 192]}}}
     else:
-        raise ValueError(f"unknown speed config {name!r}; known: tiny, 0.1b")
+        raise ValueError(f"unknown speed config {name!r}; "
+                         "known: tiny, cpu_small, cpu_small_mae, cpu_small_cl, 0.1b")
     cfg.update(steps=steps, batch_size=batch, precision=precision)
     cfg["run"] = {"checkpoint_every": 10**9, "log_every": 1, "num_workers": 0}
     return resolve_config(cfg)
