@@ -18,8 +18,8 @@ Example:
     ...                      "backbone": {"type": "Sapiens2", "arch": arch, "img_size": [64, 48]}}).eval()
     >>> rgb = np.random.default_rng(0).integers(0, 256, (100, 80, 3), dtype=np.uint8)
     >>> pred = predict_array(model, rgb, "seg")
-    >>> pred.array.shape, pred.array.dtype, pred.picture.shape
-    ((100, 80), dtype('uint8'), (100, 164, 3))
+    >>> pred.array.shape, pred.array.dtype, pred.picture.shape[0]
+    ((100, 80), dtype('uint8'), 100)
 """
 
 from __future__ import annotations
