@@ -82,7 +82,9 @@ def colorbar_panel(lo: float, hi: float, label: str, height: int, cmap: str = DE
     from matplotlib.figure import Figure
 
     fs = _font_px(height)
-    width = int(fs * 9) + 30
+    longest = max(len(line) for line in label.split("\n"))
+    label_px = min(fs, 0.9 * height / (0.62 * longest))
+    width = int(fs * 6 + label_px * 1.4 * (label.count("\n") + 1)) + 30
     fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI, facecolor="white")
     bar_w = 1.2 * fs / width
     ax = fig.add_axes((0.08, 0.06, bar_w, 0.88))
@@ -90,7 +92,7 @@ def colorbar_panel(lo: float, hi: float, label: str, height: int, cmap: str = DE
         hi = lo + 1e-6
     cb = fig.colorbar(ScalarMappable(Normalize(lo, hi), colormaps[cmap]), cax=ax)
     cb.ax.tick_params(labelsize=fs * 72 / DPI, length=2)
-    cb.set_label(label, fontsize=fs * 72 / DPI)
+    cb.set_label(label, fontsize=label_px * 72 / DPI)
     return _trim_right(_render(fig))
 
 

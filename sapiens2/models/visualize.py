@@ -106,7 +106,7 @@ def draw_normal(image: np.ndarray, normals: np.ndarray) -> np.ndarray:
 
 
 def draw_depth(image: np.ndarray, points: np.ndarray,
-               label: str = "canonical depth z (m at focal 768 px)") -> np.ndarray:
+               label: str = "depth z (m)\ncanonical camera f = 768 px") -> np.ndarray:
     """Depth (z of a 3 x H x W pointmap) between its 2nd and 98th percentile, with a colour bar."""
     from sapiens2.models.legends import beside, colorbar_panel, depth_rgb
 
