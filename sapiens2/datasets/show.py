@@ -37,7 +37,7 @@ def _footer(width: int) -> np.ndarray:
     ncol = max(1, min(8, (width - 160) // 170))
     rows = -(-len(entries) // ncol)
     panel = legend_panel(entries, int(rows * font * 1.75 + 3 * font) + 8, title="part classes", font_px=font)
-    key = normal_key_panel(panel.shape[0])
+    key = normal_key_panel(panel.shape[0], font_px=font)
     h = max(panel.shape[0], key.shape[0])
     row = np.full((h, max(width, panel.shape[1] + key.shape[1]), 3), 255, np.uint8)
     row[: panel.shape[0], : panel.shape[1]] = panel

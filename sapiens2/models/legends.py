@@ -96,12 +96,12 @@ def colorbar_panel(lo: float, hi: float, label: str, height: int, cmap: str = DE
     return _trim_right(_render(fig))
 
 
-def normal_key_panel(height: int) -> np.ndarray:
+def normal_key_panel(height: int, font_px: float | None = None) -> np.ndarray:
     """Swatches of the six axis directions in the ``(n + 1) / 2`` colouring (camera frame)."""
     axes = [("+x", (1, 0, 0)), ("-x", (-1, 0, 0)), ("+y", (0, 1, 0)), ("-y", (0, -1, 0)),
             ("+z", (0, 0, 1)), ("-z", (0, 0, -1))]
     entries = [(f"n = {name}", tuple((np.asarray(v, float) + 1) * 127.5)) for name, v in axes]
-    return legend_panel(entries, height, title="RGB = (n + 1) / 2\n(camera frame)")
+    return legend_panel(entries, height, title="RGB = (n + 1) / 2\n(camera frame)", font_px=font_px)
 
 
 def depth_rgb(z: np.ndarray, lo: float, hi: float, valid: np.ndarray | None = None) -> np.ndarray:
