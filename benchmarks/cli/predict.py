@@ -15,7 +15,7 @@ give ``--bbox x1,y1,x2,y2`` (enlarged by ``--bbox-padding``) or ``--bbox mediapi
 of MediaPipe's pose detector and mask, when mediapipe is installed).
 
 Runs on ``--device`` (default ``auto``: CUDA when available, else the CPU) in float32, or with
-``--dtype bf16`` in bfloat16 autocast (faster on CPUs with bf16 instructions; its measured error
+``--dtype bf16`` in bfloat16 autocast (its speed depends on the CPU; its measured error
 against float32 is in docs/predict.md). A bar on stderr names the running stage (read checkpoint,
 build model, per image: read, each forward, write); ``--quiet`` hides it. Without a checkpoint the
 command refuses unless ``--random-weights`` is given; then every output is labelled
