@@ -18,12 +18,13 @@ Example:
     ...                      "backbone": {"type": "Sapiens2", "arch": arch, "img_size": [64, 48]}}).eval()
     >>> rgb = np.random.default_rng(0).integers(0, 256, (100, 80, 3), dtype=np.uint8)
     >>> pred = predict_array(model, rgb, "seg")
-    >>> pred.array.shape, pred.array.dtype, pred.picture.shape
-    ((100, 80), dtype('uint8'), (100, 164, 3))
+    >>> pred.array.shape, pred.array.dtype, pred.picture.shape[0]
+    ((100, 80), dtype('uint8'), 100)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -108,39 +109,67 @@ def resolve_config(task: str, config: str | None = None, arch: str | None = None
 
 def load_model(task: str, checkpoint: str | os.PathLike | None = None, config: str | None = None,
                arch: str | None = None, input_size_hw: tuple[int, int] | None = None,
-               random_weights: bool = False, seed: int = 0):
-    """Build the task model (and load its checkpoint).
+               random_weights: bool = False, seed: int = 0, device: str = "cpu", dtype: str = "fp32",
+               bar=None):
+    """Build the task model (and load its checkpoint) on ``device`` in ``dtype``.
 
     Args:
         task: task name.
         checkpoint: official-layout task checkpoint (.safetensors or .pth).
         config: official config name or JSON file (see :func:`resolve_config`).
         arch: official backbone arch.
-        input_size_hw: model input (H, W) (default: the config's ``img_size``).
+        input_size_hw: model input (H, W) (default: the config's ``img_size``). A pointmap model
+            run at another size than its config's resizes the feature map of its scale branch to
+            the grid it was built for (see :class:`sapiens2.models.heads.pointmap.PointmapHead`).
         random_weights: build without a checkpoint (outputs must then be labelled).
         seed: torch seed of the random initialisation.
+        device: torch device string (already resolved, see :func:`sapiens2.device.resolve_device`).
+        dtype: ``fp32`` or ``bf16`` (autocast, see :func:`sapiens2.runtime.with_precision`).
+        bar: optional :class:`sapiens2.runtime.StageBar` (stages "read checkpoint", "build model").
 
     Returns:
         (model in eval mode, config dict).
     """
     from sapiens2.models.builder import build_model
     from sapiens2.models.checkpoint import load_checkpoint, load_state_dict_file
+    from sapiens2.runtime import with_precision
 
     if not checkpoint and not random_weights:
         raise ValueError("no --checkpoint given: pass a task checkpoint, or --random-weights to run a "
                          "randomly initialised model (its outputs are labelled as such)")
     if checkpoint and random_weights:
         raise ValueError("give either --checkpoint or --random-weights, not both")
-    state = load_state_dict_file(checkpoint) if checkpoint else None
-    cfg = resolve_config(task, config, arch, state)
-    if input_size_hw:
-        cfg["backbone"]["img_size"] = [int(v) for v in input_size_hw]
-    torch.manual_seed(seed)
-    model = build_model(cfg).eval()
-    if state is not None:
-        load_checkpoint(model, state, strict=True)
-    model.backbone.valid_input_size(*(int(v) for v in model.backbone.img_size))
+    stage = bar.stage if bar is not None else (lambda name: contextlib.nullcontext())
+    state = None
+    if checkpoint:
+        with stage("read checkpoint"):
+            state = load_state_dict_file(checkpoint)
+    with stage("build model" + (" + load weights" if state is not None else "")):
+        cfg = resolve_config(task, config, arch, state)
+        native_hw = [int(v) for v in cfg["backbone"].get("img_size", [])]
+        if input_size_hw:
+            cfg["backbone"]["img_size"] = [int(v) for v in input_size_hw]
+        torch.manual_seed(seed)
+        model = build_model(cfg).eval()
+        if state is not None:
+            load_checkpoint(model, state, strict=True)
+        model.backbone.valid_input_size(*(int(v) for v in model.backbone.img_size))
+        _fit_scale_branch(model, native_hw)
+        with_precision(model, device, dtype)
     return model, cfg
+
+
+def _fit_scale_branch(model, native_hw: list[int]) -> None:
+    """Pointmap heads: check the scale MLP's input size now (not after a long forward) and, when the
+    model runs at another input size than its config's, resize its scale-branch features to the
+    config's grid."""
+    head = model.decode_head
+    if not hasattr(head, "check_scale_grid"):
+        return
+    run_grid = model.backbone.valid_input_size(*(int(v) for v in model.backbone.img_size))
+    native_grid = model.backbone.valid_input_size(*native_hw) if len(native_hw) == 2 else run_grid
+    head.check_scale_grid(native_grid)
+    head.scale_feature_hw = tuple(native_grid) if tuple(native_grid) != tuple(run_grid) else None
 
 
 def to_tensor(rgb: np.ndarray) -> torch.Tensor:
@@ -169,7 +198,7 @@ def predict_array(model, rgb: np.ndarray, task: str, bbox_xyxy=None, bbox_paddin
     """Run ``model`` on one RGB uint8 image.
 
     Args:
-        model: the task estimator (eval mode).
+        model: the task estimator (eval mode), on any device.
         rgb: H x W x 3 uint8 image.
         task: task name.
         bbox_xyxy: pose only: person box (default: the whole image, no padding).
@@ -183,52 +212,128 @@ def predict_array(model, rgb: np.ndarray, task: str, bbox_xyxy=None, bbox_paddin
 
     spec = get_task(task)
     size_hw = tuple(int(v) for v in model.backbone.img_size)
+    device = next(model.parameters()).device
     h, w = rgb.shape[:2]
     meta: dict = {"image_size_hw": [h, w], "input_size_hw": list(size_hw)}
     if not spec.dense:
         box = (0.0, 0.0, float(w), float(h)) if bbox_xyxy is None else tuple(float(v) for v in bbox_xyxy)
         crop, mat = pose_crop(rgb, box, bbox_padding if bbox_xyxy is not None else 1.0, size_hw)
-        out = model.predict(to_tensor(crop), flip_test=flip_test, crop={"affine": mat})
-        kpts, scores = out[spec.prediction_key][0].numpy(), out["scores"][0].numpy()
+        out = model.predict(to_tensor(crop).to(device), flip_test=flip_test, crop={"affine": mat})
+        kpts, scores = out[spec.prediction_key][0].cpu().numpy(), out["scores"][0].cpu().numpy()
         array = np.concatenate([kpts, scores[:, None]], axis=1).astype(np.float32)
-        meta.update(bbox_xyxy=list(bbox_xyxy or box), crop_affine=mat.tolist(), keypoints=array.tolist())
+        meta.update(bbox_xyxy=[float(v) for v in box], bbox_source="given" if bbox_xyxy else "whole image",
+                    crop_affine=mat.tolist(), keypoints=array.tolist())
         return Prediction(array, vis.draw_pose(rgb, kpts, scores, bbox=box), meta)
     import cv2
 
-    x = to_tensor(cv2.resize(rgb, (size_hw[1], size_hw[0]), interpolation=cv2.INTER_LINEAR))
+    x = to_tensor(cv2.resize(rgb, (size_hw[1], size_hw[0]), interpolation=cv2.INTER_LINEAR)).to(device)
     with torch.inference_mode():
         out = model.predict(x, size=(h, w))
-    array = out[spec.prediction_key][0].numpy()
+    array = out[spec.prediction_key][0].float().cpu().numpy()
     array = array.astype(np.uint8) if spec.value_kind == "labels" else array.astype(np.float32)
     if task == "pointmap":
         meta["scale"] = float(out["scale"].reshape(-1)[0])
         meta["units"] = "canonical camera (focal length 768 px at the model input), scale applied"
+        if getattr(model.decode_head, "scale_feature_hw", None) is not None:
+            meta["scale_branch"] = (f"features resized to the {list(model.decode_head.scale_feature_hw)} "
+                                    "grid of the config's input size (the scale MLP has a fixed input)")
     return Prediction(array, getattr(vis, spec.visualiser)(rgb, array), meta)
 
 
-def predict_file(image: str | os.PathLike, task: str, out_dir: str | os.PathLike = "predictions", *,
-                 checkpoint=None, config=None, arch=None, input_size_hw=None, bbox_xyxy=None,
-                 bbox_padding: float = 1.25, flip_test: bool = True, random_weights: bool = False,
-                 seed: int = 0) -> Path:
-    """Predict one image file and write ``<stem>_<task>.npy``, ``.json`` and ``.png`` under ``out_dir``.
+def predict_file(image: str | os.PathLike, task: str, out_dir: str | os.PathLike = "predictions",
+                 **kwargs) -> Path:
+    """Predict one image file: :func:`predict_files` with one image; returns its output stem."""
+    return predict_files([image], task, out_dir, **kwargs)[0]
+
+
+def predict_files(images, task: str, out_dir: str | os.PathLike = "predictions", *, checkpoint=None,
+                  config=None, arch=None, input_size_hw=None, bbox_xyxy=None, bbox_padding: float = 1.25,
+                  flip_test: bool = True, random_weights: bool = False, seed: int = 0, device: str = "cpu",
+                  dtype: str = "fp32", progress: bool = False) -> list[Path]:
+    """Load the model once, predict each image and write ``<stem>_<task>.npy``, ``.json``, ``.png``.
 
     Model arguments as :func:`load_model`, prediction arguments as :func:`predict_array`; without a
     checkpoint (``random_weights=True``) the files are named and labelled ``random-weights``.
 
+    Args:
+        images: image paths (their stems must differ: outputs are named after them).
+        task: task name.
+        out_dir: output folder.
+        bbox_xyxy: pose: one box for every image, or a callable ``rgb -> box`` (e.g. a detector);
+            None: the whole image.
+        progress: show a stage bar (read checkpoint, build model, per image: read, each forward,
+            write) on stderr and the device line on stdout.
+        **others: see :func:`load_model` and :func:`predict_array`.
+
     Returns:
-        The output path without suffix (``out_dir/<stem>_<task>[_random-weights]``).
+        The output paths without suffix (``out_dir/<stem>_<task>[_random-weights]``), in order.
     """
     from sapiens2.datasets.io import read_rgb
+    from sapiens2.runtime import StageBar, device_line, resolve_dtype
+
+    images = [Path(i) for i in images]
+    for i in images:
+        if not i.is_file():
+            raise FileNotFoundError(2, "image not found", str(i))
+    stems = [i.stem for i in images]
+    if len(set(stems)) != len(stems):
+        raise ValueError(f"images with the same file name stem would write the same outputs: {stems}")
+    dtype = resolve_dtype(dtype)
+    forwards = 2 if task == "pose" and flip_test else 1
+    if progress:
+        print(f"predict {task}: {len(images)} image(s); {device_line(device, dtype)}", flush=True)
+    bar = StageBar(bool(checkpoint) + 1 + len(images) * (2 + forwards), enabled=progress)
+    try:
+        model, cfg = load_model(task, checkpoint, config, arch, input_size_hw, random_weights, seed, device,
+                                dtype, bar)
+        if progress:
+            size = "x".join(str(int(v)) for v in model.backbone.img_size)
+            params = sum(p.numel() for p in model.parameters())
+            arch_name = cfg["backbone"]["arch"] if isinstance(cfg["backbone"]["arch"], str) else "custom arch"
+            bar.write(f"model {arch_name} ({params / 1e6:.1f} M parameters), input {size}")
+        stems_out = []
+        for n, image in enumerate(images, 1):
+            where = f"image {n}/{len(images)}" if len(images) > 1 else "image"
+            with bar.stage(f"{where}: read {image.name}"):
+                rgb = read_rgb(image)
+                box = bbox_xyxy(rgb) if callable(bbox_xyxy) else bbox_xyxy
+            pre = model.register_forward_pre_hook(_ForwardStage(bar, where, forwards))
+            post = model.register_forward_hook(lambda *_: bar.end())
+            try:
+                pred = predict_array(model, rgb, task, box, bbox_padding, flip_test)
+                if callable(bbox_xyxy) and task == "pose":
+                    pred.meta["bbox_source"] = getattr(bbox_xyxy, "source", "detector")
+            finally:
+                pre.remove()
+                post.remove()
+            with bar.stage(f"{where}: write"):
+                forward_s = [v for k, v in bar.seconds.items() if k.startswith(f"{where}: forward")]
+                stems_out.append(_write(out_dir, image, task, pred, cfg, checkpoint, random_weights,
+                                        {"device": device, "dtype": dtype, "forward_s": forward_s}))
+    finally:
+        bar.close()
+    return stems_out
+
+
+class _ForwardStage:
+    """Forward pre-hook: starts the stage "<image>: forward k/n" of the bar."""
+
+    def __init__(self, bar, where: str, forwards: int) -> None:
+        self.bar, self.where, self.forwards, self.count = bar, where, forwards, 0
+
+    def __call__(self, *_) -> None:
+        self.count += 1
+        self.bar.begin(f"{self.where}: forward {min(self.count, self.forwards)}/{self.forwards}")
+
+
+def _write(out_dir, image: Path, task: str, pred: Prediction, cfg: dict, checkpoint, random_weights: bool,
+           run: dict) -> Path:
     from sapiens2.models import visualize as vis
     from sapiens2.utils_io import atomic_write, write_json_atomic
 
-    image = Path(image)
-    rgb = read_rgb(image)
-    model, cfg = load_model(task, checkpoint, config, arch, input_size_hw, random_weights, seed)
-    pred = predict_array(model, rgb, task, bbox_xyxy, bbox_padding, flip_test)
     picture = vis.label_random(pred.picture) if random_weights else pred.picture
     meta = {"image": str(image), "task": task, "checkpoint": None if checkpoint is None else str(checkpoint),
-            "random_weights": random_weights, "arch": cfg["backbone"]["arch"], **pred.meta,
+            "random_weights": random_weights, "arch": cfg["backbone"]["arch"], **run, **pred.meta,
             "prediction_shape": list(pred.array.shape)}
     stem = Path(out_dir) / (f"{image.stem}_{task}" + ("_random-weights" if random_weights else ""))
     atomic_write(stem.with_name(stem.name + ".npy"), lambda tmp: _save_npy(tmp, pred.array))

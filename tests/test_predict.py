@@ -158,3 +158,179 @@ def test_bad_inputs(photos, tmp_path, capsys):
     assert "missing.png" in capsys.readouterr().err
     assert _run(photos["astronaut"], "--task", "pose", "--config", cfg, "--random-weights") == 1
     assert "does not match --task pose" in capsys.readouterr().err
+
+
+def _checkpoint(tmp_path, task, seed=0):
+    """A tiny random task model saved as an official-layout .safetensors, and its config file."""
+    from safetensors.torch import save_file
+
+    from sapiens2.models.builder import build_model
+
+    torch.manual_seed(seed)
+    model = build_model({**CONFIGS[task], "backbone": BACKBONE}).eval()
+    ckpt = tmp_path / f"{task}.safetensors"
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(ckpt))
+    return ckpt, _config(tmp_path, task)
+
+
+@pytest.mark.parametrize("task", list(CONFIGS))
+def test_input_size_512x384_every_task(photos, tmp_path, task):
+    """The models are built for 64x48; ``--input-size 512x384`` must work for all five tasks
+    (pointmap failed: its scale MLP has a fixed input size)."""
+    ckpt, cfg = _checkpoint(tmp_path, task)
+    out = tmp_path / "out"
+    assert _run(photos["astronaut"], "--task", task, "--config", cfg, "--checkpoint", ckpt,
+                "--input-size", "512x384", "--no-flip-test", "--quiet", "--out", out) == 0
+    meta = json.loads((out / f"astronaut_{task}.json").read_text())
+    assert meta["input_size_hw"] == [512, 384]
+    array = np.load(out / f"astronaut_{task}.npy")
+    assert np.all(np.isfinite(array))
+    assert array.shape == {"pose": (308, 3), "seg": (256, 256)}.get(task, (3, 256, 256))
+    if task == "pointmap":
+        assert "scale_branch" in meta and np.isfinite(meta["scale"])
+
+
+def test_pointmap_scale_branch_at_other_sizes(tmp_path):
+    """Native size: the official head (no resize). Other size: the scale MLP sees the features
+    resized to the native grid, the pointmap path runs at the new size."""
+    import torch.nn.functional as F
+
+    from sapiens2.inference import load_model
+
+    path = str(_config(tmp_path, "pointmap"))
+    native, _ = load_model("pointmap", config=path, random_weights=True)
+    big, _ = load_model("pointmap", config=path, input_size_hw=(128, 96), random_weights=True)
+    assert native.decode_head.scale_feature_hw is None
+    assert big.decode_head.scale_feature_hw == (4, 3)
+    x = torch.randn(1, 3, 128, 96)
+    with torch.inference_mode():
+        pointmap, scale = big(x)
+        feat = big.extract_feat(x)[-1]
+        head = big.decode_head
+        expected = head.scale_final_layer(head.scale_conv_layers(
+            F.interpolate(feat, size=(4, 3), mode="bilinear", align_corners=False)))
+    assert pointmap.shape[-2:] == (128, 96)
+    torch.testing.assert_close(scale, expected)
+
+
+def test_pointmap_scale_mlp_mismatch_fails_before_any_forward(photos, tmp_path, capsys):
+    cfg = json.loads(_config(tmp_path, "pointmap").read_text())
+    cfg["decode_head"]["scale_final_layer"] = [33, 8, 4, 1]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(cfg))
+    assert _run(photos["astronaut"], "--task", "pointmap", "--config", bad, "--random-weights", "--quiet",
+                "--out", tmp_path / "out") == 1
+    err = capsys.readouterr().err
+    assert "scale_final_layer[0] is 33" in err and "32" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_device_dtype_and_progress_are_reported(photos, tmp_path, capsys):
+    out = tmp_path / "out"
+    cfg = _config(tmp_path, "pose")
+    assert _run(photos["astronaut"], photos["hopper"], "--task", "pose", "--config", cfg, "--random-weights",
+                "--device", "cpu", "--out", out) == 0
+    captured = capsys.readouterr()
+    assert "device cpu" in captured.out and "dtype fp32" in captured.out
+    stages = ("build model", "image 1/2: read astronaut.png", "image 2/2: forward 2/2", "image 2/2: write")
+    for stage in stages:
+        assert stage in captured.err, stage
+    meta = json.loads((out / "grace_hopper_pose_random-weights.json").read_text())
+    assert meta["device"] == "cpu" and meta["dtype"] == "fp32" and len(meta["forward_s"]) == 2
+    assert meta["bbox_source"] == "whole image"
+    assert _run(photos["astronaut"], "--task", "pose", "--config", cfg, "--random-weights", "--quiet",
+                "--out", out) == 0
+    quiet = capsys.readouterr()
+    assert "forward" not in quiet.err and "dtype fp32" not in quiet.out
+
+
+def test_device_auto_and_unavailable(photos, tmp_path, capsys):
+    out = tmp_path / "out"
+    cfg = _config(tmp_path, "seg")
+    assert _run(photos["astronaut"], "--task", "seg", "--config", cfg, "--random-weights", "--quiet",
+                "--out", out) == 0
+    meta = json.loads((out / "astronaut_seg_random-weights.json").read_text())
+    assert meta["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        assert _run(photos["astronaut"], "--task", "seg", "--config", cfg, "--random-weights",
+                    "--device", "cuda", "--out", out) == 1
+        assert "--device cuda" in capsys.readouterr().err
+
+
+def test_bf16_close_to_fp32_on_a_tiny_model(photos):
+    """bf16 autocast really changes the arithmetic, and stays within the documented tolerances."""
+    from sapiens2.datasets.io import read_rgb
+    from sapiens2.inference import predict_array
+    from sapiens2.models.builder import build_model
+    from sapiens2.runtime import with_precision
+
+    rgb = read_rgb(photos["astronaut"])
+    for task in CONFIGS:
+        torch.manual_seed(0)
+        model = build_model({**CONFIGS[task], "backbone": BACKBONE}).eval()
+        a = predict_array(with_precision(model, "cpu", "fp32"), rgb, task, flip_test=False).array
+        b = predict_array(with_precision(model, "cpu", "bf16"), rgb, task, flip_test=False).array
+        assert b.dtype == a.dtype and b.shape == a.shape
+        assert not np.array_equal(a, b), f"{task}: bf16 gave the fp32 result (autocast not active?)"
+        if task == "seg":
+            assert (a == b).mean() >= 0.97
+        elif task == "normal":
+            cos = np.clip((a * b).sum(0), -1, 1)
+            angle = np.degrees(np.arccos(cos))
+            assert np.median(angle) <= 1.0 and np.percentile(angle, 99) <= 5.0
+        elif task == "albedo":
+            assert np.abs(a - b).mean() <= 0.005 and np.abs(a - b).max() <= 0.1
+        elif task == "pointmap":
+            dist = np.linalg.norm(a - b, axis=0)
+            assert dist.mean() <= 0.1 * np.abs(a[2]).mean()
+        else:  # pose: random heatmaps are nearly flat, so compare the scores and most keypoints
+            assert np.abs(a[:, 2] - b[:, 2]).max() <= 0.1
+            assert np.median(np.linalg.norm(a[:, :2] - b[:, :2], axis=1)) <= 3.0
+
+
+def test_dtype_bf16_from_the_command_line(photos, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _run(photos["astronaut"], "--task", "albedo", "--config", _config(tmp_path, "albedo"),
+                "--random-weights", "--dtype", "bf16", "--out", out) == 0
+    assert "dtype bf16" in capsys.readouterr().out
+    meta = json.loads((out / "astronaut_albedo_random-weights.json").read_text())
+    assert meta["dtype"] == "bf16"
+
+
+def test_help_documents_the_default_pose_box(capsys):
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    text = " ".join(capsys.readouterr().out.replace("`", "").split())
+    assert "WITHOUT --bbox THE WHOLE IMAGE IS THE PERSON BOX" in text
+    assert "--device" in text and "--dtype" in text
+
+
+def test_bbox_only_for_pose_and_same_stems_refused(photos, tmp_path, capsys):
+    cfg = _config(tmp_path, "seg")
+    assert _run(photos["astronaut"], "--task", "seg", "--config", cfg, "--random-weights",
+                "--bbox", "1,2,3,4", "--out", tmp_path / "o") == 1
+    assert "--task pose only" in capsys.readouterr().err
+    other = tmp_path / "x" / "astronaut.png"
+    other.parent.mkdir()
+    other.write_bytes(photos["astronaut"].read_bytes())
+    assert _run(photos["astronaut"], other, "--task", "seg", "--config", cfg, "--random-weights",
+                "--out", tmp_path / "o") == 1
+    assert "same file name stem" in capsys.readouterr().err
+
+
+def test_bbox_mediapipe(photos, tmp_path):
+    try:
+        from benchmarks.systems.mediapipe_system import require_mediapipe
+
+        require_mediapipe()
+    except RuntimeError as e:
+        pytest.skip(f"--bbox mediapipe needs MediaPipe: {e}")
+    out = tmp_path / "out"
+    cfg = _config(tmp_path, "pose")
+    assert _run(photos["astronaut"], "--task", "pose", "--config", cfg, "--random-weights",
+                "--bbox", "mediapipe", "--no-flip-test", "--quiet", "--out", out) == 0
+    meta = json.loads((out / "astronaut_pose_random-weights.json").read_text())
+    x1, y1, x2, y2 = meta["bbox_xyxy"]
+    assert meta["bbox_source"] == "mediapipe"
+    # The astronaut sits in the left two thirds of the 256 x 256 photo, head near the top.
+    assert 0 <= x1 < x2 <= 256 and 0 <= y1 < y2 <= 256 and (x2 - x1) * (y2 - y1) < 0.95 * 256 * 256

@@ -25,7 +25,10 @@ def register(sub) -> None:
     s.add_argument("--workers", type=int, default=1, help="render processes (default 1)")
     s.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     s.set_defaults(func=run_synth)
-    v = dsub.add_parser("show", help="contact sheet of a split with every ground truth overlaid")
+    show_doc = ("One row per image: raw image, image + skeleton and boxes, parts, normals, depth with a "
+                "colour bar (metres), albedo; a footer with the 29 part classes and the normal colour key.")
+    v = dsub.add_parser("show", help="contact sheet of a split: raw image, every ground truth, legends",
+                        description=show_doc)
     v.add_argument("dir", help="split folder (with split.json)")
     v.add_argument("--out", default=None,
                    help="PNG path outside the split (default: DIR_contact_sheet.png beside DIR)")

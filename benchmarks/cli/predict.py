@@ -1,14 +1,25 @@
-"""``sapiens2-bench predict IMAGE --task T --checkpoint FILE``: run one Sapiens2 task model on one image.
+"""``sapiens2-bench predict IMAGE... --task T --checkpoint FILE``: run one Sapiens2 task model on images.
 
-Writes, under ``--out`` (default ``predictions/``), ``<image>_<task>.npy`` (the prediction at image
-resolution: labels H x W, normals / points / albedo 3 x H x W; pose: keypoints K x 3 = x, y, score), a
-``.json`` with the metadata (and the keypoints), and a ``.png`` picture. The model comes from
-``--config`` (an official config name or a JSON file with an official-style config; ``arch`` may be a
-settings dict), else ``--arch`` (an official arch with a released config for the task), else the
-checkpoint's tensor shapes. Dense tasks resize the whole image to the model input; pose is top-down on
-``--bbox`` (default: the whole image) with the pose reader's UDP crop. Without a checkpoint the command
-refuses unless ``--random-weights`` is given; then every output is labelled ``random-weights``.
-Library: ``sapiens2.inference``.
+Writes, under ``--out`` (default ``predictions/``), for each image ``<image>_<task>.npy`` (the
+prediction at image resolution: labels H x W, normals / points / albedo 3 x H x W; pose: keypoints
+K x 3 = x, y, score), a ``.json`` with the metadata (and the keypoints) and a ``.png`` picture with a
+legend (seg: the 29 classes; pointmap: a depth colour bar in the model's units; normals: the colour
+key). The model is loaded once for all images.
+
+The model comes from ``--config`` (an official config name or a JSON file with an official-style
+config; ``arch`` may be a settings dict), else ``--arch`` (an official arch with a released config
+for the task), else the checkpoint's tensor shapes. Dense tasks resize the whole image to the model
+input. Pose is top-down on one person box with the pose reader's UDP crop: WITHOUT ``--bbox`` THE
+WHOLE IMAGE IS THE PERSON BOX (no padding), which suits a photo cropped around one person; otherwise
+give ``--bbox x1,y1,x2,y2`` (enlarged by ``--bbox-padding``) or ``--bbox mediapipe`` (the person box
+of MediaPipe's pose detector and mask, when mediapipe is installed).
+
+Runs on ``--device`` (default ``auto``: CUDA when available, else the CPU) in float32, or with
+``--dtype bf16`` in bfloat16 autocast (its speed depends on the CPU; its measured error
+against float32 is in docs/predict.md). A bar on stderr names the running stage (read checkpoint,
+build model, per image: read, each forward, write); ``--quiet`` hides it. Without a checkpoint the
+command refuses unless ``--random-weights`` is given; then every output is labelled
+``random-weights``. Library: ``sapiens2.inference``.
 """
 
 from __future__ import annotations
@@ -17,35 +28,49 @@ import argparse
 
 from sapiens2.tasks import task_names
 
+BBOX_HELP = ("pose: person box x1,y1,x2,y2 in image pixels, or 'mediapipe' (MediaPipe's person detector; "
+             "needs mediapipe). Default: the whole image is the person box")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``predict`` subcommand."""
-    p = sub.add_parser("predict", help="run a task model on an image and write the prediction and a picture",
+    p = sub.add_parser("predict", help="run a task model on images and write the predictions and pictures",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("image", help="input image (PNG, JPEG or another format Pillow reads)")
+    p.add_argument("image", nargs="+", help="input images (PNG, JPEG or another format Pillow reads)")
     p.add_argument("--task", required=True, choices=task_names())
     p.add_argument("--checkpoint", help="official-layout task checkpoint (.safetensors or .pth)")
     p.add_argument("--arch", help="official backbone arch, e.g. sapiens2_0.4b (its released task config)")
     p.add_argument("--config", help="official config name or JSON file with an estimator config")
     p.add_argument("--input-size", help="HxW model input (default: the config's img_size)")
-    p.add_argument("--bbox", help="pose: person box x1,y1,x2,y2 in image pixels (default: whole image)")
-    p.add_argument("--bbox-padding", type=float, default=1.25, help="pose: box enlargement (default 1.25)")
+    p.add_argument("--device", default="auto", help="torch device (default auto: CUDA when available)")
+    p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"),
+                   help="fp32 (default) or bf16 (bfloat16 autocast; error vs fp32 in docs/predict.md)")
+    p.add_argument("--bbox", help=BBOX_HELP)
+    p.add_argument("--bbox-padding", type=float, default=1.25,
+                   help="pose: enlargement of a given or detected box (default 1.25; not applied to the "
+                        "whole-image default)")
     p.add_argument("--no-flip-test", action="store_true", help="pose: skip flip-test heatmap fusion")
     p.add_argument("--random-weights", action="store_true",
                    help="allow running without a checkpoint (randomly initialised; outputs are labelled)")
     p.add_argument("--seed", type=int, default=0, help="seed for --random-weights")
     p.add_argument("--out", default="predictions", help="output folder (default predictions/)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or device line")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(func=run)
 
 
-def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
+def _parse_bbox(text: str | None):
+    """None, a box (x1, y1, x2, y2), or for ``mediapipe`` a callable ``rgb -> box``."""
     if text is None:
         return None
+    if text.strip().lower() == "mediapipe":
+        from benchmarks.systems.mediapipe_box import MediaPipePersonBox
+
+        return MediaPipePersonBox()
     try:
         x1, y1, x2, y2 = (float(v) for v in text.split(","))
     except ValueError:
-        raise ValueError(f"--bbox {text!r}: expected x1,y1,x2,y2") from None
+        raise ValueError(f"--bbox {text!r}: expected x1,y1,x2,y2 or mediapipe") from None
     if not (x2 > x1 and y2 > y1):
         raise ValueError(f"--bbox {text!r}: needs x2 > x1 and y2 > y1")
     return (x1, y1, x2, y2)
@@ -54,12 +79,17 @@ def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
 def run(args: argparse.Namespace) -> int:
     """Predict and write the outputs; returns the exit code."""
     from benchmarks.cli.convert import parse_hw
-    from sapiens2.inference import predict_file
+    from sapiens2.inference import predict_files
 
-    stem = predict_file(args.image, args.task, args.out, checkpoint=args.checkpoint, config=args.config,
-                        arch=args.arch, input_size_hw=parse_hw(args.input_size) if args.input_size else None,
-                        bbox_xyxy=_parse_bbox(args.bbox), bbox_padding=args.bbox_padding,
-                        flip_test=not args.no_flip_test, random_weights=args.random_weights, seed=args.seed)
+    if args.bbox is not None and args.task != "pose":
+        raise ValueError(f"--bbox is for --task pose only (got --task {args.task})")
+    size = parse_hw(args.input_size) if args.input_size else None
+    stems = predict_files(args.image, args.task, args.out, checkpoint=args.checkpoint, config=args.config,
+                          arch=args.arch, input_size_hw=size,
+                          bbox_xyxy=_parse_bbox(args.bbox), bbox_padding=args.bbox_padding,
+                          flip_test=not args.no_flip_test, random_weights=args.random_weights, seed=args.seed,
+                          device=args.device, dtype=args.dtype, progress=not args.quiet)
     label = " (RANDOM WEIGHTS: not a real prediction)" if args.random_weights else ""
-    print(f"wrote {stem}.npy, .json and .png{label}")
+    for stem in stems:
+        print(f"wrote {stem}.npy, .json and .png{label}")
     return 0

@@ -1,4 +1,9 @@
-"""Contact sheet of a split: each image with its ground truth of every task, read through the readers."""
+"""Contact sheet of a split: each image with its ground truth of every task, read through the readers.
+
+Columns: the raw image, the image with the pose skeleton and boxes, the part labels, the normals, the
+depth with a colour bar per row (metres, GT z between its 1st and 99th percentile), the albedo. A
+footer holds the legends: the 29 part classes and the normal colour key.
+"""
 
 from __future__ import annotations
 
@@ -11,19 +16,35 @@ from sapiens2.reference import keypoints308, seg_classes29
 
 from .split import available_tasks, open_split
 
-COLUMNS = ("image + skeleton", "parts", "normal", "depth", "albedo")
+COLUMNS = ("image", "image + skeleton", "parts", "normal", "depth", "albedo")
 
 
-def _depth_rgb(z: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    import matplotlib
+def _depth_range(z: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
+    valid = mask & np.isfinite(z)
+    if not valid.any():
+        return 0.0, 1.0
+    lo, hi = np.percentile(z[valid], [1, 99])
+    return float(lo), float(max(hi, lo + 1e-6))
 
-    out = np.zeros(z.shape + (3,), dtype=np.uint8)
-    if mask.any():
-        lo, hi = np.percentile(z[mask], [1, 99])
-        t = np.clip((z - lo) / max(hi - lo, 1e-6), 0, 1)
-        rgb = (matplotlib.colormaps["turbo"](1 - t)[..., :3] * 255).astype(np.uint8)
-        out[mask] = rgb[mask]
-    return out
+
+def _footer(width: int) -> np.ndarray:
+    """The legends row: the 29 part classes and the normal colour key, ``width`` wide."""
+    from sapiens2.models.legends import legend_panel, normal_key_panel
+    from sapiens2.models.visualize import seg_legend_entries
+
+    entries = seg_legend_entries()
+    font = 11.0
+    ncol = max(1, min(8, (width - 160) // 170))
+    rows = -(-len(entries) // ncol)
+    panel = legend_panel(entries, int(rows * font * 1.75 + 3 * font) + 8, title="part classes", font_px=font)
+    key = normal_key_panel(panel.shape[0], font_px=font)
+    h = max(panel.shape[0], key.shape[0])
+    row = np.full((h, max(width, panel.shape[1] + key.shape[1]), 3), 255, np.uint8)
+    row[: panel.shape[0], : panel.shape[1]] = panel
+    row[: key.shape[0], panel.shape[1]: panel.shape[1] + key.shape[1]] = key
+    used = np.flatnonzero((row < 250).any(axis=(1, 2)))
+    row = row[: used[-1] + 8] if used.size else row
+    return row[:, :width] if row.shape[1] > width else row
 
 
 def _draw_pose(img: np.ndarray, anns: list[dict], scale: float) -> np.ndarray:
@@ -91,6 +112,8 @@ def contact_sheet(
         ids = [{"id": im["id"], "image": im["file_name"]} for im in coco["images"]]
     if not ids:
         raise ValueError(f"{split_dir}: no images to show")
+    from sapiens2.models.legends import colorbar_panel, depth_rgb
+
     palette = np.array(
         [c["color"] for c in seg_classes29()["classes"]] + [[255, 255, 255]] * 227, dtype=np.uint8
     )
@@ -112,7 +135,9 @@ def contact_sheet(
                 m = s["mask"].numpy()[..., None]
                 tiles["normal"] = (((s["normal"].permute(1, 2, 0).numpy() + 1) * 127.5) * m).astype(np.uint8)
             elif task == "pointmap":
-                tiles["depth"] = _depth_rgb(s["pointmap"][2].numpy(), s["mask"].numpy())
+                z, m = s["pointmap"][2].numpy(), s["mask"].numpy().astype(bool)
+                tiles["depth_range"] = _depth_range(z, m)
+                tiles["depth"] = depth_rgb(z, *tiles["depth_range"], m)
             elif task == "albedo":
                 m = s["mask"].numpy()[..., None]
                 tiles["albedo"] = (s["albedo"].permute(1, 2, 0).numpy() * 255 * m).round().astype(np.uint8)
@@ -121,23 +146,32 @@ def contact_sheet(
 
             base = read_rgb(Path(split_dir) / ids[row]["image"])
         scale = tile_height / base.shape[0]
-        first = _resize(base, scale)
+        raw = _resize(base, scale)
+        first = raw.copy()
         if coco is not None:
             file_name = Path(ids[row]["image"]).name
             im_ids = [im["id"] for im in coco["images"] if Path(im["file_name"]).name == file_name]
             anns = [a for a in coco["annotations"] if im_ids and a["image_id"] == im_ids[0]]
             first = _draw_pose(first, anns, scale)
-        cells = [first]
-        for name in COLUMNS[1:]:
+        cells, starts = [], []
+        for name in COLUMNS:
+            starts.append(sum(c.shape[1] for c in cells))
+            if name in ("image", "image + skeleton"):
+                cells.append(raw if name == "image" else first)
+                continue
             cells.append(_resize(tiles[name], scale, nearest=True) if name in tiles else np.zeros_like(first))
+            if name == "depth":
+                bar = (colorbar_panel(*tiles["depth_range"], "GT depth z (m)", first.shape[0])
+                       if "depth" in tiles else np.full((first.shape[0], 4, 3), 255, np.uint8))
+                cells.append(bar[: first.shape[0]])
         rows.append(np.concatenate(cells, axis=1))
     width = max(r.shape[1] for r in rows)
+    rows = [np.pad(r, ((0, 0), (0, width - r.shape[1]), (0, 0)), constant_values=255) for r in rows]
     header = np.full((24, width, 3), 255, dtype=np.uint8)
-    sheet = Image.fromarray(np.concatenate([header] + rows, axis=0))
+    sheet = Image.fromarray(np.concatenate([header] + rows + [_footer(width)], axis=0))
     draw = ImageDraw.Draw(sheet)
-    tile_w = rows[0].shape[1] // len(COLUMNS)
-    for i, name in enumerate(COLUMNS):
-        draw.text((i * tile_w + 6, 6), name, fill=(0, 0, 0))
+    for x, name in zip(starts, COLUMNS):
+        draw.text((x + 6, 6), name, fill=(0, 0, 0))
     return atomic_write(Path(out), lambda tmp: sheet.save(tmp, format="PNG"))
 
 

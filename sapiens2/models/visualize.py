@@ -1,8 +1,10 @@
 """Pictures of predictions: skeleton overlay, coloured parts, normal map, depth, albedo.
 
 Every function takes the RGB image (H x W x 3 uint8) and a prediction at image resolution and returns an
-RGB uint8 picture (the input and the prediction side by side for dense tasks). ``label_random`` stamps
-a banner on pictures of randomly initialised models so they cannot be mistaken for real predictions.
+RGB uint8 picture (the input and the prediction side by side for dense tasks, then a legend panel:
+seg the 29 classes with the share of pixels of each predicted class, pointmap a depth colour bar,
+normals the colour key; see :mod:`sapiens2.models.legends`). ``label_random`` stamps a banner on
+pictures of randomly initialised models so they cannot be mistaken for real predictions.
 """
 
 from __future__ import annotations
@@ -61,34 +63,62 @@ def seg_palette() -> np.ndarray:
     return palette
 
 
+def seg_legend_entries(labels: np.ndarray | None = None) -> list[tuple[str, tuple[int, int, int]]]:
+    """(name, colour) of the 29 classes; with ``labels``, each present class gets its pixel share.
+
+    Example:
+        >>> seg_legend_entries(np.array([[0, 0, 4, 4]]))[4][0]
+        'Hair 50.0%'
+    """
+    from sapiens2.reference import seg_classes29
+
+    classes = sorted(seg_classes29()["classes"], key=lambda c: c["id"])
+    share = None
+    if labels is not None:
+        counts = np.bincount(np.asarray(labels).reshape(-1).astype(np.int64).clip(0, 255), minlength=256)
+        share = counts / max(1, counts[: len(classes)].sum())
+    out = []
+    for c in classes:
+        name = c["name"]
+        if share is not None and share[c["id"]] > 0:
+            name += f" {share[c['id']] * 100:.1f}%"
+        out.append((name, tuple(int(v) for v in c["color"])))
+    return out
+
+
 def draw_seg(image: np.ndarray, labels: np.ndarray, alpha: float = 0.6) -> np.ndarray:
-    """Input and the part labels blended over it in the class colours, side by side."""
+    """Input and the part labels blended over it in the class colours, side by side, with the legend."""
+    from sapiens2.models.legends import beside, legend_panel
+
     palette = seg_palette()
     colored = palette[np.clip(labels, 0, len(palette) - 1)]
     blend = (alpha * colored + (1 - alpha) * image).astype(np.uint8)
-    return side_by_side(image, blend)
+    panel = legend_panel(seg_legend_entries(labels), image.shape[0], title="class (share of pixels)")
+    return beside(side_by_side(image, blend), panel)
 
 
 def draw_normal(image: np.ndarray, normals: np.ndarray) -> np.ndarray:
-    """Unit normals (3 x H x W, camera frame) as RGB ``(n + 1) / 2``, next to the input."""
+    """Unit normals (3 x H x W, camera frame) as RGB ``(n + 1) / 2``, next to the input, with the key."""
+    from sapiens2.models.legends import beside, normal_key_panel
+
     rgb = ((np.transpose(normals, (1, 2, 0)) + 1.0) * 127.5).clip(0, 255).astype(np.uint8)
-    return side_by_side(image, rgb)
+    return beside(side_by_side(image, rgb), normal_key_panel(image.shape[0]))
 
 
-def draw_depth(image: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Depth (the z channel of a 3 x H x W pointmap) colour-mapped between its 2nd and 98th percentile."""
-    from matplotlib import colormaps
+def draw_depth(image: np.ndarray, points: np.ndarray,
+               label: str = "depth z (m)\ncanonical camera f = 768 px") -> np.ndarray:
+    """Depth (z of a 3 x H x W pointmap) between its 2nd and 98th percentile, with a colour bar."""
+    from sapiens2.models.legends import beside, colorbar_panel, depth_rgb
 
     z = np.asarray(points[2], dtype=np.float64)
     finite = np.isfinite(z)
     lo, hi = (np.percentile(z[finite], [2, 98]) if finite.any() else (0.0, 1.0))
-    norm = np.clip((z - lo) / max(hi - lo, 1e-12), 0, 1)
-    rgb = (colormaps["turbo"](np.where(finite, norm, 0.0))[..., :3] * 255).astype(np.uint8)
-    return side_by_side(image, rgb)
+    rgb = depth_rgb(z, float(lo), float(hi), finite)
+    return beside(side_by_side(image, rgb), colorbar_panel(float(lo), float(hi), label, image.shape[0]))
 
 
 def draw_albedo(image: np.ndarray, albedo: np.ndarray) -> np.ndarray:
-    """Albedo (3 x H x W in [0, 1]) as RGB, next to the input."""
+    """Albedo (3 x H x W in [0, 1]) as RGB, next to the input (its colours are the values: no legend)."""
     rgb = (np.transpose(albedo, (1, 2, 0)).clip(0, 1) * 255).round().astype(np.uint8)
     return side_by_side(image, rgb)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from sapiens2.models.heads.common import check_channels, check_lengths, conv_stack, last_feature
@@ -44,6 +45,12 @@ class PointmapHead(PixelShuffleHead):
     ``scale_conv_out_channels[-1] * h' * w'`` where h' x w' is the patch grid after the strided convs
     (see :func:`scale_branch_grid`).
 
+    To run such a model at another input size, set :attr:`scale_feature_hw` to the feature grid it was
+    trained on (``sapiens2.inference.load_model`` does when ``input_size_hw`` differs from the config):
+    the scale branch then sees the feature map resized (bilinear) to that grid, while the pointmap path
+    runs at the new size. This is an approximation outside the official code (the scale was trained on
+    the native grid only); with ``None`` (the default) the head is exactly the official one.
+
     Args:
         in_channels: channels of the backbone feature map.
         upsample_channels: output channels of each x2 pixel-shuffle block.
@@ -73,17 +80,29 @@ class PointmapHead(PixelShuffleHead):
         self.scale_conv_layers = conv_stack(in_channels, scale_conv_out_channels, scale_conv_kernel_sizes,
                                             stride=2)
         self.scale_final_layer = scale_mlp(scale_final_layer)
+        self.scale_feature_hw: tuple[int, int] | None = None
+
+    def check_scale_grid(self, feature_hw: Sequence[int]) -> None:
+        """Raise unless a feature map of ``feature_hw`` gives the scale MLP its input size.
+
+        Raises:
+            ValueError: names the flattened size, ``scale_final_layer[0]`` and the feature grid.
+        """
+        h, w = scale_branch_grid(int(feature_hw[0]), int(feature_hw[1]), self.scale_kernel_sizes)
+        channels = self.scale_conv_layers[-3].out_channels if self.scale_kernel_sizes else self.in_channels
+        got, expected = channels * h * w, self.scale_final_layer[1].in_features
+        if got != expected:
+            raise ValueError(
+                f"PointmapHead: the scale branch flattens ({channels}, {h}, {w}) = {got} values but "
+                f"scale_final_layer[0] is {expected}; the model only accepts inputs whose patch grid "
+                f"gives that size (feature map {tuple(int(v) for v in feature_hw)})")
 
     def forward(self, inputs: torch.Tensor | Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """(canonical pointmap B x 3 x (H * 2^n) x (W * 2^n), scale B x 1)."""
         x = last_feature(inputs)
         check_channels(type(self).__name__, x, self.in_channels)
         pointmap = self.decode(x)
-        s = self.scale_conv_layers(x)
-        expected = self.scale_final_layer[1].in_features
-        if s[0].numel() != expected:
-            raise ValueError(
-                f"PointmapHead: the scale branch flattens {tuple(s.shape[1:])} = {s[0].numel()} values but "
-                f"scale_final_layer[0] is {expected}; the model only accepts inputs whose patch grid "
-                f"gives that size (feature map {tuple(x.shape[2:])})")
-        return pointmap, self.scale_final_layer(s)
+        if self.scale_feature_hw is not None and tuple(x.shape[2:]) != tuple(self.scale_feature_hw):
+            x = F.interpolate(x, size=tuple(self.scale_feature_hw), mode="bilinear", align_corners=False)
+        self.check_scale_grid(x.shape[2:])
+        return pointmap, self.scale_final_layer(self.scale_conv_layers(x))
