@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from evaluators.base import Evaluator
@@ -101,6 +102,7 @@ class AlbedoEvaluator(Evaluator):
     """
 
     task = "albedo"
+    bootstrap_keys = ("mae", "rmse", "psnr", "ssim", "grad_l1")
 
     def __init__(
         self,
@@ -126,6 +128,7 @@ class AlbedoEvaluator(Evaluator):
         self.add_state("range_min", torch.full((), math.inf, dtype=f64), reduce="min")
         self.add_state("nonfinite_pred_pixels", torch.zeros((), dtype=i64))
         self.add_state("nonfinite_gt_pixels", torch.zeros((), dtype=i64))
+        self.bootstrap_states = tuple(k for k, op in self._reduce.items() if op == "sum")
         self.conventions = {
             "pooling": "pixel-pooled over GT-mask pixels of the whole dataset; channel-averaged errors",
             "resize": "pred bilinear (align_corners=False) to GT size",
@@ -206,3 +209,18 @@ class AlbedoEvaluator(Evaluator):
             "nonfinite_pred_pixels": float(s["nonfinite_pred_pixels"]),
             "nonfinite_gt_pixels": float(s["nonfinite_gt_pixels"]),
         }
+
+    def _bootstrap_values(self, s: dict[str, np.ndarray], keys: list[str]) -> dict[str, np.ndarray]:
+        """MAE, RMSE, PSNR (the dataset's data range), SSIM and gradient L1 of resampled states."""
+        n = s["pixels"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mse = np.where(n > 0, s["sum_sq"] / n, np.nan)
+            r = s["range_max"]
+            out = {
+                "mae": np.where(n > 0, s["sum_abs"] / n, np.nan),
+                "rmse": np.sqrt(mse),
+                "psnr": np.where(mse > 0, 10.0 * np.log10(r**2 / mse), np.where(mse == 0, np.inf, np.nan)),
+                "ssim": np.where(s["ssim_count"] > 0, s["ssim_sum"] / s["ssim_count"], np.nan),
+                "grad_l1": np.where(s["grad_count"] > 0, s["grad_sum"] / s["grad_count"], np.nan),
+            }
+        return {k: out[k] for k in keys}

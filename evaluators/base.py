@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from evaluators.bootstrap import BootstrapMixin
 from sapiens2 import distributed as D
 
 REDUCE_OPS = ("sum", "max", "min")
@@ -91,7 +92,11 @@ def as_index_tensor(index: Any, batch: int) -> torch.Tensor:
     return idx
 
 
-class Evaluator:
+def _zero_rows(default: torch.Tensor, n: int) -> torch.Tensor:
+    return default.new_zeros((n, *default.shape))
+
+
+class Evaluator(BootstrapMixin):
     """Base class of the streaming, mergeable evaluators (see the module docstring).
 
     Subclasses call :meth:`add_state` in ``__init__``, set ``self.conventions`` and implement
@@ -105,6 +110,10 @@ class Evaluator:
     """
 
     task: str = ""
+    #: states also kept per sample (committed rows), for :meth:`bootstrap_intervals`
+    bootstrap_states: tuple[str, ...] = ()
+    #: ``compute()`` keys :meth:`bootstrap_intervals` can resample
+    bootstrap_keys: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self._defaults: dict[str, torch.Tensor] = {}
@@ -136,6 +145,7 @@ class Evaluator:
         self._seen = torch.zeros(0, dtype=torch.bool)  # bitmap of committed dataset indices
         self._tail_idx = torch.zeros(0, dtype=torch.int64)
         self._tail: dict[str, torch.Tensor] = {}
+        self._kept: list[tuple[torch.Tensor, dict[str, torch.Tensor]]] = []  # (index or -1, rows)
         self._synced = False
 
     def to(self, device: str | torch.device) -> Evaluator:
@@ -194,6 +204,7 @@ class Evaluator:
         stats = {k: v.to(self.device, self._defaults[k].dtype) for k, v in stats.items()}
         stats["num_samples"] = torch.ones(batch, dtype=torch.int64, device=self.device)
         if index is None:
+            self._keep_rows(torch.full((batch,), -1, dtype=torch.int64), stats)
             self._commit_rows(stats)
             return
         idx = as_index_tensor(index, batch)
@@ -231,6 +242,7 @@ class Evaluator:
         for k, op in self._reduce.items():
             self._state[k] = _combine(self._state[k], other._state[k].to(self.device), op)
         self._seen = self._union(self._seen, other._seen)
+        self._kept = self._kept + list(other._kept)
         tails_idx = [self._tail_idx, other._tail_idx]
         tails = [self._tail, {k: v.to(self.device) for k, v in other._tail.items()}]
         self._set_tail_from(tails_idx, tails)
@@ -255,6 +267,11 @@ class Evaluator:
             D.all_reduce_(self._state[k], op)
         self._seen = torch.zeros(int(union.max()) + 1 if union.numel() else 0, dtype=torch.bool)
         self._seen[union] = True
+        if self.bootstrap_states:
+            kidx, krows = self._kept_cat()
+            gidx = D.all_gather_varlen(kidx)
+            grows = {k: D.all_gather_varlen(v) for k, v in sorted(krows.items())}
+            self._kept = [(gidx[r], {k: grows[k][r] for k in grows}) for r in range(len(gidx))]
         tails_idx = D.all_gather_varlen(self._tail_idx)
         names = sorted(self._reduce)
         gathered = {k: D.all_gather_varlen(self._tail_rows(k)) for k in names}
@@ -292,8 +309,27 @@ class Evaluator:
                 red = _reduce_rows(v.to(self._state[k].dtype), self._reduce[k])
                 self._state[k] = _combine(self._state[k], red, self._reduce[k])
 
+    def _keep_rows(self, idx: torch.Tensor, rows: dict[str, torch.Tensor]) -> None:
+        if self.bootstrap_states and idx.numel():
+            n = idx.numel()
+            kept = {
+                k: rows[k].detach().cpu() if k in rows else _zero_rows(self._defaults[k], n)
+                for k in self.bootstrap_states
+            }
+            self._kept.append((idx.cpu(), kept))
+
+    def _kept_cat(self) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Committed per-sample rows: (indices, -1 for unindexed samples; rows per bootstrap state)."""
+        idx = [i for i, _ in self._kept]
+        rows = {
+            k: torch.cat([r[k] for _, r in self._kept] or [self._tail_rows(k)[:0].cpu()])
+            for k in self.bootstrap_states
+        }
+        return (torch.cat(idx) if idx else torch.zeros(0, dtype=torch.int64)), rows
+
     def _commit_tail(self) -> None:
         if self._tail_idx.numel():
+            self._keep_rows(self._tail_idx, self._tail)
             self._commit_rows(self._tail)
             self._seen = self._union_idx(self._seen, self._tail_idx)
         self._tail_idx = torch.zeros(0, dtype=torch.int64)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from evaluators.base import Evaluator
@@ -108,6 +109,7 @@ class NormalEvaluator(Evaluator):
     """
 
     task = "normal"
+    bootstrap_states = ("pixels", "sum_angle", "sum_angle_sq", "within", "hist_official")
 
     def __init__(
         self,
@@ -123,6 +125,8 @@ class NormalEvaluator(Evaluator):
         self.bin_deg = float(hist_bin_size_deg)
         n_off = int(round(180.0 / self.bin_deg))
         n_fine = int(round(180.0 / FINE_BIN_DEG)) + 1
+        self.bootstrap_keys = ("normal_mae", "normal_median_deg", "normal_rmse")
+        self.bootstrap_keys += tuple(map(angle_key, self.thresholds))
         self.add_state("pixels", torch.zeros((), dtype=torch.int64))
         self.add_state("sum_angle", torch.zeros((), dtype=torch.float64))
         self.add_state("sum_angle_sq", torch.zeros((), dtype=torch.float64))
@@ -207,3 +211,16 @@ class NormalEvaluator(Evaluator):
         out["nonfinite_pred_pixels"] = float(s["nonfinite_pred_pixels"])
         out["nonfinite_gt_pixels"] = float(s["nonfinite_gt_pixels"])
         return out
+
+    def _bootstrap_values(self, s: dict[str, np.ndarray], keys: list[str]) -> dict[str, np.ndarray]:
+        """Mean, RMSE, official histogram median and ``within_*`` of ``R x ...`` resampled states."""
+        n = s["pixels"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nn = np.where(n > 0, n, np.nan)
+            out = {"normal_mae": s["sum_angle"] / nn, "normal_rmse": np.sqrt(s["sum_angle_sq"] / nn)}
+            for j, t in enumerate(self.thresholds):
+                out[angle_key(t)] = 100.0 * s["within"][:, j] / nn
+        cdf = np.cumsum(s["hist_official"], axis=1)
+        first = np.argmax(cdf >= (cdf[:, -1] / 2.0)[:, None], axis=1)
+        out["normal_median_deg"] = np.where(cdf[:, -1] > 0, (first + 0.5) * self.bin_deg, np.nan)
+        return {k: out[k] for k in keys}

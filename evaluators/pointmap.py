@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from evaluators import filters
@@ -160,6 +161,8 @@ class PointmapEvaluator(Evaluator):
         self.add_state("sum_angle", torch.zeros((), dtype=f64))
         self.add_state("sum_angle_sq", torch.zeros((), dtype=f64))
         self.add_state("within_angle", torch.zeros(len(self.ang_thr), dtype=i64))
+        self.bootstrap_states = tuple(self._reduce)
+        self.bootstrap_keys = tuple(self._bootstrap_values(None, None))
         self.conventions = {
             "pooling": "pixel-pooled over GT-mask pixels of the whole dataset",
             "resize": "pred bilinear (align_corners=False) to GT size",
@@ -286,3 +289,32 @@ class PointmapEvaluator(Evaluator):
         out["nonfinite_pred_pixels"] = float(s["nonfinite_pred_pixels"])
         out["nonfinite_gt_pixels"] = float(s["nonfinite_gt_pixels"])
         return out
+
+    def _bootstrap_values(self, s: dict[str, np.ndarray] | None, keys: list[str] | None) -> dict:
+        """``compute_from_state`` on ``R x ...`` resampled states (``s=None``: the supported keys)."""
+        names = []
+        for v in self.variants:
+            names += [v + "l2_mean", *(f"{v}{a}_mae" for a in "xyz"), v + "rmse"]
+            names += [f"{v}within_{round(t * 100):02d}_cm" for t in self.dist_thr]
+            names += [v + "rel_point_err", v + "delta_1.25"]
+        names += ["normal_mae", "normal_rmse", *(angle_key(t) for t in self.ang_thr)]
+        if s is None:
+            return dict.fromkeys(names)
+        out: dict = {}
+        with np.errstate(divide="ignore", invalid="ignore"):
+            n = np.where(s["pixels"] > 0, s["pixels"], np.nan)
+            nn = np.where(s["normal_pixels"] > 0, s["normal_pixels"], np.nan)
+            for v in self.variants:
+                out[v + "l2_mean"] = s[v + "sum_l2"] / n
+                for j, a in enumerate("xyz"):
+                    out[f"{v}{a}_mae"] = s[v + "sum_abs"][:, j] / n
+                out[v + "rmse"] = np.sqrt(s[v + "sum_sq"] / n)
+                for j, t in enumerate(self.dist_thr):
+                    out[f"{v}within_{round(t * 100):02d}_cm"] = s[v + "within_dist"][:, j] / n
+                out[v + "rel_point_err"] = s[v + "sum_rel"] / n
+                out[v + "delta_1.25"] = s[v + "delta"] / n
+            out["normal_mae"] = s["sum_angle"] / nn
+            out["normal_rmse"] = np.sqrt(s["sum_angle_sq"] / nn)
+            for j, t in enumerate(self.ang_thr):
+                out[angle_key(t)] = s["within_angle"][:, j] / nn
+        return {k: out[k] for k in keys}

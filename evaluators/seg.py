@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from evaluators.base import Evaluator
@@ -184,6 +185,8 @@ class SegEvaluator(Evaluator):
     """
 
     task = "seg"
+    bootstrap_states = ("confusion",)
+    bootstrap_keys = SUMMARY_KEYS
 
     def __init__(
         self,
@@ -297,3 +300,31 @@ class SegEvaluator(Evaluator):
             k: {name: float(v) for name, v in zip(self.class_names, m[k].tolist())} for k in PER_CLASS_METRICS
         }
         return out
+
+    def _bootstrap_values(self, s: dict[str, np.ndarray], keys: list[str]) -> dict[str, np.ndarray]:
+        """The summary metrics of ``R x C x (C + 1)`` resampled confusion matrices (percent)."""
+        conf = s["confusion"]
+        c = conf.shape[1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inter = np.diagonal(conf[:, :, :c], axis1=1, axis2=2)
+            area_label = conf.sum(2)
+            area_pred = conf[:, :, :c].sum(1)
+            precision, recall = inter / area_pred, inter / area_label
+            b2 = self.beta**2
+            per_class = {
+                "IoU": inter / (area_pred + area_label - inter),
+                "Acc": recall,
+                "Dice": 2 * inter / (area_pred + area_label),
+                "Fscore": (1 + b2) * precision * recall / (b2 * precision + recall),
+                "Precision": precision,
+                "Recall": recall,
+            }
+            out = {"aAcc": 100.0 * inter.sum(1) / area_label.sum(1)}
+            for k, v in per_class.items():
+                if self.nan_to_num is not None:
+                    v = np.nan_to_num(v, nan=self.nan_to_num)
+                valid = ~np.isnan(v)
+                cnt = valid.sum(1)
+                mean = np.where(valid, v, 0.0).sum(1) / np.maximum(cnt, 1)
+                out["m" + k] = np.where(cnt > 0, 100.0 * mean, np.nan)
+        return {k: out[k] for k in keys}

@@ -84,7 +84,7 @@ def _worker(rank: int, world: int, port: int, tasks: list[str], out: dict) -> No
             ev.sync()
             r = ev.compute()
             r.pop("conventions")
-            res[task] = (indices, r)
+            res[task] = (indices, r, ev.bootstrap_intervals(list(ev.bootstrap_keys), resamples=200))
         out[rank] = res
     finally:
         dist.destroy_process_group()
@@ -117,8 +117,8 @@ def test_two_process_gloo_equals_single_process():
     out = manager.dict()
     mp.spawn(_worker, args=(2, _free_port(), TASKS, out), nprocs=2, join=True)
     for task in TASKS:
-        idx0, r0 = out[0][task]
-        idx1, r1 = out[1][task]
+        idx0, r0, iv0 = out[0][task]
+        idx1, r1, iv1 = out[1][task]
         # the sampler really padded: 8 slots for 7 samples, one index seen twice
         assert len(idx0) + len(idx1) == N_SAMPLES + 1
         assert len(set(idx0) | set(idx1)) == N_SAMPLES
@@ -129,6 +129,8 @@ def test_two_process_gloo_equals_single_process():
         assert r0["num_samples"] == N_SAMPLES
         _assert_same(r0, rr, task)
         _assert_same(r1, rr, task)
+        # the per-image rows gathered in canonical order: bootstrap intervals are identical
+        assert iv0 == iv1 == ref.bootstrap_intervals(list(ref.bootstrap_keys), resamples=200), task
         # without index keys the padded duplicate is counted twice: the comparison above can fail
         naive = build(task)
         run_over(naive, make_dataset(task), idx0 + idx1, keyed=False)

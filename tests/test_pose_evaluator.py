@@ -159,8 +159,11 @@ def _ddp_worker(rank: int, world: int, port: int, n: int, out_path: str) -> None
             _update(ev, s, mine[start : start + 2])
         ev.sync()
         out = ev.compute()
+        iv = ev.bootstrap_intervals(list(ev.bootstrap_keys), resamples=100)
         if rank == 0:
-            torch.save({k: v for k, v in out.items() if k != "conventions"}, out_path)
+            keep = {k: v for k, v in out.items() if k != "conventions"}
+            keep["bootstrap"] = torch.tensor([iv[k] for k in ev.bootstrap_keys], dtype=torch.float64)
+            torch.save(keep, out_path)
     finally:
         torch.distributed.destroy_process_group()
 
@@ -180,6 +183,9 @@ def test_two_process_gloo_equals_single_process(tmp_path):
     _update(single, make_samples(n, seed=4), np.arange(n))
     ref = single.compute()
     assert ddp["num_samples"] == n
+    iv = single.bootstrap_intervals(list(single.bootstrap_keys), resamples=100)
+    ref_iv = torch.tensor([iv[k] for k in single.bootstrap_keys], dtype=torch.float64)
+    assert torch.equal(ddp.pop("bootstrap"), ref_iv)
     for key, v in ref.items():
         if key != "conventions":
             assert ddp[key] == pytest.approx(v, abs=1e-12), key

@@ -105,6 +105,28 @@ class KeypointAPResult:
     precision: np.ndarray
     recall: np.ndarray
     num_gt: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    matches: dict = field(default_factory=dict)
+
+
+@dataclass
+class CategoryMatches:
+    """Per-image matching outcome of one category in the ``all`` area range (for the bootstrap).
+
+    Attributes:
+        image: D kept detections' image positions (in ``image_ids``).
+        rank: D ranks of the detections within their image (score order, < ``max_dets``).
+        score: D detection scores.
+        tp: T x D true positives (matched, not ignored) per OKS threshold.
+        fp: T x D false positives (unmatched, not ignored).
+        npig: per image of ``image_ids``, the number of non-ignored GT.
+    """
+
+    image: np.ndarray
+    rank: np.ndarray
+    score: np.ndarray
+    tp: np.ndarray
+    fp: np.ndarray
+    npig: np.ndarray
 
 
 def evaluate_keypoints(
@@ -116,6 +138,7 @@ def evaluate_keypoints(
     use_area: bool = True,
     area_ranges: dict[str, tuple[float, float]] | None = None,
     area_keypoint_ids: list[int] | np.ndarray | None = None,
+    keep_matches: bool = False,
 ) -> KeypointAPResult:
     """COCO keypoint AP/AR of ``dets`` against ``gt``.
 
@@ -132,6 +155,9 @@ def evaluate_keypoints(
             these keypoints (of the full set). None: around the evaluated keypoints, which is what
             xtcocotools does on a file holding only ``keypoint_ids``. The official whole-body
             convention passes the body ids for every part (see :func:`evaluate_parts`).
+        keep_matches: also return, per category, the ``all``-range matching outcome per image
+            (:class:`CategoryMatches`, in ``matches[category_id]``), from which
+            :mod:`evaluators.pose.ap_bootstrap` recomputes AP on resampled images.
 
     Returns:
         A :class:`KeypointAPResult`.
@@ -173,6 +199,7 @@ def evaluate_keypoints(
     num_gt = np.zeros((len(gt.category_ids), len(labels)), dtype=np.int64)
 
     det_keep = (ds > 0).any(1) if dk.shape[0] else np.zeros(0, bool)
+    matches = {}
     for ci, cat in enumerate(gt.category_ids):
         g_sel = np.nonzero(gt.category == cat)[0]
         d_sel = np.nonzero((dets.category == cat) & det_keep)[0]
@@ -191,13 +218,22 @@ def evaluate_keypoints(
             matched, d_ig = cat_data.match(ious, g_ig, gt.iscrowd[cat_data.g_idx].astype(bool), d_out)
             npig = int((~g_ig).sum())
             num_gt[ci, ai] = npig
+            if keep_matches and label == "all":
+                matches[cat] = CategoryMatches(
+                    image=dets.image_index[cat_data.d_idx],
+                    rank=cat_data.d_rank,
+                    score=dets.score[cat_data.d_idx],
+                    tp=matched & ~d_ig,
+                    fp=~matched & ~d_ig,
+                    npig=np.bincount(gt.image_index[cat_data.g_idx[~g_ig]], minlength=len(gt.image_ids)),
+                )
             if npig == 0:
                 continue
             p, r = _accumulate(cat_data.order, matched, d_ig, npig)
             precision[:, :, ci, ai] = p
             recall[:, ci, ai] = r
     stats = summarize(precision, recall, labels)
-    return KeypointAPResult(stats=stats, precision=precision, recall=recall, num_gt=num_gt)
+    return KeypointAPResult(stats=stats, precision=precision, recall=recall, num_gt=num_gt, matches=matches)
 
 
 def evaluate_parts(

@@ -4,7 +4,10 @@ The state is the per-instance prediction (keypoints, keypoint scores, box score,
 and, when no COCO GT file is given, the instance's GT, keyed by dataset index: an index seen
 twice (``DistributedSampler`` padding, or two merged evaluators) counts once, first holder wins.
 ``compute`` runs the official pipeline (instance score = box score x mean keypoint score above
-0.2, OKS-NMS at 0.9 per image) and the COCO keypoint AP engine for the whole set and each part.
+0.2, OKS-NMS at 0.9 per image) and the COCO keypoint AP engine for the whole set and each part,
+and, when every sample brought its GT, PCK@0.05, PCK@0.1 and EPE (:mod:`evaluators.pose.pck`).
+``bootstrap_intervals`` resamples test images (image ids): AP exactly from the per-image matches
+(:mod:`evaluators.pose.ap_bootstrap`), PCK/EPE from per-image sums.
 
 Example:
     >>> ev = PoseEvaluator(meta="coco17")
@@ -23,9 +26,12 @@ import torch
 import torch.distributed as dist
 
 from evaluators.base import Evaluator
-from evaluators.pose.coco_ap import STAT_NAMES, evaluate_parts
+from evaluators.bootstrap import resample_counts, resample_indices, resolve_metrics, weighted_sums
+from evaluators.pose.ap_bootstrap import resampled_ap
+from evaluators.pose.coco_ap import STAT_NAMES, evaluate_keypoints, evaluate_parts
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
 from evaluators.pose.metadata import KeypointMeta, load_meta
+from evaluators.pose.pck import instance_point_stats, pck_keys, pck_metrics, resampled_pck
 from evaluators.pose.pipeline import to_coco_results
 from evaluators.registry import EVALUATORS
 from sapiens2 import distributed as D
@@ -88,7 +94,17 @@ class PoseEvaluator(Evaluator):
             "keypoint_set": self.meta.name,
             "parts": {k: len(v) for k, v in self.meta.parts.items()},
             "dedup": "one prediction per dataset index (first holder wins)",
+            "pck": "PCK@t: labelled (v > 0) GT keypoints with |pred - gt| < t * max(w, h) of the GT box, "
+            "pooled over keypoints; each prediction against the GT of its own sample, before OKS-NMS; "
+            "only when every sample brought gt_keypoints",
+            "epe": "mean |pred - gt| over labelled GT keypoints in pixels of the 1024x768 top-down crop of "
+            "the GT box (box widened to 3:4 w:h, padded 1.25): error x 1024 / crop height",
+            "pck_degenerate_boxes": "GT boxes with max(w, h) == 0 are left out of PCK/EPE and counted",
+            "bootstrap": "percentile bootstrap over image ids (sorted); AP exact per resample from the "
+            "per-image matches; undefined AP (-1) resamples left out",
         }
+        parts = list(self.meta.groups())
+        self.bootstrap_keys = ("AP", *(f"{p}/AP" for p in parts[1:]), *pck_keys(parts))
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
@@ -303,6 +319,76 @@ class PoseEvaluator(Evaluator):
         for part, stats in parts.items():
             if part != "wholebody":
                 out.update({f"{part}/{name}": stats[name] for name in STAT_NAMES})
+        point = self._point_stats()
+        if point is not None:
+            out.update(pck_metrics(point[0].sum(0), list(self.meta.groups())))
+            out["pck_degenerate_boxes"] = float(point[1])
         out["num_samples"] = float(len(self._records) + len(self._unindexed))
         out["conventions"] = dict(self.conventions)
         return out
+
+    # ------------------------------------------------------------------ PCK / EPE and bootstrap
+    def _point_stats(self) -> tuple[np.ndarray, int, list] | None:
+        """(per-instance ``N x G x S`` PCK/EPE sums, degenerate boxes, image ids); None without GT."""
+        insts = self._instances()
+        if not insts or any("gt" not in r for r in insts):
+            return None
+        gt_xyv = np.stack([r["gt"]["keypoints"] for r in insts])
+        boxes = np.stack([r["gt"]["bbox"] for r in insts])
+        pred = np.stack([r["keypoints"] for r in insts])
+        stats = instance_point_stats(pred, gt_xyv, boxes, self.meta.groups())
+        degenerate = int((np.maximum(boxes[:, 2], boxes[:, 3]) <= 0).sum())
+        return stats, degenerate, [r["image_id"] for r in insts]
+
+    @property
+    def num_images(self) -> int:
+        """n: the number of test images (distinct image ids of the evaluated GT) the bootstrap resamples."""
+        if self.gt_source is None:
+            return len({r["image_id"] for r in self._instances()})
+        return len(self.coco_gt().get("images", []))
+
+    def bootstrap_distribution(
+        self, metrics: list[str] | None = None, *, resamples: int = 1000, seed: int = 0
+    ) -> dict[str, np.ndarray]:
+        """AP (whole body or ``<part>/AP``), PCK and EPE on each resample of the test images.
+
+        Images are resampled in ascending image-id order (the COCO GT's ``image_ids``); AP is
+        recomputed exactly from the per-image matches (undefined AP, -1, becomes NaN).
+        """
+        owner = "PoseEvaluator"
+        keys = resolve_metrics(metrics, self.default_bootstrap_metrics(), self.bootstrap_keys, owner)
+        gt, k = load_coco_gt(self.coco_gt(), self.meta.num_keypoints, use_area=self.use_area)
+        n = len(gt.image_ids)
+        idx = resample_indices(n, resamples, seed)
+        groups = self.meta.groups()
+        out: dict[str, np.ndarray] = {}
+        ap_keys = [key for key in keys if key == "AP" or key.endswith("/AP")]
+        if ap_keys:
+            dets = load_coco_results(self.coco_results(), gt, k)
+            area_ids = self.meta.detection_area_ids(self.detection_area)
+            for key in ap_keys:
+                ids = groups["wholebody" if key == "AP" else key[: -len("/AP")]]
+                res = evaluate_keypoints(
+                    gt,
+                    dets,
+                    self.meta.sigmas,
+                    ids,
+                    self.max_dets,
+                    self.use_area,
+                    area_keypoint_ids=area_ids,
+                    keep_matches=True,
+                )
+                ap = resampled_ap(res.matches, idx)
+                out[key] = np.where(ap < 0, np.nan, ap)
+        other = [key for key in keys if key not in out]
+        if other:
+            point = self._point_stats()
+            if point is None:
+                raise KeyError(f"PoseEvaluator.bootstrap_intervals: {other} need gt_keypoints in update()")
+            stats, _, image_ids = point
+            pos = {iid: i for i, iid in enumerate(gt.image_ids)}
+            per_image = np.zeros((n, *stats.shape[1:]))
+            np.add.at(per_image, np.array([pos[i] for i in image_ids], dtype=np.int64), stats)
+            sums = weighted_sums(resample_counts(idx, n), per_image)
+            out.update(resampled_pck(sums, list(groups), other))
+        return {key: out[key] for key in keys}
