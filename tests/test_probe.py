@@ -33,7 +33,7 @@ def test_protocol_id_hashes_every_knob():
         p.replace(lr=2e-2),
         p.replace(cls_concat=False),
         p.replace(input_size=(128, 96)),
-        p.replace(tasks={"seg": {"decoder": "linear"}}),
+        p.replace(tasks={"seg": {"decoder": "pixelshuffle"}}),
         p.replace(iterations=201),
         p.replace(padding="resize"),
         p.replace(shortcut="none"),
@@ -43,6 +43,9 @@ def test_protocol_id_hashes_every_knob():
         p.replace(optimizer="adam"),
         p.replace(schedule="warmup_constant"),
         p.replace(tasks={"albedo": {"loss_weights": {"l1": 1.0, "grad": 0.5}}}),
+        p.replace(backbone_dtype="float32"),
+        p.replace(ridge_product_dtype="float64"),
+        p.replace(bootstrap_resamples=100),
     ]
     ids = {c.protocol_id() for c in changed}
     assert p.protocol_id() not in ids and len(ids) == len(changed)

@@ -19,7 +19,9 @@ import time
 
 from sapiens2.tasks import task_names
 
-DEFAULT_BACKBONES = ("gt-oracle", "sapiens2_0.1b", "dinov2_small", "pixels")
+# The shipped pretrained backbone beside its random-init twin, a transformers baseline (random
+# init: no weights can be downloaded here), the pixels and the ground-truth ceiling.
+DEFAULT_BACKBONES = ("gt-oracle", "sapiens2_cpu_small", "sapiens2_cpu_small-random", "dinov2_small", "pixels")
 QUICK_BACKBONES = ("gt-oracle", "sapiens2_tiny", "pixels")
 TASKS = ",".join(task_names())
 
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from benchmarks.cli.probe import default_data_dir
 
-        data = default_data_dir(protocol)
+        data = default_data_dir(protocol, quick=args.quick)
     print(f"      {data}")
     print(f"[2/3] probing {len(names)} backbone(s) x tasks {args.tasks} x seeds {seeds} under protocol "
           f"{protocol.protocol_id()}")
@@ -161,19 +163,10 @@ def _mediapipe(data, out, quick: bool) -> None:
 
 
 def _print_summary(results) -> None:
-    from leaderboard.catalog import headline_metrics
+    """The probe records under ``results``: headline metric per task with its 95% interval and n."""
+    from benchmarks.probe.summary import summary_table
     from leaderboard.results import load_records
-    from leaderboard.tables import records_to_frame
 
-    long = records_to_frame(load_records([results], skip_foreign=True))
-    if not len(long):
-        return
-    tasks = list(task_names())
-    print(f"\n{'model':<34} {'protocol':<34} " + " ".join(f"{t:>20}" for t in tasks))
-    for (model, pkey), g in long.groupby(["model", "protocol_key"], sort=False):
-        cells = []
-        for task in tasks:
-            spec = headline_metrics(task)[0]
-            row = g[(g["task"] == task) & (g["metric"] == spec.key)]
-            cells.append(f"{spec.label} {row['value'].iloc[0] * spec.scale:.3g}" if len(row) else "-")
-        print(f"{model[:34]:<34} {pkey[:34]:<34} " + " ".join(f"{c:>20}" for c in cells))
+    records = load_records([results], skip_foreign=True)
+    if any((r.get("protocol") or {}).get("kind") == "probe" for r in records):
+        print("\n" + summary_table(records, list(task_names())))
