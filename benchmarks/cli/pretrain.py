@@ -3,6 +3,7 @@ on an unlabelled image folder.
 
 Example:
     sapiens2-bench pretrain --recipe smoke_tiny --data DIR --out OUT
+    sapiens2-bench pretrain --recipe cpu_small --out OUT      # renders the recipe's own images
     sapiens2-bench pretrain --config my_recipe.json --data DIR --out OUT --resume
     torchrun --nproc_per_node=2 -m benchmarks.cli.main pretrain --recipe smoke_tiny --data DIR --out OUT
 """
@@ -25,7 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--config", default=None, help="JSON config file (merged over the defaults)")
     src.add_argument("--recipe", default=None, help="a built-in recipe name (see --list-recipes)")
-    p.add_argument("--data", default=None, help="folder of unlabelled images")
+    p.add_argument("--data", default=None,
+                   help="folder of unlabelled images (default: the recipe's own synthetic images, "
+                   "rendered once and cached)")
     p.add_argument("--out", default=None, help="output folder")
     p.add_argument("--resume", action="store_true", help="continue OUT/train_state.pt (same config)")
     p.add_argument("--stop-at", type=int, default=None,
@@ -73,8 +76,10 @@ def run(args) -> int:
     if args.show_config:
         print(json.dumps({"config_hash": config_hash(cfg), "config": cfg}, indent=2))
         return 0
-    if not args.data or not args.out:
-        raise ValueError("--data and --out are required")
+    if not args.out:
+        raise ValueError("--out is required")
+    if not args.data and cfg.get("data") is None:
+        raise ValueError(f"--data is required: config {cfg['name']!r} names no data of its own")
     from sapiens2 import distributed as dist_utils
     from sapiens2.pretrain.trainer import pretrain
 

@@ -56,8 +56,11 @@ DEFAULTS: dict = {
         "min_lr": 1e-7,
         "clip_grad": 5.0,
     },
+    # Named unlabelled data (see sapiens2.pretrain.synthdata), used when no --data folder is given;
+    # null: the run needs --data. Hashed only when set (older configs keep their hash).
+    "data": None,
     # Not hashed: how the run is carried out, not what it computes.
-    "run": {"checkpoint_every": 100, "log_every": 1, "num_workers": 0},
+    "run": {"checkpoint_every": 100, "log_every": 1, "num_workers": 0, "render_workers": 2},
 }
 
 # Keys of sections whose contents are validated by a constructor instead of here.
@@ -65,6 +68,37 @@ _OPEN_SECTIONS = {("model",), ("model", "backbone"), ("model", "decoder"), ("mod
                   ("model", "masking"), ("crops",)}
 
 _TINY_ARCH = {"embed_dims": 64, "num_layers": 4, "num_heads": 4, "feedforward_channels": 128}
+_SMALL_ARCH = {"embed_dims": 192, "num_layers": 6, "num_heads": 4, "feedforward_channels": 768}
+# The CPU recipes' pretraining images: scene seed 1000 of the synthetic generator (the probe's splits
+# use seed 0; tests/test_pretrain_recipes.py checks that they stay disjoint), one image per scene.
+CPU_DATA = {"source": "synth", "seed": 1000, "n": 6000, "size": [256, 192]}
+
+
+def _cpu_small(name: str, loss_weights: dict) -> dict:
+    """The shipped CPU recipe (and its objective ablations: only ``loss_weights`` differ).
+
+    A 192-wide, 6-block Sapiens2 (3.7M parameters) with patch 16 at the probe's input size 256x192,
+    so the pretrained and probed token grids are the same 16x12 (RoPE: nothing to interpolate).
+    """
+    return {
+        "name": name,
+        "seed": 0,
+        "steps": 300,
+        "batch_size": 32,
+        "model": {
+            "backbone": {"type": "Sapiens2", "arch": dict(_SMALL_ARCH), "img_size": [256, 192],
+                         "patch_size": 16},
+            "decoder": {"type": "MAEDecoder", "embed_dims": 128, "num_layers": 2, "num_heads": 4},
+            "head": {"type": "DINOHead", "out_dim": 4096, "hidden_dim": 512, "bottleneck_dim": 128},
+            "loss_weights": dict(loss_weights),
+            "teacher_temp_warmup_steps": 100,
+        },
+        "crops": {"global_size": [256, 192], "local_size": [96, 64], "n_local": 2},
+        "optim": {"lr": 1e-3, "warmup_steps": 30, "min_lr": 1e-5, "clip_grad": 3.0},
+        "data": dict(CPU_DATA),
+        "run": {"checkpoint_every": 20},
+    }
+
 
 RECIPES: dict[str, dict] = {
     # Seconds on a CPU: the tiny arch with patch 8 on 32x24 images (4x3 tokens). For tests.
@@ -83,6 +117,10 @@ RECIPES: dict[str, dict] = {
         "optim": {"lr": 1e-3, "warmup_steps": 1, "min_lr": 1e-6},
         "run": {"checkpoint_every": 1},
     },
+    # The shipped CPU backbone (docs/pretraining.md, sapiens2/weights/) and its objective ablations.
+    "cpu_small": _cpu_small("cpu_small", {"mae": 1.0, "cl": 0.4, "koleo": 0.04}),
+    "cpu_small_mae": _cpu_small("cpu_small_mae", {"mae": 1.0, "cl": 0.0, "koleo": 0.0}),
+    "cpu_small_cl": _cpu_small("cpu_small_cl", {"mae": 0.0, "cl": 0.4, "koleo": 0.04}),
     # The paper's 1B recipe (App. A.1.1) as far as it is published. Not runnable on a CPU.
     # Assumed where the paper is silent: batch size per rank, local crop size (the DINOv2 ratio
     # 96/224 of the global side, rounded to the patch), and the head sizes (DINOv2 defaults).
@@ -173,15 +211,22 @@ def resolve_config(config: dict) -> dict:
         raise BenchError("pretraining config: KoLeo (loss_weights.koleo > 0) needs batch_size >= 2 per rank")
     if weights.get("cl", 0) > 0 and cfg["crops"]["n_local"] == 0 and cfg["model"]["n_global"] < 2:
         raise BenchError("pretraining config: the distillation needs 2 global views or local views")
-    for key in ("checkpoint_every", "log_every"):
+    if cfg["data"] is not None:
+        from sapiens2.pretrain.synthdata import check_data_spec
+
+        cfg["data"] = check_data_spec(cfg["data"])
+    for key in ("checkpoint_every", "log_every", "render_workers"):
         if not isinstance(cfg["run"][key], int) or cfg["run"][key] < 1:
             raise BenchError(f"pretraining config: run.{key} must be a positive int, got {cfg['run'][key]!r}")
     return json.loads(json.dumps(cfg))  # plain JSON types (tuples -> lists)
 
 
 def config_hash(cfg: dict) -> str:
-    """16 hex digits of the SHA-256 of the resolved config without ``name`` and ``run``."""
+    """16 hex digits of the SHA-256 of the resolved config without ``name`` and ``run``
+    (and without ``data`` when it is null)."""
     resolved = resolve_config(cfg)
     hashed = {k: v for k, v in resolved.items() if k not in ("name", "run")}
+    if hashed["data"] is None:
+        del hashed["data"]
     text = json.dumps(hashed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

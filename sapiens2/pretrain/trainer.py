@@ -101,13 +101,37 @@ def _mean_over_ranks(values: dict[str, float]) -> dict[str, float]:
     return {k: float(v) / dist_utils.get_world_size() for k, v in zip(keys, t.tolist())}
 
 
-def pretrain(config: dict, data_dir: str | Path, out_dir: str | Path, *, resume: bool = False,
+def resolve_data_dir(cfg: dict, data_dir: str | Path | None, progress: bool = True) -> Path:
+    """The image folder of a run: ``data_dir``, or the config's ``data`` section rendered (cached).
+
+    Under torchrun rank 0 renders and the other ranks wait for it.
+
+    Raises:
+        BenchError: neither is given.
+    """
+    if data_dir is not None:
+        return Path(data_dir)
+    if cfg["data"] is None:
+        raise BenchError(f"pretraining config {cfg['name']!r} names no data: give a data folder (--data DIR)")
+    from sapiens2.pretrain.synthdata import ensure_unlabelled
+
+    workers = cfg["run"]["render_workers"]
+    if dist_utils.get_rank() == 0:
+        folder = ensure_unlabelled(cfg["data"], workers=workers, progress=progress)
+    dist_utils.barrier()
+    if dist_utils.get_rank() != 0:
+        folder = ensure_unlabelled(cfg["data"], workers=workers, progress=False)
+    return folder
+
+
+def pretrain(config: dict, data_dir: str | Path | None, out_dir: str | Path, *, resume: bool = False,
              stop_at: int | None = None, device: str = "cpu", progress: bool = True) -> PretrainResult:
     """Run (or resume) pretraining.
 
     Args:
         config: a (partial) config dict; see :mod:`sapiens2.pretrain.recipes`.
-        data_dir: unlabelled image folder (see :func:`~sapiens2.pretrain.data.list_images`).
+        data_dir: unlabelled image folder (see :func:`~sapiens2.pretrain.data.list_images`);
+            ``None``: the config's ``data`` section, rendered once and cached.
         out_dir: output folder: ``config.json``, ``log.jsonl``, ``train_state.pt``,
             ``backbone.safetensors`` and ``backbone.json``.
         resume: continue from ``out_dir/train_state.pt`` (same config, same number of processes).
@@ -124,8 +148,6 @@ def pretrain(config: dict, data_dir: str | Path, out_dir: str | Path, *, resume:
     """
     cfg = resolve_config(config)
     chash = config_hash(cfg)
-    files = list_images(data_dir)
-    read_image(files[0])
     out = Path(out_dir)
     rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
     end = cfg["steps"] if stop_at is None else int(stop_at)
@@ -144,6 +166,9 @@ def pretrain(config: dict, data_dir: str | Path, out_dir: str | Path, *, resume:
     except (TypeError, ValueError) as e:
         raise BenchError(f"pretraining config {cfg['name']!r}: crops: {e}") from e
     grid = _check_sizes(model, crops, cfg)
+    # After the config checks, so a bad config fails before a recipe's images are rendered.
+    files = list_images(resolve_data_dir(cfg, data_dir, progress))
+    read_image(files[0])
     opt_cfg = cfg["optim"]
     optimizer = build_optimizer(model.student, opt_cfg["lr"], opt_cfg["betas"], opt_cfg["weight_decay"])
     start = 0

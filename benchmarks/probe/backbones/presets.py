@@ -18,6 +18,7 @@ from benchmarks.probe.backbones.hf import hf_preset
 from benchmarks.probe.backbones.plugins import BackboneSpecError, backbone_class, is_class_path
 from benchmarks.probe.registry import PROBE_BACKBONES
 from sapiens2.errors import UnknownNameError
+from sapiens2.weights import SHIPPED, backbone_config, weights_path
 
 ORACLE = "gt-oracle"
 SAPIENS2_NAMES = (
@@ -29,12 +30,32 @@ SAPIENS2_NAMES = (
     "sapiens2_tiny",
 )
 SAPIENS_V1_NAMES = ("sapiens_0.3b", "sapiens_0.6b", "sapiens_1b", "sapiens_2b", "sapiens_tiny")
+# Backbones pretrained here and shipped in sapiens2/weights/ (with their weights), and their
+# random-init twins (same arch, no weights): NAME and NAME + RANDOM_SUFFIX.
+RANDOM_SUFFIX = "-random"
+SHIPPED_NAMES = tuple(n for name in sorted(SHIPPED) for n in (name, name + RANDOM_SUFFIX))
+
+
+def shipped_cfg(name: str) -> dict:
+    """The probe config of a shipped backbone (its weights file included) or of its random twin.
+
+    Example:
+        >>> cfg = shipped_cfg("sapiens2_cpu_small-random")
+        >>> cfg["type"], cfg["patch_size"], "checkpoint" in cfg
+        ('Sapiens2Probe', 16, False)
+    """
+    base = name[: -len(RANDOM_SUFFIX)] if name.endswith(RANDOM_SUFFIX) else name
+    bb = backbone_config(base)
+    cfg = dict(type="Sapiens2Probe", **{k: v for k, v in bb.items() if k not in ("type", "img_size")})
+    if base == name:
+        cfg["checkpoint"] = str(weights_path(base, must_exist=False))
+    return cfg
 
 
 def list_presets() -> list[str]:
     """Every backbone name ``--backbone`` accepts besides registered type names and JSON dicts."""
     hf = list(HF_PRESETS) + [f"{n}_tiny" for n in HF_PRESETS]
-    return sorted([*SAPIENS2_NAMES, *SAPIENS_V1_NAMES, *hf, "pixels", "pixels_p8"])
+    return sorted([*SAPIENS2_NAMES, *SAPIENS_V1_NAMES, *hf, *SHIPPED_NAMES, "pixels", "pixels_p8"])
 
 
 def _registered(name: str) -> type | None:
@@ -95,6 +116,8 @@ def _named_cfg(spec: str) -> dict:
         return dict(type="Sapiens2Probe", arch=spec)
     if spec in SAPIENS_V1_NAMES:
         return dict(type="SapiensV1Probe", arch=spec)
+    if spec in SHIPPED_NAMES:
+        return shipped_cfg(spec)
     if spec in HF_PRESETS:
         return hf_preset(spec)
     if spec.endswith("_tiny") and spec[: -len("_tiny")] in HF_PRESETS:
@@ -198,6 +221,10 @@ def backbone_table(img_size: tuple[int, int] = (256, 192)) -> list[dict]:
         takes = "checkpoint" in inspect.signature(cls.__init__).parameters
         if cls.weights == "none" or params == 0:
             weights, params = "none", None
+        elif name in SHIPPED:
+            weights = f"shipped: sapiens2/weights/{name}.safetensors (--weights PATH overrides)"
+        elif name.endswith(RANDOM_SUFFIX) and name[: -len(RANDOM_SUFFIX)] in SHIPPED:
+            weights = f"random init (the twin of {name[: -len(RANDOM_SUFFIX)]})"
         elif takes:
             weights = "needed: --weights PATH (random init without)"
         else:
@@ -217,7 +244,7 @@ def weight_free(spec: str | dict) -> bool:
 
 
 def _meta_params(cls, cfg: dict, img_size) -> int | None:
-    kwargs = dict(cfg)
+    kwargs = {k: v for k, v in cfg.items() if k != "checkpoint"}  # count only: read no weights
     if "img_size" in inspect.signature(cls.__init__).parameters:
         kwargs.setdefault("img_size", tuple(img_size))
     try:
