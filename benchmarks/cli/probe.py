@@ -22,9 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "probe",
         help="probe a frozen backbone on the five dense tasks",
-        description="Train light decoders on frozen features and evaluate them on the test split; "
-        "one result record per (backbone, task, seed) plus mean +- std over seeds. "
-        "Run under torchrun for DDP.",
+        description="Fit a closed-form linear probe per task on frozen features (protocol v4; the "
+        "trained decoder body is the body_protocol() variant, via --protocol) and evaluate it on the test "
+        "split with 95%% bootstrap intervals; one result record per (backbone, task, seed) plus mean +- "
+        "std over seeds. Run under torchrun for DDP.",
     )
     p.add_argument(
         "--backbone",

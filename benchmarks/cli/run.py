@@ -1,10 +1,12 @@
 """``sapiens2-bench run``: the main job, end to end on the embedded synthetic data.
 
-With no arguments: render (or reuse) the default synthetic split, probe the default backbones on
-all five tasks under the default probing protocol, write one result record per (backbone, task,
-seed), build the leaderboard (Markdown + self-contained HTML, with the paper's numbers marked
-reported) and print where the report is. ``--quick`` runs a tiny protocol for tests (its own
-protocol id, never ranked with the default one).
+With no arguments: render (or reuse) the default synthetic split (384 scenes), probe the default
+backbones (the shipped pretrained sapiens2_cpu_small beside its random-init twin, dinov2_small,
+pixels and the ground-truth oracle) on all five tasks under the default probing protocol (v4: the
+closed-form linear probe), write one result record per (backbone, task, seed) with 95% bootstrap
+intervals, build the leaderboard (Markdown + self-contained HTML, with the paper's numbers marked
+reported), print the headline table (value [low, high] n=N per task) and where the report is.
+``--quick`` runs a tiny protocol for tests (its own protocol id, never ranked with the default one).
 
 Backbones that take weights but get none are probed from a seeded random initialisation (the
 records and the report say so); pass ``--weights NAME=PATH`` to probe pretrained weights (``probe``

@@ -303,7 +303,12 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
         protocol={
             "kind": "probe",
             "protocol_id": pid,
-            "description": "frozen backbone + light decoder (benchmarks.probe.protocol.ProbeProtocol)",
+            "description": (
+                "frozen backbone + closed-form linear probe"
+                if protocol.task(task.name).decoder == "linear"
+                else "frozen backbone + linear probe + trained pixel-shuffle body"
+            )
+            + " (benchmarks.probe.protocol.ProbeProtocol)",
         },
         metrics=metrics,
         intervals=intervals,
