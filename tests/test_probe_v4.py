@@ -102,21 +102,21 @@ def test_mean_over_seeds_takes_the_seed_interval_when_seeds_differ(tmp_path):
     from benchmarks.probe.api import run_probe
     from leaderboard.results import read_record
 
-    data = make_toy_data(tasks=("seg",))
+    data = make_toy_data(tasks=("normal",))
     protocol = quick_protocol()  # the trained body: seeds differ
-    paths = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), protocol=protocol)
+    paths = run_probe("pixels", ["normal"], data, tmp_path, seeds=(0, 1), protocol=protocol)
     seeds, mean = [read_record(p) for p in paths[:2]], read_record(paths[2])
     for rec in seeds:
         _check_intervals(rec, protocol)
-    assert seeds[0]["metrics"]["mIoU"] != seeds[1]["metrics"]["mIoU"]
+    vals = [r["metrics"]["normal_mae"] for r in seeds]
+    assert vals[0] != vals[1]
     assert mean["intervals"]["method"] == "seeds" and mean["intervals"]["n"] == 4
-    low, high = mean["intervals"]["bounds"]["mIoU"]
-    vals = [r["metrics"]["mIoU"] for r in seeds]
+    low, high = mean["intervals"]["bounds"]["normal_mae"]
     half = 12.706 * abs(vals[0] - vals[1]) / math.sqrt(2) / math.sqrt(2)  # t(0.975, 1) s / sqrt(k)
     assert (low, high) == pytest.approx((sum(vals) / 2 - half, sum(vals) / 2 + half))
     # the linear probe trains nothing: its seeds agree, the mean keeps the bootstrap interval
-    lin = quick_protocol().replace(tasks={"seg": {"decoder": "linear"}})
-    paths = run_probe("pixels", ["seg"], data, tmp_path / "lin", seeds=(0, 1), protocol=lin)
+    lin = quick_protocol().replace(tasks={"normal": {"decoder": "linear"}})
+    paths = run_probe("pixels", ["normal"], data, tmp_path / "lin", seeds=(0, 1), protocol=lin)
     assert read_record(paths[2])["intervals"] == read_record(paths[0])["intervals"]
 
 

@@ -132,8 +132,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_mediapipe:
         _mediapipe(data, results / "mediapipe", args.quick)
     print("[3/3] building the leaderboard")
+    kind = "quick" if args.quick else "(default: closed-form linear probe)"
     paths = build_site([results], out / "site", include_paper=not args.no_paper,
-                       title="sapiens2-bench leaderboard (synthetic data, probing)")
+                       title="sapiens2-bench leaderboard (synthetic data, probing)",
+                       protocol_names={protocol.protocol_id(): f"probe v{protocol.version} {kind}"})
     _print_summary(results)
     print(f"\nrecords:  {results}")
     print(f"markdown: {paths['markdown']}")
