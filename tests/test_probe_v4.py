@@ -31,7 +31,7 @@ def test_v4_headline_is_the_linear_probe_and_the_body_has_its_own_id():
     assert body.protocol_id() != p.protocol_id() and body.protocol_id().startswith("probe-v4-")
     # everything else is the same protocol
     assert body.replace(tasks={t: {"decoder": "linear"} for t in TASKS}) == p
-    assert (p.backbone_dtype, p.ridge_product_dtype) == ("bfloat16", "float32")
+    assert (p.backbone_dtype, p.ridge_product_dtype) == ("bfloat16", "float64")
     assert (p.interval_level, p.bootstrap_resamples, p.bootstrap_seed) == (0.95, 1000, 0)
 
 
@@ -39,7 +39,7 @@ def test_v4_headline_is_the_linear_probe_and_the_body_has_its_own_id():
     "change",
     [
         {"backbone_dtype": "float32"},
-        {"ridge_product_dtype": "float64"},
+        {"ridge_product_dtype": "float32"},
         {"interval_level": 0.9},
         {"bootstrap_resamples": 500},
         {"bootstrap_seed": 1},
@@ -128,8 +128,9 @@ def test_terminal_table_shows_value_interval_and_n(tmp_path, capsys):
     data = make_toy_data(tasks=("pose", "seg"))
     paths = run_probe("pixels", ["pose", "seg"], data, tmp_path, protocol=protocol)
     _print_summary(paths)
-    out = capsys.readouterr().out
-    header, row = out.splitlines()[:2]
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("backbone"))
+    header, row = lines[start : start + 2]
     assert "pose EPE px [95% CI]" in header and "seg mIoU % [95% CI]" in header
     assert row.startswith("pixels") and row.count(" n=4") == 2 and row.count("[") == 2
 
