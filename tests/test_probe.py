@@ -33,16 +33,19 @@ def test_protocol_id_hashes_every_knob():
         p.replace(lr=2e-2),
         p.replace(cls_concat=False),
         p.replace(input_size=(128, 96)),
-        p.replace(tasks={"seg": {"decoder": "linear"}}),
+        p.replace(tasks={"seg": {"decoder": "pixelshuffle"}}),
         p.replace(iterations=201),
         p.replace(padding="resize"),
-        p.replace(shortcut="none"),
+        p.replace(shortcut="none", tasks={t: {"decoder": "pixelshuffle"} for t in p.tasks}),
         p.replace(ridge_alphas=(1e-3, 1.0)),
         p.replace(tasks={"seg": {"logit_margin": 5.0}}),
         p.replace(tasks={"pose": {"sigma": 3.0}}),
         p.replace(optimizer="adam"),
         p.replace(schedule="warmup_constant"),
         p.replace(tasks={"albedo": {"loss_weights": {"l1": 1.0, "grad": 0.5}}}),
+        p.replace(backbone_dtype="float32"),
+        p.replace(ridge_product_dtype="float32"),
+        p.replace(bootstrap_resamples=100),
     ]
     ids = {c.protocol_id() for c in changed}
     assert p.protocol_id() not in ids and len(ids) == len(changed)

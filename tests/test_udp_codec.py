@@ -122,3 +122,18 @@ def test_flip_heatmaps_mirrors_and_swaps():
     np.testing.assert_array_equal(out_t.numpy(), out)
     with pytest.raises(ValueError, match="outside"):
         flip_permutation([[0, 9]], 4)
+
+
+@pytest.mark.parametrize("shape, kernel_size", [((6, 64, 48), 11), ((3, 5, 9), 17), ((2, 1, 1), 11)])
+def test_banded_blur_equals_the_zero_padded_conv2d(shape, kernel_size):
+    """The decoder's blur (banded matrix products) sums exactly what a zero-padded separable conv2d does."""
+    import torch.nn.functional as F
+
+    from sapiens2.codecs.udp import _blur_keep_peak, gaussian_kernel1d
+
+    hm = torch.rand(*shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    k, pad = gaussian_kernel1d(kernel_size, torch.float64), kernel_size // 2
+    x = F.conv2d(hm[:, None], k.view(1, 1, 1, -1), padding=(0, pad))
+    x = F.conv2d(x, k.view(1, 1, -1, 1), padding=(pad, 0))[:, 0]
+    x = x * (hm.flatten(1).amax(1) / x.flatten(1).amax(1)).view(-1, 1, 1)
+    torch.testing.assert_close(_blur_keep_peak(hm, kernel_size), x, rtol=0, atol=1e-14)

@@ -40,13 +40,14 @@ def known_protocol_names() -> dict[str, str]:
 
     Example:
         >>> sorted(known_protocol_names().values())
-        ['probe v3 (default)', 'probe v3 quick']
+        ['probe v4 (default: closed-form linear probe)', 'probe v4 quick', 'probe v4 trained body']
     """
-    from benchmarks.probe.protocol import default_protocol, quick_protocol
+    from benchmarks.probe.protocol import body_protocol, default_protocol, quick_protocol
 
-    default, quick = default_protocol(), quick_protocol()
-    return {default.protocol_id(): f"probe v{default.version} (default)",
-            quick.protocol_id(): f"probe v{quick.version} quick"}
+    default, quick, body = default_protocol(), quick_protocol(), body_protocol()
+    return {default.protocol_id(): f"probe v{default.version} (default: closed-form linear probe)",
+            quick.protocol_id(): f"probe v{quick.version} quick",
+            body.protocol_id(): f"probe v{body.version} trained body"}
 
 
 def _build(args) -> int:

@@ -1,10 +1,12 @@
 """``sapiens2-bench run``: the main job, end to end on the embedded synthetic data.
 
-With no arguments: render (or reuse) the default synthetic split, probe the default backbones on
-all five tasks under the default probing protocol, write one result record per (backbone, task,
-seed), build the leaderboard (Markdown + self-contained HTML, with the paper's numbers marked
-reported) and print where the report is. ``--quick`` runs a tiny protocol for tests (its own
-protocol id, never ranked with the default one).
+With no arguments: render (or reuse) the default synthetic split (384 scenes), probe the default
+backbones (the shipped pretrained sapiens2_cpu_small beside its random-init twin, dinov2_small,
+pixels and the ground-truth oracle) on all five tasks under the default probing protocol (v4: the
+closed-form linear probe), write one result record per (backbone, task, seed) with 95% bootstrap
+intervals, build the leaderboard (Markdown + self-contained HTML, with the paper's numbers marked
+reported), print the headline table (value [low, high] n=N per task) and where the report is.
+``--quick`` runs a tiny protocol for tests (its own protocol id, never ranked with the default one).
 
 Backbones that take weights but get none are probed from a seeded random initialisation (the
 records and the report say so); pass ``--weights NAME=PATH`` to probe pretrained weights (``probe``
@@ -19,7 +21,9 @@ import time
 
 from sapiens2.tasks import task_names
 
-DEFAULT_BACKBONES = ("gt-oracle", "sapiens2_0.1b", "dinov2_small", "pixels")
+# The shipped pretrained backbone beside its random-init twin, a transformers baseline (random
+# init: no weights can be downloaded here), the pixels and the ground-truth ceiling.
+DEFAULT_BACKBONES = ("gt-oracle", "sapiens2_cpu_small", "sapiens2_cpu_small-random", "dinov2_small", "pixels")
 QUICK_BACKBONES = ("gt-oracle", "sapiens2_tiny", "pixels")
 TASKS = ",".join(task_names())
 
@@ -99,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from benchmarks.cli.probe import default_data_dir
 
-        data = default_data_dir(protocol)
+        data = default_data_dir(protocol, quick=args.quick)
     print(f"      {data}")
     print(f"[2/3] probing {len(names)} backbone(s) x tasks {args.tasks} x seeds {seeds} under protocol "
           f"{protocol.protocol_id()}")
@@ -164,28 +168,10 @@ def _mediapipe(data, out, quick: bool) -> None:
 
 
 def _print_summary(results) -> None:
-    """Model x five task headlines, one line per (model, protocol); names are never cut."""
-    from benchmarks.cli.leaderboard import known_protocol_names
-    from leaderboard.catalog import headline_metrics
+    """The probe records under ``results``: headline metric per task with its 95% interval and n."""
+    from benchmarks.probe.summary import summary_table
     from leaderboard.results import load_records
-    from leaderboard.tables import records_to_frame
 
-    long = records_to_frame(load_records([results], skip_foreign=True))
-    if not len(long):
-        return
-    names = known_protocol_names()
-    tasks = list(task_names())
-    lines = []
-    for (model, pkey), g in long.groupby(["model", "protocol_key"], sort=False):
-        cells = []
-        for task in tasks:
-            spec = headline_metrics(task)[0]
-            row = g[(g["task"] == task) & (g["metric"] == spec.key)]
-            cells.append(f"{spec.label} {row['value'].iloc[0] * spec.scale:.3g}" if len(row) else "-")
-        pid = pkey.split(":", 1)[-1]
-        lines.append([model, f"{names[pid]} [{pid}]" if pid in names else pkey, *cells])
-    header = ["model", "protocol", *tasks]
-    widths = [max(len(str(r[i])) for r in [header, *lines]) for i in range(len(header))]
-    print()
-    for r in [header, *lines]:
-        print("  ".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(r, widths))))
+    records = load_records([results], skip_foreign=True)
+    if any((r.get("protocol") or {}).get("kind") == "probe" for r in records):
+        print("\n" + summary_table(records, list(task_names())))

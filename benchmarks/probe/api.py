@@ -28,6 +28,7 @@ from benchmarks.probe.backbones import ORACLE, backbone_label, build_probe_backb
 from benchmarks.probe.data import as_data_source, load_task_split, sample_indices, stack_images
 from benchmarks.probe.evaluate import evaluate_decoder
 from benchmarks.probe.features import FeatureSet, FeatureStore
+from benchmarks.probe.headline import seed_intervals
 from benchmarks.probe.optim import check_training_names
 from benchmarks.probe.protocol import TASKS, ProbeProtocol, default_protocol, quick_protocol
 from benchmarks.probe.runkey import run_identity, run_mismatch, weights_sha256
@@ -280,7 +281,9 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
         shortcut=run.fitted_shortcut(protocol),
         run=identity,
     )
-    metrics, eval_s = evaluate_decoder(task, decoder, run.test_feat, run.test_tgt, run.test_idx, protocol)
+    metrics, eval_s, intervals = evaluate_decoder(
+        task, decoder, run.test_feat, run.test_tgt, run.test_idx, protocol
+    )
     pid = protocol.protocol_id()
     rec = make_record(
         model={
@@ -300,9 +303,15 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
         protocol={
             "kind": "probe",
             "protocol_id": pid,
-            "description": "frozen backbone + light decoder (benchmarks.probe.protocol.ProbeProtocol)",
+            "description": (
+                "frozen backbone + closed-form linear probe"
+                if protocol.task(task.name).decoder == "linear"
+                else "frozen backbone + linear probe + trained pixel-shuffle body"
+            )
+            + " (benchmarks.probe.protocol.ProbeProtocol)",
         },
         metrics=metrics,
+        intervals=intervals,
         config={
             "protocol": protocol.to_dict(),
             "backbone": bb_desc,
@@ -330,7 +339,12 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
 
 
 def _write_mean(path: Path, records: list[dict]) -> Path:
-    """Mean and (population) std over seeds of every metric, as one aggregated record."""
+    """Mean and (population) std over seeds of every metric, as one aggregated record.
+
+    Its ``intervals``: when the seeds agree on every interval metric (the linear probe trains
+    nothing, so its seeds are identical), the first seed's bootstrap interval; otherwise the
+    t-interval of the mean over seeds (``method: "seeds"``, see :func:`seed_intervals`).
+    """
     keys = sorted(set.intersection(*(set(r["metrics"]) for r in records)))
     mean, std = {}, {}
     for k in keys:
@@ -342,6 +356,7 @@ def _write_mean(path: Path, records: list[dict]) -> Path:
         mean[k], std[k] = m, math.sqrt(sum((v - m) ** 2 for v in vals) / len(vals))
     r0 = records[0]
     seeds = [s for r in records for s in r["seeds"]]
+    intervals = seed_intervals(records)
     rec = make_record(
         model=r0["model"],
         task=r0["task"],
@@ -349,6 +364,7 @@ def _write_mean(path: Path, records: list[dict]) -> Path:
         protocol=r0["protocol"],
         metrics=mean,
         metrics_std=std,
+        intervals=intervals,
         config={**r0["config"], "seed": seeds},
         conventions=r0["conventions"],
         seeds=seeds,
@@ -359,3 +375,4 @@ def _write_mean(path: Path, records: list[dict]) -> Path:
     if dist_utils.is_main():
         write_record(path, rec)
     return path
+

@@ -60,6 +60,17 @@ class FeatureSet:
         return c + (k if cls_concat else 0), c + k
 
 
+def backbone_autocast(device_type: str, dtype: str):
+    """The autocast context of the protocol's ``backbone_dtype`` (disabled for ``"float32"``).
+
+    Under autocast the matrix products run in the lower precision while norms and softmax stay
+    float32; measured on sapiens2_0.1b (random init, 8 images at 256x192): features within 0.5%
+    relative error of float32 (docs/probing.md).
+    """
+    low = dtype in ("bfloat16", "float16")
+    return torch.autocast(device_type, dtype=getattr(torch, dtype) if low else torch.bfloat16, enabled=low)
+
+
 def image_hash(image: torch.Tensor) -> str:
     """Content hash of one image tensor (shape, dtype and bytes)."""
     t = image.detach().contiguous().cpu()
@@ -86,6 +97,7 @@ def feature_key(backbone, layers: list[int], protocol, weights_hash: str | None 
             "layers": list(layers),
             "padding": protocol.padding,
             "dtype": protocol.feature_dtype,
+            "backbone_dtype": protocol.backbone_dtype,
         },
         sort_keys=True,
     )
@@ -149,7 +161,8 @@ class FeatureStore:
         bar = tqdm(total=len(mine), desc=desc, unit="img", disable=rank != 0 or not mine, leave=False)
         for s in range(0, len(mine), self.batch_size):
             sel = mine[s : s + self.batch_size]
-            feats, cls = self.backbone.extract(images[sel], self.layers, self.protocol.padding)
+            with backbone_autocast(images.device.type, self.protocol.backbone_dtype):
+                feats, cls = self.backbone.extract(images[sel], self.layers, self.protocol.padding)
             f = torch.cat(feats, 1).to(self.dtype).cpu()
             c = torch.cat(cls, 1).to(self.dtype).cpu() if cls is not None else None
             for j, i in enumerate(sel):

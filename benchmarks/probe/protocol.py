@@ -24,7 +24,12 @@ from leaderboard.integrity import protocol_id
 from sapiens2.errors import UnknownNameError
 from sapiens2.tasks import task_names
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
+_DTYPE_CHOICES = {
+    "feature_dtype": ("float16", "bfloat16", "float32"),
+    "backbone_dtype": ("float32", "bfloat16", "float16"),
+    "ridge_product_dtype": ("float32", "float64"),
+}
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,7 @@ class TaskSettings:
             default weight; an unknown term is an error).
     """
 
-    decoder: str = "pixelshuffle"
+    decoder: str = "linear"
     output_stride: int = 4
     loss: str = ""
     loss_weights: dict = field(default_factory=dict)
@@ -96,18 +101,30 @@ TASK_SETTINGS: dict[str, type[TaskSettings]] = {
 TASKS = tuple(name for name in task_names() if name in TASK_SETTINGS)
 
 
-def _default_tasks() -> dict[str, TaskSettings]:
+def _default_tasks(decoder: str = "linear") -> dict[str, TaskSettings]:
+    """Every task's default settings with ``decoder`` (v4: the closed-form linear probe).
+
+    The losses and the body's knobs apply to ``decoder="pixelshuffle"`` (the body-trained variant,
+    :func:`body_protocol`); the linear probe trains nothing.
+    """
     return {
-        "pose": PoseSettings(loss="heatmap_mse", loss_weights={"mse": 1000.0}),
+        "pose": PoseSettings(decoder=decoder, loss="heatmap_mse", loss_weights={"mse": 1000.0}),
         # dense tasks: conv stages to stride 4, then a PixelShuffle(4) head to full resolution
-        "seg": SegSettings(output_stride=1, loss="cross_entropy_dice", loss_weights={"ce": 1.0, "dice": 0.5}),
-        "normal": TaskSettings(output_stride=1, loss="cosine_l1", loss_weights={"cos": 1.0, "l1": 1.0}),
+        "seg": SegSettings(
+            decoder=decoder, output_stride=1, loss="cross_entropy_dice", loss_weights={"ce": 1.0, "dice": 0.5}
+        ),
+        "normal": TaskSettings(
+            decoder=decoder, output_stride=1, loss="cosine_l1", loss_weights={"cos": 1.0, "l1": 1.0}
+        ),
         "pointmap": PointmapSettings(
+            decoder=decoder,
             output_stride=1,
             loss="pointmap_l1_grad_scale",
             loss_weights={"l1": 1.0, "grad": 1.0, "scale": 1.0},
         ),
-        "albedo": TaskSettings(output_stride=1, loss="l1_grad", loss_weights={"l1": 1.0, "grad": 1.0}),
+        "albedo": TaskSettings(
+            decoder=decoder, output_stride=1, loss="l1_grad", loss_weights={"l1": 1.0, "grad": 1.0}
+        ),
     }
 
 
@@ -175,6 +192,14 @@ class ProbeProtocol:
         grad_clip: max gradient norm.
         augmentation: ``"none"``; features are cached once per image, so no train-time augmentation.
         feature_dtype: dtype features are cached in.
+        backbone_dtype: dtype the frozen backbone computes in: ``"float32"``, or ``"bfloat16"``
+            (autocast: matrix products in bfloat16, norms and softmax in float32).
+        ridge_product_dtype: dtype of the per-batch products of the shortcut's statistics
+            (``"float64"``, or ``"float32"``: 1.8x less CPU, but it breaks the oracle's exact fit
+            at the grid's smallest penalties; docs/probing.md, "Speed"), accumulated in float64.
+        interval_level: confidence level of the intervals stored in every record.
+        bootstrap_resamples, bootstrap_seed: the fixed-seed bootstrap over test images that gives
+            those intervals.
         train_split, test_split: dataset splits used.
         max_train_samples, max_test_samples: caps on split sizes (0: all).
         holdout_every: for a single split folder, sample ``i`` is a test sample when
@@ -206,6 +231,11 @@ class ProbeProtocol:
     grad_clip: float = 1.0
     augmentation: str = "none"
     feature_dtype: str = "float16"
+    backbone_dtype: str = "bfloat16"
+    ridge_product_dtype: str = "float64"
+    interval_level: float = 0.95
+    bootstrap_resamples: int = 1000
+    bootstrap_seed: int = 0
     train_split: str = "train"
     test_split: str = "test"
     max_train_samples: int = 0
@@ -237,6 +267,14 @@ class ProbeProtocol:
         if not self.ridge_alphas or not all(0 < a < float("inf") for a in self.ridge_alphas):
             raise ValueError(
                 f"protocol.ridge_alphas: expected positive finite values, got {self.ridge_alphas!r}"
+            )
+        for key, allowed in _DTYPE_CHOICES.items():
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"protocol.{key}: expected one of {allowed}, got {getattr(self, key)!r}")
+        if not 0 < self.interval_level < 1 or self.bootstrap_resamples < 1:
+            raise ValueError(
+                f"protocol: interval_level must be in (0, 1) and bootstrap_resamples >= 1, got "
+                f"{self.interval_level!r}, {self.bootstrap_resamples!r}"
             )
         if self.batch_size < 1 or self.iterations < 1:
             raise ValueError("protocol: batch_size and iterations must be >= 1")
@@ -296,14 +334,25 @@ class ProbeProtocol:
 
 
 def default_protocol() -> ProbeProtocol:
-    """The default protocol (main job budget: several backbones x 5 tasks in ~10 min on 2 CPU cores)."""
+    """The default protocol: the closed-form linear probe on every task (the headline read-out)."""
     return ProbeProtocol()
+
+
+def body_protocol() -> ProbeProtocol:
+    """The default protocol with the trained pixel-shuffle body on every task (v3's decoders).
+
+    Not the headline: on the synthetic split the body learns the tasks from random features about
+    as well as from pretrained ones (docs/probing.md, "Validity"). Its own protocol id.
+    """
+    return ProbeProtocol(tasks=_default_tasks("pixelshuffle"))
 
 
 def quick_protocol() -> ProbeProtocol:
     """A much cheaper protocol for tests (different ``protocol_id``; never ranked with the default)."""
     return ProbeProtocol(
         input_size=(64, 48),
+        tasks=_default_tasks("pixelshuffle"),
+        bootstrap_resamples=200,
         iterations=30,
         batch_size=4,
         warmup_iters=3,

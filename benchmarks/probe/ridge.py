@@ -52,9 +52,11 @@ class _Fold:
 
 
 class RidgeStats:
-    """Sums over rows of ``x``, ``y``, ``x x^T``, ``x y^T`` and ``y^2`` per fold, all in float64 (the
-    ground-truth oracle's targets are exactly linear in its features; float32 products would leave
-    errors of 1e-3 after the ill-conditioned solve).
+    """Sums over rows of ``x``, ``y``, ``x x^T``, ``x y^T`` and ``y^2`` per fold, accumulated in float64.
+
+    The matrix products of one update are computed in ``product_dtype`` (float32 halves their
+    cost; the rows are shifted by ``shift`` first, so the float32 rounding is relative to the
+    spread, not the mean) and added to the float64 sums; every other sum is float64 throughout.
 
     Args:
         in_dim: feature channels C.
@@ -65,6 +67,8 @@ class RidgeStats:
         shift: subtracted from every row before the products (pass the feature mean: with channels
             whose mean dwarfs their spread, raw sums would cancel when centred); the fit is returned
             in unshifted units.
+        product_dtype: dtype of the per-update products ``x^T x`` and ``x^T y`` (``torch.float64``
+            or ``torch.float32``); they are accumulated in float64 either way.
     """
 
     def __init__(
@@ -74,8 +78,10 @@ class RidgeStats:
         folds: int = 2,
         x_key: str | None = None,
         shift: torch.Tensor | None = None,
+        product_dtype: torch.dtype = torch.float64,
     ):
         self.in_dim, self.out_dim, self.x_key = in_dim, out_dim, x_key
+        self.product_dtype = product_dtype
         self.shift = None if shift is None else shift.double().reshape(1, in_dim)
         self.folds = [_Fold() for _ in range(folds)]
 
@@ -93,12 +99,13 @@ class RidgeStats:
         x64, y64 = x.double(), y.double()
         if self.shift is not None:
             x64 = x64 - self.shift.to(x64)
+        xp, yp = x64.to(self.product_dtype), y64.to(self.product_dtype)
         part = _Fold(
             int(x.shape[0]),
             x64.sum(0),
             y64.sum(0),
-            x64.T @ x64 if gram else torch.zeros((), dtype=torch.float64),
-            x64.T @ y64,
+            (xp.T @ xp).double() if gram else torch.zeros((), dtype=torch.float64),
+            (xp.T @ yp).double(),
             y64.square().sum(0),
         )
         self.folds[fold] = self.folds[fold].add(part)

@@ -99,21 +99,24 @@ def holdout_fold(n: int, every: int) -> torch.Tensor:
     return fold
 
 
-def _feature_grams(features, folds: torch.Tensor, batch: int) -> tuple[str, torch.Tensor, list]:
+def _feature_grams(
+    features, folds: torch.Tensor, batch: int, product_dtype: torch.dtype = torch.float64
+) -> tuple[str, torch.Tensor, list]:
     """(content key, channel mean, ``x^T x`` of each fold about that mean) of the spatial features.
 
-    Cached by content: the dense tasks share their images, hence their features.
+    Each batch's product is computed in ``product_dtype`` and accumulated in float64. Cached by
+    content: the dense tasks share their images, hence their features.
     """
     f = features.feats
-    h = hashlib.sha256(f"{tuple(f.shape)}|{f.dtype}|{folds.tolist()}".encode())
+    h = hashlib.sha256(f"{tuple(f.shape)}|{f.dtype}|{folds.tolist()}|{product_dtype}".encode())
     h.update(f.detach().contiguous().cpu().reshape(-1).view(torch.uint8).numpy().tobytes())
     key = h.hexdigest()
     if key not in _GRAM_CACHE:
         shift = f.double().mean(dim=(0, 2, 3))
         grams = [torch.zeros(f.shape[1], f.shape[1], dtype=torch.float64, device=f.device) for _ in range(2)]
         for idx in _batches(folds, batch):
-            x = _rows(f[idx].double()) - shift
-            grams[int(folds[idx[0]])] += x.T @ x
+            x = (_rows(f[idx].double()) - shift).to(product_dtype)
+            grams[int(folds[idx[0]])] += (x.T @ x).double()
         _GRAM_CACHE.clear()
         _GRAM_CACHE[key] = (shift, grams)
     return (key, *_GRAM_CACHE[key])
@@ -147,8 +150,9 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8) -> Lin
     out_size = task.output_size(features.image_size, stride)
     n, c, gh, gw = features.feats.shape
     folds = holdout_fold(n, protocol.ridge_holdout_every)
-    key, shift, grams = _feature_grams(features, folds, batch)
-    stats = RidgeStats(c, task.out_channels * r * r, x_key=key, shift=shift)
+    product_dtype = getattr(torch, protocol.ridge_product_dtype)
+    key, shift, grams = _feature_grams(features, folds, batch, product_dtype)
+    stats = RidgeStats(c, task.out_channels * r * r, x_key=key, shift=shift, product_dtype=product_dtype)
     for idx in _batches(folds, batch):
         x = _rows(features.feats[idx].float())
         y = to_grid(task.linear_targets(select(targets, idx)), (gh, gw), r, out_size, features.valid_frac)

@@ -116,15 +116,24 @@ def udp_encode(
     return heatmaps, weights.astype(np.float32)
 
 
+def _band(kernel: torch.Tensor, n: int) -> torch.Tensor:
+    """``n x n`` matrix of the zero-padded 1D correlation with ``kernel``: ``M[i, j] = k[j - i + p]``."""
+    size = kernel.numel()
+    idx = torch.arange(n, device=kernel.device)
+    offset = idx[None] - idx[:, None] + size // 2
+    inside = (offset >= 0) & (offset < size)
+    return torch.where(inside, kernel[offset.clamp(0, size - 1)], torch.zeros((), dtype=kernel.dtype))
+
+
 def _blur_keep_peak(heatmaps: torch.Tensor, kernel_size: int) -> torch.Tensor:
-    """Zero-padded separable Gaussian blur of N x H x W maps, rescaled to the original peak."""
+    """Zero-padded separable Gaussian blur of N x H x W maps, rescaled to the original peak.
+
+    The two 1D passes are products with banded matrices (the same sums as a zero-padded conv2d;
+    on a CPU several times faster in float64, where conv2d has no fast kernel).
+    """
     n, h, w = heatmaps.shape
     kernel = gaussian_kernel1d(kernel_size, heatmaps.dtype).to(heatmaps.device)
-    pad = kernel_size // 2
-    x = heatmaps[:, None]
-    x = F.conv2d(x, kernel.view(1, 1, 1, -1), padding=(0, pad))
-    x = F.conv2d(x, kernel.view(1, 1, -1, 1), padding=(pad, 0))
-    x = x[:, 0]
+    x = _band(kernel, h) @ (heatmaps @ _band(kernel, w).T)
     peak_before = heatmaps.reshape(n, -1).amax(1)
     peak_after = x.reshape(n, -1).amax(1)
     return x * (peak_before / peak_after).view(n, 1, 1)

@@ -1,0 +1,127 @@
+"""The probe's headline metric per task, the metrics whose intervals every probe record stores, and
+the intervals of a mean over seeds.
+
+The probe's headline differs from the task table's (``sapiens2.tasks``) for pose only: at the
+probe's 256x192 crops the official 308-keypoint AP is nearly binary (0 for everything but
+near-exact keypoints; docs/probing.md, pose noise sweep), so the probe ranks pose by the end-point
+error ``EPE`` (pixels of a 1024x768-equivalent crop; lower is better), which is linear in the
+keypoint error over the whole range. The official AP stays in every record.
+
+Example:
+    >>> PROBE_HEADLINE["pose"].key, PROBE_HEADLINE["seg"].key
+    ('EPE', 'mIoU')
+    >>> format_interval(PROBE_HEADLINE["seg"], 40.123, (38.5, 41.75), 96)
+    '40.1 [38.5, 41.8] n=96'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One task's headline metric as the probe shows it.
+
+    Attributes:
+        key: the evaluator's metric key.
+        label: short column label (with the display unit).
+        higher_is_better: direction.
+        scale: display value = record value * scale.
+        digits: significant digits shown.
+    """
+
+    key: str
+    label: str
+    higher_is_better: bool
+    scale: float = 1.0
+    digits: int = 3
+
+
+PROBE_HEADLINE: dict[str, Headline] = {
+    "pose": Headline("EPE", "EPE px", False),
+    "seg": Headline("mIoU", "mIoU %", True),
+    "normal": Headline("normal_mae", "normal deg", False),
+    "pointmap": Headline("l2_mean", "L2 cm", False, 100.0),
+    "albedo": Headline("mae", "MAE x1e-2", False, 100.0),
+}
+
+# Metrics bootstrapped into every probe record's ``intervals`` (those the evaluator can resample);
+# pose keeps the official whole-body AP and body AP beside the headline.
+INTERVAL_METRICS: dict[str, tuple[str, ...]] = {
+    "pose": ("EPE", "PCK@0.05", "PCK@0.1", "AP", "body/AP"),
+    "seg": ("mIoU", "mAcc", "aAcc"),
+    "normal": ("normal_mae", "normal_median_deg"),
+    "pointmap": ("l2_mean", "rmse"),
+    "albedo": ("mae", "rmse", "psnr"),
+}
+
+
+def interval_metrics(task: str, evaluator) -> list[str]:
+    """The task's :data:`INTERVAL_METRICS` that ``evaluator`` can bootstrap (its ``bootstrap_keys``)."""
+    keys = set(getattr(evaluator, "bootstrap_keys", ()))
+    return [k for k in INTERVAL_METRICS.get(task, ()) if k in keys]
+
+
+def _decimals(v: float, digits: int) -> int:
+    """Decimals that show ``v`` with ``digits`` significant digits (at most 6)."""
+    if v == 0 or not math.isfinite(v):
+        return 1
+    return min(6, max(0, digits - 1 - math.floor(math.log10(abs(v)))))
+
+
+def format_interval(spec: Headline, value, bounds=None, n: int | None = None) -> str:
+    """``value [low, high] n=N`` in display units (``-`` for a missing value; no bounds: value alone)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    d = _decimals(value * spec.scale, spec.digits)
+    out = f"{value * spec.scale:.{d}f}"
+    if bounds is not None and None not in tuple(bounds):
+        lo, hi = (f"{b * spec.scale:.{d}f}" for b in bounds)
+        out += f" [{lo}, {hi}]"
+    if n is not None:
+        out += f" n={n}"
+    return out
+
+
+# two-sided 97.5% Student t quantiles by degrees of freedom (k seeds: k - 1), for the 95% level
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+def seed_intervals(records: list[dict]) -> dict | None:
+    """The ``intervals`` of the mean over the seeds' ``records``.
+
+    The seeds' bootstrap interval when every seed has the same value of every bounded metric (nothing
+    seed-dependent was trained); otherwise, for the metrics every seed bounds, ``mean +- t *
+    s / sqrt(k)`` over the k seeds (``s`` the sample std, ``t`` the 97.5% Student quantile; 95% level
+    only, 2 to 10 seeds), ``method: "seeds"``.
+
+    Example:
+        >>> iv = {"level": 0.95, "method": "bootstrap", "resamples": 10, "seed": 0, "n": 4,
+        ...       "bounds": {"mIoU": [1.0, 3.0]}}
+        >>> recs = [{"metrics": {"mIoU": v}, "intervals": iv} for v in (2.0, 4.0)]
+        >>> seed_intervals(recs)["bounds"]["mIoU"]
+        [-9.706, 15.706]
+        >>> seed_intervals(recs[:1] * 2)["method"]
+        'bootstrap'
+    """
+    ivs = [r.get("intervals") for r in records]
+    if any(iv is None for iv in ivs):
+        return None
+    keys = sorted(set.intersection(*(set(iv["bounds"]) for iv in ivs)))
+    if all(r["metrics"].get(k) == records[0]["metrics"].get(k) for r in records for k in keys):
+        return ivs[0]
+    k = len(records)
+    if ivs[0]["level"] != 0.95 or k - 1 not in _T975:
+        return None
+    bounds = {}
+    for key in keys:
+        vals = [r["metrics"][key] for r in records]
+        if any(v is None for v in vals):
+            continue
+        m = sum(vals) / k
+        half = _T975[k - 1] * math.sqrt(sum((v - m) ** 2 for v in vals) / (k - 1)) / math.sqrt(k)
+        bounds[key] = [m - half, m + half]
+    return {"level": 0.95, "method": "seeds", "resamples": None, "seed": None, "n": ivs[0]["n"],
+            "bounds": bounds}
