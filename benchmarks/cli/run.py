@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from benchmarks.probe.protocol import default_protocol, quick_protocol
     from leaderboard.build import build_site
     from sapiens2.errors import BenchError
+    from sapiens2.weights import SHIPPED, weights_path
 
     t0 = time.perf_counter()
     torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -116,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
             state = "features = ground truth: the ceiling of decoder + evaluation"
         elif weight_free(name):
             state = "a backbone without weights"
+        elif name in SHIPPED:
+            state = f"shipped pretrained weights {weights_path(name)}"
         else:
             state = "no weights given: seeded random init"
         print(f"  ({i}/{len(names)}) {name} [{state}]", flush=True)
