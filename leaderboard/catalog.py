@@ -36,6 +36,11 @@ class MetricSpec:
 
 def _pose_specs() -> list[MetricSpec]:
     specs = [
+        # The probe's pose headline (benchmarks/probe/headline.py): the official AP is nearly binary
+        # at the probe's 256x192 crops, EPE is linear in the keypoint error (docs/probing.md).
+        MetricSpec("EPE", "EPE px", False, 1.0, True),
+        MetricSpec("PCK@0.1", "PCK@0.1 %", True, 100.0),
+        MetricSpec("PCK@0.05", "PCK@0.05 %", True, 100.0),
         MetricSpec("wholebody/AP", "AP %", True, 100.0, True),
         MetricSpec("wholebody/AR", "AR %", True, 100.0, True),
         MetricSpec("wholebody/AP .5", "AP50 %", True, 100.0),
@@ -135,6 +140,25 @@ def is_nonfinite_count(key: str) -> bool:
 def headline_metrics(task: str) -> list[MetricSpec]:
     """The task's headline metrics (plots and deltas)."""
     return [s for s in TASK_METRICS.get(task, []) if s.headline]
+
+
+# Pose has two summary columns: the probe's headline (EPE) and the official AP, which evaluation
+# protocols and reference systems report without EPE.
+_SUMMARY_KEYS = {"pose": ("EPE", "wholebody/AP")}
+
+
+def summary_metrics(task: str) -> list[MetricSpec]:
+    """The columns of ``task`` in the report's cross-task summary (its first headline by default).
+
+    Example:
+        >>> [s.key for s in summary_metrics("pose")], [s.key for s in summary_metrics("seg")]
+        (['EPE', 'wholebody/AP'], ['mIoU'])
+    """
+    heads = headline_metrics(task)
+    keys = _SUMMARY_KEYS.get(task)
+    if keys is None:
+        return heads[:1]
+    return [s for k in keys for s in heads if s.key == k]
 
 
 _POSE_ALIASES = {"mAP": "wholebody/AP", "mAR": "wholebody/AR"}

@@ -90,8 +90,8 @@ def build_markdown(page: dict, figures_dir: str | None = None) -> str:
     summary = page["summary"]
     out += [f"## {md_escape(summary.title)}", ""]
     out += [table_markdown(summary) if summary.rows else "No measured results.", ""]
-    out += ["Each cell: the task's first headline metric, its interval in brackets where the record has "
-            "one, and n (test samples).", ""]
+    out += ["Each cell: the task's first headline metric (pose: the probe's EPE and the official AP), "
+            "its interval in brackets where the record has one, and n (test samples).", ""]
     out += ["## Protocols", ""]
     for p in page["protocols"]:
         out.append(f"<details><summary>{md_escape(p.label)}" + (f" {p.short_hash}" if p.short_hash else "")

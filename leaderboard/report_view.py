@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from leaderboard.catalog import METRIC_NOTES, headline_metrics
+from leaderboard.catalog import METRIC_NOTES, summary_metrics
 from leaderboard.protocols import ProtocolInfo, paper_protocol_info
 from leaderboard.rowinfo import KIND_LABELS, SOURCE_LABELS, has_pretrained_row
 from leaderboard.tables import TASK_ORDER, GroupTable
@@ -172,11 +172,11 @@ def breakdown_view(table_id: str, title: str, table: pd.DataFrame, figure=None) 
 
 def summary_view(long: pd.DataFrame, infos: dict[str, ProtocolInfo]) -> TableView:
     """Model x five task headlines (measured rows only), each value with its interval and n."""
-    tasks = [t for t in TASK_ORDER if headline_metrics(t)]
-    specs = {t: headline_metrics(t)[0] for t in tasks}
+    tasks = [t for t in TASK_ORDER if summary_metrics(t)]
+    specs = [(t, spec) for t in tasks for spec in summary_metrics(t)]
     cols = [Column("model", "t"), Column("kind", "t"), Column("protocol", "t")]
-    cols += [Column(f"{t}: {specs[t].label} {'↑' if specs[t].higher_is_better else '↓'}", "",
-                    specs[t].higher_is_better) for t in tasks]
+    cols += [Column(f"{t}: {spec.label} {'↑' if spec.higher_is_better else '↓'}", "", spec.higher_is_better)
+             for t, spec in specs]
     mine = long[long["source"] == "reproduced"]
     multi_ds = mine["dataset"].nunique() > 1
     if multi_ds:
@@ -197,12 +197,12 @@ def summary_view(long: pd.DataFrame, infos: dict[str, ProtocolInfo]) -> TableVie
                  Cell(label, label, "t", title=k["protocol_key"])]
         if multi_ds:
             cells.append(Cell(k["dataset"], k["dataset"], "t"))
-        for t in tasks:
-            hit = g[(g["task"] == t) & (g["metric"] == specs[t].key)]
+        for t, spec in specs:
+            hit = g[(g["task"] == t) & (g["metric"] == spec.key)]
             if not len(hit):
                 cells.append(Cell("-", ""))
                 continue
-            h, s = hit.iloc[0], specs[t].scale
+            h, s = hit.iloc[0], spec.scale
             cell = _value_cell(h["value"] * s, h["std"] * s, h["ci_low"] * s, h["ci_high"] * s, h["ci_desc"],
                                False)
             if not _missing(h["n"]):

@@ -115,7 +115,9 @@ def test_summary_first_with_intervals_n_and_kinds(site):
     tables = _parse(page)
     assert next(iter(tables)) == "summary" and page.index('id="summary"') < page.index('id="protocols"')
     head = tables["summary"]["head"]
-    assert head[:3] == ["model", "kind", "protocol"] and len(head) == 3 + 5
+    # five tasks, pose with two columns: the probe's headline (EPE) and the official AP
+    assert head[:3] == ["model", "kind", "protocol"] and len(head) == 3 + 6
+    assert head[3:5] == ["pose: EPE px ↓", "pose: AP % ↑"]
     rows = {r[0]["data-model"]: r[1] for r in tables["summary"]["bodies"]["ranked"]}
     assert set(rows) == {"gt-oracle", "sapiens2_0.4b", "pixels"}
     seg = head.index("seg: mIoU % ↑")
