@@ -143,7 +143,8 @@ def headline_metrics(task: str) -> list[MetricSpec]:
 
 
 # Pose has two summary columns: the probe's headline (EPE) and the official AP, which evaluation
-# protocols and reference systems report without EPE.
+# protocols and reference systems report without EPE. The first column of each task is also the
+# probe's headline (benchmarks.probe.headline reads it from here).
 _SUMMARY_KEYS = {"pose": ("EPE", "wholebody/AP")}
 
 

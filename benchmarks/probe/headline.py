@@ -19,6 +19,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from leaderboard.catalog import summary_metrics
+from sapiens2.tasks import task_names
+
 
 @dataclass(frozen=True)
 class Headline:
@@ -39,13 +42,13 @@ class Headline:
     digits: int = 3
 
 
-PROBE_HEADLINE: dict[str, Headline] = {
-    "pose": Headline("EPE", "EPE px", False),
-    "seg": Headline("mIoU", "mIoU %", True),
-    "normal": Headline("normal_mae", "normal deg", False),
-    "pointmap": Headline("l2_mean", "L2 cm", False, 100.0),
-    "albedo": Headline("mae", "MAE x1e-2", False, 100.0),
-}
+def _headline(task: str) -> Headline:
+    spec = summary_metrics(task)[0]
+    return Headline(spec.key, spec.label, spec.higher_is_better, spec.scale)
+
+
+# One source for which metric heads each task: the leaderboard's summary column (pose: EPE).
+PROBE_HEADLINE: dict[str, Headline] = {t: _headline(t) for t in task_names()}
 
 # Metrics bootstrapped into every probe record's ``intervals`` (those the evaluator can resample);
 # pose keeps the official whole-body AP and body AP beside the headline.
