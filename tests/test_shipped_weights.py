@@ -14,31 +14,33 @@ from sapiens2.utils_io import file_sha256
 from sapiens2.weights import SHIPPED, WEIGHTS_DIR, backbone_config, model_card, weights_path
 
 ROOT = Path(__file__).resolve().parents[1]
-NAME = "sapiens2_cpu_small"
+NAMES = sorted(SHIPPED)
 
 
-def test_weights_match_their_card_and_the_recipe():
-    path = weights_path(NAME)
-    card = model_card(NAME)
+@pytest.mark.parametrize("name", NAMES)
+def test_weights_match_their_card_and_the_recipe(name):
+    path = weights_path(name)
+    card = model_card(name)
     assert path.stat().st_size <= 20 * 10**6 and card["bytes"] == path.stat().st_size
     assert file_sha256(path) == card["sha256"]
-    recipe = get_recipe(SHIPPED[NAME])
-    assert card["recipe"] == SHIPPED[NAME] and card["config_hash"] == config_hash(recipe)
+    recipe = get_recipe(SHIPPED[name])
+    assert card["recipe"] == SHIPPED[name] and card["config_hash"] == config_hash(recipe)
     assert card["config"] == recipe  # the card's config is today's recipe
-    assert card["backbone_config"] == backbone_config(NAME) == recipe["model"]["backbone"]
+    assert card["backbone_config"] == backbone_config(name) == recipe["model"]["backbone"]
     assert card["steps"] == recipe["steps"] and card["images_seen"] == recipe["steps"] * recipe["batch_size"]
     assert card["data"] == recipe["data"] and card["timing"]["wall_s"] > 0 and card["timing"]["cpu_s"] > 0
-    md = (WEIGHTS_DIR / f"{NAME}.md").read_text()
+    md = (WEIGHTS_DIR / f"{name}.md").read_text()
     assert card["sha256"] in md and card["config_hash"] in md
 
 
-def test_weights_load_strictly_with_build_model():
+@pytest.mark.parametrize("name", NAMES)
+def test_weights_load_strictly_with_build_model(name):
     from sapiens2.models.builder import build_model
     from sapiens2.models.checkpoint import load_checkpoint, load_state_dict_file
 
-    state = load_state_dict_file(weights_path(NAME))
-    model = build_model(backbone_config(NAME))
-    report = load_checkpoint(model, weights_path(NAME))
+    state = load_state_dict_file(weights_path(name))
+    model = build_model(backbone_config(name))
+    report = load_checkpoint(model, weights_path(name))
     assert report.loaded == len(state) and not report.missing
     assert all(torch.isfinite(v).all() for v in state.values())
 
@@ -51,20 +53,21 @@ def test_package_data_ships_the_weights():
 
 
 @pytest.mark.usefixtures("one_torch_thread")
-def test_probe_finds_the_shipped_backbone_and_its_random_twin():
+@pytest.mark.parametrize("name", NAMES)
+def test_probe_finds_the_shipped_backbone_and_its_random_twin(name):
     from benchmarks.probe.backbones.presets import backbone_table, build_probe_backbone, list_presets
     from sapiens2.models.checkpoint import load_state_dict_file
 
-    assert {NAME, f"{NAME}-random"} <= set(list_presets())
-    state = load_state_dict_file(weights_path(NAME))
-    shipped = build_probe_backbone(NAME, img_size=(256, 192))
-    twin = build_probe_backbone(f"{NAME}-random", img_size=(256, 192))
-    assert shipped.weights == str(weights_path(NAME)) and twin.weights.startswith("random")
+    assert {name, f"{name}-random"} <= set(list_presets())
+    state = load_state_dict_file(weights_path(name))
+    shipped = build_probe_backbone(name, img_size=(256, 192))
+    twin = build_probe_backbone(f"{name}-random", img_size=(256, 192))
+    assert shipped.weights == str(weights_path(name)) and twin.weights.startswith("random")
     assert all(torch.equal(shipped.model.state_dict()[k], v) for k, v in state.items())
     assert any(not torch.equal(twin.model.state_dict()[k], v) for k, v in state.items())
     feats, cls = shipped.forward_layers(torch.rand(1, 3, 256, 192), [-1])
     assert feats[0].shape == (1, 192, 16, 12) and cls[0].shape == (1, 192)
     rows = {r["name"]: r for r in backbone_table()}
-    assert rows[NAME]["weights"].startswith("shipped")
-    assert rows[NAME]["params"] == model_card(NAME)["params"] == sum(p.numel() for p in shipped.parameters())
-    assert rows[f"{NAME}-random"]["weights"].startswith("random init")
+    assert rows[name]["weights"].startswith("shipped")
+    assert rows[name]["params"] == model_card(name)["params"] == sum(p.numel() for p in shipped.parameters())
+    assert rows[f"{name}-random"]["weights"].startswith("random init")

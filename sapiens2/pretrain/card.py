@@ -98,7 +98,7 @@ def card_markdown(card: dict) -> str:
         f"# {card['name']}: a Sapiens2 backbone pretrained here",
         "",
         f"Made by `{card['reproduce']}` (recipe `{card['recipe']}`, config hash `{card['config_hash']}`), "
-        "with the Sapiens2 objective (docs/pretraining.md). Weights: "
+        f"with {_objective(card)} (docs/pretraining.md). Weights: "
         f"`{card['weights']}` ({card['bytes'] / 2**20:.1f} MiB, {card['params'] / 1e6:.2f}M parameters, "
         f"the exported {card['exported']}), sha256 `{card['sha256']}`.",
         "",
@@ -127,6 +127,17 @@ def card_markdown(card: dict) -> str:
     lines += ["", "The JSON card next to this file has the full config, the first three steps' losses "
               "(for the determinism test) and the raw timing.", ""]
     return "\n".join(lines)
+
+
+def _objective(card: dict) -> str:
+    """The objective the card's run trained, in words (the full objective or which terms of it)."""
+    paper = {"mae": 1.0, "cl": 0.4, "koleo": 0.04}
+    w = {**paper, **((card.get("config") or {}).get("model") or {}).get("loss_weights", {})}
+    if w == paper:
+        return "the Sapiens2 objective L_MAE + 0.4 L_CL + 0.04 KoLeo"
+    names = {"mae": "L_MAE", "cl": "L_CL", "koleo": "KoLeo"}
+    terms = " + ".join(f"{v:g} {names[k]}" for k, v in w.items() if v)
+    return f"part of the Sapiens2 objective only ({terms}; an objective ablation)"
 
 
 def ship(run: str | Path, name: str, dest: str | Path, timing: dict | None = None) -> Path:

@@ -20,7 +20,9 @@ from sapiens2.errors import BenchError, UnknownNameError
 
 WEIGHTS_DIR = Path(__file__).resolve().parent
 # shipped backbone name -> the pretraining recipe that makes it (sapiens2.pretrain.recipes)
-SHIPPED: dict[str, str] = {"sapiens2_cpu_small": "cpu_small"}
+# sapiens2_cpu_small: the reference objective (MAE + CL + KoLeo); sapiens2_cpu_small_mae: its MAE-only
+# ablation, the better features at this scale (docs/pretraining.md). Both have the same random twin.
+SHIPPED: dict[str, str] = {"sapiens2_cpu_small": "cpu_small", "sapiens2_cpu_small_mae": "cpu_small_mae"}
 
 
 def _check(name: str) -> None:
