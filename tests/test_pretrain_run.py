@@ -135,6 +135,37 @@ def test_ablation_variants_run(images, tmp_path):
         assert card["exported"] == ("student" if name == "mae_only" else "teacher"), name  # no teacher
 
 
+def test_frozen_prototypes_get_no_update_for_their_steps(images, tmp_path):
+    from sapiens2.pretrain import pretrain
+    from sapiens2.pretrain.state import load_state
+
+    protos = {}
+    for frozen in (0, 2, 1):
+        cfg = get_recipe("smoke_tiny")
+        cfg["optim"]["freeze_prototypes_steps"] = frozen
+        out = tmp_path / f"frozen{frozen}"
+        pretrain(cfg, images, out, progress=False)
+        state = load_state(out / "train_state.pt", config_hash(cfg), 1)["model"]
+        protos[frozen] = state["student.head.prototypes"]
+    torch.manual_seed(get_recipe("smoke_tiny")["seed"])
+    from sapiens2.pretrain.trainer import build_pretrainer
+
+    init = build_pretrainer(get_recipe("smoke_tiny")).student.head.prototypes.detach()
+    assert torch.equal(protos[2], init)  # frozen for both steps
+    assert not torch.equal(protos[0], init) and not torch.equal(protos[1], init)
+    assert not torch.equal(protos[1], protos[0])  # step 0 frozen, step 1 trained
+
+
+def test_freeze_prototypes_steps_is_checked_and_hashed_only_when_set():
+    cfg = get_recipe("smoke_tiny")
+    assert "freeze_prototypes_steps" not in json.dumps(
+        {k: v for k, v in cfg.items() if k != "optim"}) and cfg["optim"]["freeze_prototypes_steps"] == 0
+    assert config_hash({**cfg, "optim": {**cfg["optim"], "freeze_prototypes_steps": 0}}) == config_hash(cfg)
+    assert config_hash({**cfg, "optim": {**cfg["optim"], "freeze_prototypes_steps": 5}}) != config_hash(cfg)
+    with pytest.raises(BenchError, match="freeze_prototypes_steps"):
+        config_hash({**cfg, "optim": {**cfg["optim"], "freeze_prototypes_steps": -1}})
+
+
 def test_cli_lists_and_shows_recipes(capsys):
     assert _cli("--list-recipes") == 0
     listing = capsys.readouterr().out

@@ -55,6 +55,9 @@ DEFAULTS: dict = {
         "warmup_steps": 1000,
         "min_lr": 1e-7,
         "clip_grad": 5.0,
+        # DINO's frozen last layer: the prototypes get no update for this many first steps. Hashed
+        # only when set (older configs keep their hash).
+        "freeze_prototypes_steps": 0,
     },
     # Named unlabelled data (see sapiens2.pretrain.synthdata), used when no --data folder is given;
     # null: the run needs --data. Hashed only when set (older configs keep their hash).
@@ -215,6 +218,10 @@ def resolve_config(config: dict) -> dict:
         from sapiens2.pretrain.synthdata import check_data_spec
 
         cfg["data"] = check_data_spec(cfg["data"])
+    frozen = cfg["optim"]["freeze_prototypes_steps"]
+    if not isinstance(frozen, int) or isinstance(frozen, bool) or frozen < 0:
+        raise BenchError(f"pretraining config: optim.freeze_prototypes_steps must be an int >= 0, "
+                         f"got {frozen!r}")
     for key in ("checkpoint_every", "log_every", "render_workers"):
         if not isinstance(cfg["run"][key], int) or cfg["run"][key] < 1:
             raise BenchError(f"pretraining config: run.{key} must be a positive int, got {cfg['run'][key]!r}")
@@ -223,10 +230,12 @@ def resolve_config(config: dict) -> dict:
 
 def config_hash(cfg: dict) -> str:
     """16 hex digits of the SHA-256 of the resolved config without ``name`` and ``run``
-    (and without ``data`` when it is null)."""
+    (and without ``data`` when it is null, ``optim.freeze_prototypes_steps`` when it is 0)."""
     resolved = resolve_config(cfg)
     hashed = {k: v for k, v in resolved.items() if k not in ("name", "run")}
     if hashed["data"] is None:
         del hashed["data"]
+    if not hashed["optim"]["freeze_prototypes_steps"]:
+        del hashed["optim"]["freeze_prototypes_steps"]
     text = json.dumps(hashed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

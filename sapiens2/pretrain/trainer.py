@@ -222,6 +222,8 @@ def pretrain(config: dict, data_dir: str | Path | None, out_dir: str | Path, *, 
                              f"{ {k: float(v) for k, v in losses.items()} }")
         optimizer.zero_grad(set_to_none=True)
         losses["loss"].backward()
+        if step < opt_cfg["freeze_prototypes_steps"] and model.student.head is not None:
+            model.student.head.prototypes.grad = None  # AdamW skips it: no update, no decay
         grad_norm = torch.nn.utils.clip_grad_norm_(model.student.parameters(), opt_cfg["clip_grad"])
         optimizer.step()
         model.update_teacher()
