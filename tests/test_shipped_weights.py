@@ -71,3 +71,21 @@ def test_probe_finds_the_shipped_backbone_and_its_random_twin(name):
     assert rows[name]["weights"].startswith("shipped")
     assert rows[name]["params"] == model_card(name)["params"] == sum(p.numel() for p in shipped.parameters())
     assert rows[f"{name}-random"]["weights"].startswith("random init")
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_shipped_backbones_of_one_arch_share_one_random_twin():
+    """The main job pairs every shipped backbone of an arch with one twin: same arch, same init seed,
+    the same weights."""
+    from benchmarks.probe.backbones.presets import build_probe_backbone
+
+    by_arch: dict[str, list[str]] = {}
+    for name in NAMES:
+        by_arch.setdefault(repr(backbone_config(name)), []).append(name)
+    shared = [names for names in by_arch.values() if len(names) > 1]
+    assert shared, "expected two shipped backbones of one arch (sapiens2_cpu_small and its MAE-only variant)"
+    for names in shared:
+        twins = [build_probe_backbone(f"{n}-random", img_size=(256, 192)).state_dict() for n in names]
+        for other in twins[1:]:
+            assert other.keys() == twins[0].keys()
+            assert all(torch.equal(other[k], twins[0][k]) for k in other)
