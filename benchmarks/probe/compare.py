@@ -140,7 +140,8 @@ def compare_records(rec_a: dict, rec_b: dict, level: float = 0.95) -> dict:
         Plain JSON data: ``task, metric, label, higher_is_better, scale, a, b, value_a, value_b,
         difference`` (a - b, record units), ``low, high`` (its paired interval), ``level, n, resamples,
         bootstrap_seed, protocol_id, seed_a, seed_b, record_a, record_b``, ``winner`` (``"a"``,
-        ``"b"`` or None) and ``verdict`` (text).
+        ``"b"`` or None), ``verdict`` (text) and ``display`` (the table's text cells ``metric, value_a,
+        value_b, difference`` in display units, for reports that format nothing themselves).
     """
     task = rec_a["task"]
     spec = PROBE_HEADLINE[task]
@@ -150,7 +151,7 @@ def compare_records(rec_a: dict, rec_b: dict, level: float = 0.95) -> dict:
     a, b = rec_a["model"]["name"], rec_b["model"]["name"]
     winner, verdict = _verdict(spec, low, high, a, b, level)
     iv = rec_a["intervals"]
-    return {
+    out = {
         "task": task, "metric": spec.key, "label": spec.label, "higher_is_better": spec.higher_is_better,
         "scale": spec.scale, "a": a, "b": b, "value_a": va, "value_b": vb,
         "difference": None if va is None or vb is None else va - vb,
@@ -160,6 +161,8 @@ def compare_records(rec_a: dict, rec_b: dict, level: float = 0.95) -> dict:
         "seed_a": rec_a["seeds"][0], "seed_b": rec_b["seeds"][0],
         "record_a": _where(rec_a), "record_b": _where(rec_b), "winner": winner, "verdict": verdict,
     }
+    out["display"] = dict(zip(("metric", "value_a", "value_b", "difference"), comparison_cells(out)[1:5]))
+    return out
 
 
 def _pick(recs_a: list[dict], recs_b: list[dict], a: str, b: str, task: str,
