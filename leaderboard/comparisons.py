@@ -45,7 +45,7 @@ def comparison_rows(comparisons) -> list[dict[str, str]]:
 
 
 def comparisons_view(comparisons) -> dict | None:
-    """The report's comparison section: ``{"title", "columns", "fields", "rows"}``, None without comparisons."""
+    """The report's comparison section ``{"title", "columns", "fields", "rows"}``; None without any."""
     rows = comparison_rows(comparisons)
     if not rows:
         return None

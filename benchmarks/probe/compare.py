@@ -187,8 +187,17 @@ def _pick(recs_a: list[dict], recs_b: list[dict], a: str, b: str, task: str,
     if len(pids) > 1:
         raise ValueError(f"{a} and {b} on {task} have records under several protocols {pids}: "
                          "name one (protocol_id / --protocol)")
-    ra, rb = pa[pids[0]], pb[pids[0]]
-    seeds_a, seeds_b = {r["seeds"][0]: r for r in ra}, {r["seeds"][0]: r for r in rb}
+    def by_seed(recs, name):
+        out: dict[int, dict] = {}
+        for r in recs:
+            seed = r["seeds"][0]
+            if seed in out:
+                raise ValueError(f"two {task} records of {name} under {pids[0]} for seed {seed}: "
+                                 f"{_where(out[seed])} and {_where(r)}; compare a folder that holds one")
+            out[seed] = r
+        return out
+
+    seeds_a, seeds_b = by_seed(pa[pids[0]], a), by_seed(pb[pids[0]], b)
     common = sorted(set(seeds_a) & set(seeds_b))
     if common:
         return seeds_a[common[0]], seeds_b[common[0]]
