@@ -268,3 +268,40 @@ def test_report_shows_comparisons_escaped(tmp_path):
     with pytest.raises(ValueError, match=r"comparisons\[0\]: missing \['display'\]"):
         build_site([tmp_path / "r"], tmp_path / "s2", with_figures=False,
                    comparisons=[{k: v for k, v in comps[0].items() if k != "display"}])
+
+
+def test_pose_image_ids_are_the_resampled_images():
+    """Pose resamples images (several instances may share one), in ascending image-id order."""
+    from test_pose_evaluator import META, _update, make_samples
+
+    from evaluators.pose.evaluator import PoseEvaluator
+
+    s = make_samples(30, seed=5)
+    ev = PoseEvaluator(meta=META)
+    _update(ev, s, np.arange(30))
+    ids = ev.bootstrap_image_ids()
+    assert ids.tolist() == sorted(set(np.asarray(s["image_ids"]).tolist()))
+    assert len(ids) == ev.num_images < 30  # some samples share an image
+    iv = bootstrap_intervals_field(ev, ["AP"], resamples=20, level=0.95, seed=1)
+    assert iv["images_sha256"] == images_sha256(ids) and iv["n"] == len(ids)
+
+
+def test_schema_checks_the_new_interval_fields():
+    from leaderboard.schema import validate
+
+    ev = seg_evaluator(seg_items(N, 0))
+    iv = bootstrap_intervals_field(ev, KEYS, resamples=10, level=0.95, seed=0)
+    base = dict(model={"name": "m"}, task="seg",
+                dataset={"name": "toy", "split": "test", "content_hash": "c"},
+                protocol={"kind": "probe", "protocol_id": "test-paired-v1"}, metrics=ev.compute(),
+                config={}, seeds=[0])
+    ok = make_record(**base, intervals={**iv, "side_file": "seed0.bootstrap.npz",
+                                        "bootstrap_sha256": "0" * 64})
+    assert validate(ok) == []
+    from leaderboard.results import RecordError
+
+    for bad, why in (({"side_file": "../x.npz", "bootstrap_sha256": "0" * 64}, "side_file"),
+                     ({"side_file": "seed0.bootstrap.npz"}, "bootstrap_sha256"),
+                     ({"images_sha256": "xyz"}, "images_sha256")):
+        with pytest.raises(RecordError, match=why):
+            make_record(**base, intervals={**iv, **bad})
