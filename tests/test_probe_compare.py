@@ -305,3 +305,25 @@ def test_schema_checks_the_new_interval_fields():
                      ({"images_sha256": "xyz"}, "images_sha256")):
         with pytest.raises(RecordError, match=why):
             make_record(**base, intervals={**iv, **bad})
+
+
+def test_run_prints_and_writes_the_paired_comparisons(tmp_path, capsys, monkeypatch):
+    """``run --compare`` end to end on the toy split (the data folder is swapped for in-memory data)."""
+    import benchmarks.cli.probe as cli_probe
+    import benchmarks.probe.api as api
+
+    real = api.run_probe
+    data = make_toy_data(tasks=("seg",), seed=0)
+    monkeypatch.setattr(cli_probe, "default_data_dir", lambda protocol, quick=False: "toy")
+    monkeypatch.setattr(api, "run_probe",
+                        lambda name, tasks, _data, out, **kw: real(name, tasks, data, out, **kw))
+    out = tmp_path / "o"
+    assert main(["run", "--quick", "--out", str(out), "--backbones", "gt-oracle,pixels", "--tasks", "seg",
+                 "--compare", "gt-oracle:pixels", "--no-mediapipe", "--no-paper"]) == 0
+    text = capsys.readouterr().out
+    assert "paired comparisons (95% paired bootstrap of the difference, same test images)" in text
+    saved = json.loads((out / "comparisons.json").read_text())
+    (c,) = saved["comparisons"]
+    assert (c["a"], c["b"], c["task"], saved["skipped"]) == ("gt-oracle", "pixels", "seg", [])
+    assert c == paired_comparisons(out / "results", "gt-oracle", "pixels")[0]
+    assert c["verdict"] in text and 'id="comparisons"' in (out / "site" / "index.html").read_text()
