@@ -205,29 +205,6 @@ def test_unknown_backbone_and_task_are_named(tmp_path):
 
 
 # ----------------------------------------------------------------------------- probe and CLI
-def test_probe_writes_side_files_and_compare_cli_reads_them(tmp_path, capsys):
-    from benchmarks.probe.api import run_probe
-
-    data = make_toy_data(tasks=("seg",), seed=0)
-    (ora,) = run_probe("gt-oracle", ["seg"], data, tmp_path, quick=True)
-    pix = run_probe("pixels", ["seg"], data, tmp_path, quick=True, seeds=(0, 1))
-    rec = read_record(ora)
-    assert side_path(ora).is_file() and rec["intervals"]["side_file"] == "seed0.bootstrap.npz"
-    mean = read_record(pix[-1])
-    seeds_agree = read_record(pix[0])["metrics"] == read_record(pix[1])["metrics"]
-    # the mean over seeds points to the first seed's side file only when the seeds agree
-    assert ("side_file" in mean["intervals"]) == (mean["intervals"]["method"] == "bootstrap") == seeds_agree
-    capsys.readouterr()
-    out_json = tmp_path / "cmp.json"
-    assert main(["compare", str(tmp_path), "gt-oracle", "pixels", "--json", str(out_json)]) == 0
-    text = capsys.readouterr().out
-    assert "gt-oracle vs pixels" in text and "seg" in text
-    (c,) = json.loads(out_json.read_text())["comparisons"]
-    assert c["record_a"] == str(ora) and c["record_b"] == str(pix[0]) and c["n"] == rec["intervals"]["n"]
-    assert main(["compare", str(tmp_path), "gt-oracle", "nope"]) == 1
-    assert "backbone 'nope'" in capsys.readouterr().err
-
-
 def test_comparisons_from_records_pick_the_common_protocol(tmp_path):
     write_seg_record(tmp_path, "a", seg_items(N, 0))
     write_seg_record(tmp_path, "b", seg_items(N, 11))
@@ -307,8 +284,10 @@ def test_schema_checks_the_new_interval_fields():
             make_record(**base, intervals={**iv, **bad})
 
 
-def test_run_prints_and_writes_the_paired_comparisons(tmp_path, capsys, monkeypatch):
-    """``run --compare`` end to end on the toy split (the data folder is swapped for in-memory data)."""
+def test_run_and_compare_cli_pair_the_probes_records(tmp_path, capsys, monkeypatch):
+    """``run --compare`` end to end on the toy split (the data folder is swapped for in-memory data):
+    side files beside the records, the table printed, ``comparisons.json`` and the report section;
+    then ``compare`` reads the same records."""
     import benchmarks.cli.probe as cli_probe
     import benchmarks.probe.api as api
 
@@ -319,11 +298,27 @@ def test_run_prints_and_writes_the_paired_comparisons(tmp_path, capsys, monkeypa
                         lambda name, tasks, _data, out, **kw: real(name, tasks, data, out, **kw))
     out = tmp_path / "o"
     assert main(["run", "--quick", "--out", str(out), "--backbones", "gt-oracle,pixels", "--tasks", "seg",
-                 "--compare", "gt-oracle:pixels", "--no-mediapipe", "--no-paper"]) == 0
+                 "--seeds", "0,1", "--compare", "gt-oracle:pixels", "--no-mediapipe", "--no-paper"]) == 0
     text = capsys.readouterr().out
     assert "paired comparisons (95% paired bootstrap of the difference, same test images)" in text
+    (ora,) = (out / "results" / "gt-oracle").glob("*/seg/seed0.json")
+    pix = [ora.parents[3] / "pixels" / ora.parts[-3] / "seg" / f
+           for f in ("seed0.json", "seed1.json", "mean.json")]
+    rec = read_record(ora)
+    assert side_path(ora).is_file() and rec["intervals"]["side_file"] == "seed0.bootstrap.npz"
+    mean = read_record(pix[2])
+    seeds_agree = read_record(pix[0])["metrics"] == read_record(pix[1])["metrics"]
+    # the mean over seeds points to the first seed's side file only when the seeds agree
+    assert ("side_file" in mean["intervals"]) == (mean["intervals"]["method"] == "bootstrap") == seeds_agree
     saved = json.loads((out / "comparisons.json").read_text())
     (c,) = saved["comparisons"]
     assert (c["a"], c["b"], c["task"], saved["skipped"]) == ("gt-oracle", "pixels", "seg", [])
+    assert c["record_a"] == str(ora) and c["record_b"] == str(pix[0]) and c["n"] == rec["intervals"]["n"]
     assert c == paired_comparisons(out / "results", "gt-oracle", "pixels")[0]
     assert c["verdict"] in text and 'id="comparisons"' in (out / "site" / "index.html").read_text()
+    out_json = tmp_path / "cmp.json"
+    assert main(["compare", str(out / "results"), "gt-oracle", "pixels", "--json", str(out_json)]) == 0
+    assert format_comparisons([c]) in capsys.readouterr().out
+    assert json.loads(out_json.read_text())["comparisons"] == [c]
+    assert main(["compare", str(out / "results"), "gt-oracle", "nope"]) == 1
+    assert "backbone 'nope'" in capsys.readouterr().err
