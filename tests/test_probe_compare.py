@@ -322,3 +322,11 @@ def test_run_and_compare_cli_pair_the_probes_records(tmp_path, capsys, monkeypat
     assert json.loads(out_json.read_text())["comparisons"] == [c]
     assert main(["compare", str(out / "results"), "gt-oracle", "nope"]) == 1
     assert "backbone 'nope'" in capsys.readouterr().err
+    site = tmp_path / "site"
+    assert main(["leaderboard", "build", str(out / "results"), "--out", str(site), "--no-figures",
+                 "--comparisons", str(out_json)]) == 0
+    assert c["display"]["difference"] in (site / "index.html").read_text()
+    out_json.write_text("[]")
+    assert main(["leaderboard", "build", str(out / "results"), "--out", str(site), "--comparisons",
+                 str(out_json)]) == 1
+    assert "expected a JSON object with a 'comparisons' list" in capsys.readouterr().err
