@@ -330,3 +330,15 @@ def test_run_and_compare_cli_pair_the_probes_records(tmp_path, capsys, monkeypat
     assert main(["leaderboard", "build", str(out / "results"), "--out", str(site), "--comparisons",
                  str(out_json)]) == 1
     assert "expected a JSON object with a 'comparisons' list" in capsys.readouterr().err
+
+
+def test_verdict_follows_the_metric_direction():
+    from benchmarks.probe.compare import _verdict
+    from benchmarks.probe.headline import PROBE_HEADLINE
+
+    epe, miou = PROBE_HEADLINE["pose"], PROBE_HEADLINE["seg"]  # lower / higher is better
+    assert _verdict(epe, -3.0, -1.0, "p", "r", 0.95) == ("a", "p better beyond the 95% interval")
+    assert _verdict(epe, 1.0, 3.0, "p", "r", 0.95) == ("b", "r better beyond the 95% interval")
+    assert _verdict(miou, -3.0, -1.0, "p", "r", 0.9) == ("b", "r better beyond the 90% interval")
+    assert _verdict(miou, -1.0, 3.0, "p", "r", 0.95) == (None, "within the 95% interval")
+    assert _verdict(miou, float("nan"), float("nan"), "p", "r", 0.95)[0] is None
