@@ -112,6 +112,15 @@ class BootstrapMixin:
         order = torch.sort(key, stable=True).indices
         return idx[order].numpy(), {k: v[order].numpy() for k, v in rows.items()}
 
+    def bootstrap_image_ids(self) -> np.ndarray:
+        """The ids of the test images the bootstrap resamples, in its canonical order.
+
+        Position ``i`` of a resample (:func:`resample_indices`) is image ``bootstrap_image_ids()[i]``,
+        so two evaluators with equal ids draw the same images for the same seed (a paired bootstrap).
+        Here: the dataset indices of :meth:`sample_rows` (-1 for samples added without ``index``).
+        """
+        return self.sample_rows()[0]
+
     @property
     def num_images(self) -> int:
         """n: the number of test images (samples) the bootstrap resamples."""

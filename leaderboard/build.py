@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from leaderboard.breakdowns import display_breakdowns, record_breakdowns
+from leaderboard.comparisons import comparisons_view
 from leaderboard.merge import dedupe_records
 from leaderboard.paper import load_paper_results
 from leaderboard.plots import Figure, figures_for
@@ -74,6 +75,7 @@ def build_site(
     with_figures: bool = True,
     skipped: list[str] | None = None,
     protocol_names: Mapping[str, str] | None = None,
+    comparisons: list[dict] | None = None,
 ) -> dict[str, Path]:
     """Build the leaderboard from result files/folders.
 
@@ -88,6 +90,8 @@ def build_site(
             (``"path: reason"``); otherwise they are an error.
         protocol_names: protocol id -> human-readable name for the protocols the caller knows
             (``{"probe-v3-...": "probe v3 (default)"}``); others are named from their stored config.
+        comparisons: paired comparisons of two backbones (plain dicts of the probe's paired bootstrap,
+            :mod:`leaderboard.comparisons`), shown in a section of their own.
 
     Returns:
         ``{"html", "markdown", "csv"}`` paths.
@@ -99,6 +103,7 @@ def build_site(
         ValueError: nothing to report.
     """
     inputs = [str(p) for p in inputs]
+    compared = comparisons_view(comparisons)  # bad comparison data fails before anything is read
     records, notes = dedupe_records(load_records(inputs, skip_foreign=True, skipped=skipped))
     long = records_to_frame(records)
     if not len(long):
@@ -139,6 +144,7 @@ def build_site(
         "sections": sections,
         "paper": paper,
         "protocols": protocols,
+        "comparisons": compared,
     }
     paths = {
         "html": write_text_atomic(out / "index.html", build_html(page)),

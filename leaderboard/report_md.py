@@ -92,6 +92,14 @@ def build_markdown(page: dict, figures_dir: str | None = None) -> str:
     out += [table_markdown(summary) if summary.rows else "No measured results.", ""]
     out += ["Each cell: the task's first headline metric (pose: the probe's EPE and the official AP), "
             "its interval in brackets where the record has one, and n (test samples).", ""]
+    if page.get("comparisons"):
+        cv = page["comparisons"]
+        out += [f"## {md_escape(cv['title'])}", ""]
+        out += ["| " + " | ".join(md_escape(c) for c in cv["columns"]) + " |",
+                "|" + "---|" * len(cv["columns"])]
+        out += ["| " + " | ".join(md_escape(r[k]) for k in cv["fields"]) + " |" for r in cv["rows"]]
+        out += ["", "A - B: the difference of the metric, with the percentile interval of the differences "
+                "over the same resampled test images for both backbones.", ""]
     out += ["## Protocols", ""]
     for p in page["protocols"]:
         out.append(f"<details><summary>{md_escape(p.label)}" + (f" {p.short_hash}" if p.short_hash else "")

@@ -17,6 +17,8 @@ def register(sub) -> None:
     b.add_argument("--no-figures", action="store_true", help="skip the matplotlib figures")
     b.add_argument("--skip-unreadable", action="store_true",
                    help="leave out unreadable or invalid result files (each is listed) instead of failing")
+    b.add_argument("--comparisons", metavar="FILE", default=None,
+                   help="add the paired comparisons of a comparisons.json (run, or compare --json)")
     b.set_defaults(func=_build)
 
     v = lsub.add_parser("validate",
@@ -56,9 +58,18 @@ def _build(args) -> int:
     from leaderboard.build import build_site, summary_lines
 
     skipped: list[str] | None = [] if args.skip_unreadable else None
+    comparisons = None
+    if args.comparisons:
+        from sapiens2.utils_io import read_json
+
+        saved = read_json(args.comparisons)
+        comparisons = saved.get("comparisons") if isinstance(saved, dict) else None
+        if not isinstance(comparisons, list):
+            raise ValueError(f"{args.comparisons}: expected a JSON object with a 'comparisons' list "
+                             "(OUT/comparisons.json of run, or compare --json)")
     paths = build_site(args.results, args.out, include_paper=args.include_paper, title=args.title,
                        with_figures=not args.no_figures, skipped=skipped,
-                       protocol_names=known_protocol_names())
+                       protocol_names=known_protocol_names(), comparisons=comparisons)
     for problem in skipped or []:
         print(f"skipped  {problem}", file=sys.stderr)
     for line in summary_lines(paths):

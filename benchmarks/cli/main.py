@@ -24,6 +24,7 @@ import sys
 import traceback
 
 from benchmarks.cli import (
+    compare,
     convert,
     data,
     download,
@@ -41,7 +42,7 @@ from benchmarks.cli import eval as eval_cmd
 from sapiens2.errors import BenchError
 
 # Subcommand modules, in the order shown by --help.
-COMMANDS = [run, parity, model_card, predict, convert, eval_cmd, data, probe, pretrain, leaderboard,
+COMMANDS = [run, compare, parity, model_card, predict, convert, eval_cmd, data, probe, pretrain, leaderboard,
             download, reproduce, system]
 
 # Commands that split their work across torchrun workers (and write once, from rank 0).

@@ -5,7 +5,10 @@ backbones (the shipped pretrained sapiens2_cpu_small beside its random-init twin
 pixels and the ground-truth oracle) on all five tasks under the default probing protocol (v4: the
 closed-form linear probe), write one result record per (backbone, task, seed) with 95% bootstrap
 intervals, build the leaderboard (Markdown + self-contained HTML, with the paper's numbers marked
-reported), print the headline table (value [low, high] n=N per task) and where the report is.
+reported), print the headline table (value [low, high] n=N per task) and where the report is. Every
+backbone X whose random-init twin ``X-random`` is in the run, and every ``--compare A:B`` pair, is
+compared paired (95% paired bootstrap of the difference on the same test images): printed and
+written to ``OUT/comparisons.json``.
 ``--quick`` runs a tiny protocol for tests (its own protocol id, never ranked with the default one).
 
 Backbones that take weights but get none are probed from a seeded random initialisation (the
@@ -44,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "sapiens2_0.1b=pretrain/sapiens2_0.1b.safetensors")
     p.add_argument("--include", action="append", default=[], metavar="PATH",
                    help="import this .py file or folder before resolving --backbones (repeatable)")
+    p.add_argument("--compare", action="append", default=[], metavar="A:B",
+                   help="also compare backbones A and B of the run paired (repeatable; X and X-random "
+                        "are always compared)")
     p.add_argument("--no-paper", action="store_true", help="leave the paper's numbers out of the report")
     p.add_argument("--no-mediapipe", action="store_true",
                    help="skip the MediaPipe reference system (run only when mediapipe 0.10.21 is installed)")
@@ -65,6 +71,31 @@ def _parse_weights(items: list[str]) -> dict[str, str]:
             raise FileNotFoundError(f"--weights {name}: {path} does not exist")
         weights[name.strip()] = path
     return weights
+
+
+def parse_compare(items: list[str], names: list[str]) -> list[tuple[str, str]]:
+    """The ``--compare A:B`` pairs, then each backbone's ``X``/``X-random`` twin pair, each once.
+
+    A name may itself hold a colon (``package.module:Class``): ``A:B`` is split at the one colon
+    that leaves two backbones of the run.
+
+    Raises:
+        ValueError: an item that is not two different backbones of the run.
+
+    Example:
+        >>> parse_compare(["pixels:m.x:Cls"], ["m.x:Cls", "pixels", "m.x:Cls-random"])
+        [('pixels', 'm.x:Cls'), ('m.x:Cls', 'm.x:Cls-random')]
+    """
+    pairs = []
+    for item in items:
+        splits = [(item[:i], item[i + 1:]) for i, ch in enumerate(item) if ch == ":"]
+        ok = [(a, b) for a, b in splits if a in names and b in names and a != b]
+        if len(ok) != 1:
+            raise ValueError(f"--compare {item!r}: expected A:B with two different backbones of the run "
+                             f"(backbones: {', '.join(names)})")
+        pairs.append(ok[0])
+    pairs += [(x, f"{x}-random") for x in names if f"{x}-random" in names]
+    return list(dict.fromkeys(pairs))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
     for name in names:  # an unknown name or a bad module:Class fails before any work
         if name != ORACLE:
             resolve_backbone_cfg(name)
+    pairs = parse_compare(args.compare, names)
     weights = _parse_weights(args.weights)
     unused = sorted(set(weights) - set(names))
     if unused:
@@ -137,10 +169,22 @@ def run(args: argparse.Namespace) -> int:
     print("[3/3] building the leaderboard")
     from benchmarks.cli.leaderboard import known_protocol_names
 
+    comps, skipped = _comparisons(results, pairs, failed, args.tasks, protocol.protocol_id())
     paths = build_site([results], out / "site", include_paper=not args.no_paper,
                        title="sapiens2-bench leaderboard (synthetic data, probing)",
-                       protocol_names=known_protocol_names())
+                       protocol_names=known_protocol_names(), comparisons=comps)
     _print_summary(results)
+    if pairs:
+        from benchmarks.probe.compare import format_comparisons
+        from sapiens2.utils_io import write_json_atomic
+
+        print("\n" + format_comparisons(comps))
+        for s in skipped:
+            print(f"  not compared: {s['a']} vs {s['b']}: {s['reason']}")
+        method = "paired percentile bootstrap of a - b over the same resampled test images"
+        write_json_atomic(out / "comparisons.json",
+                          {"method": method, "comparisons": comps, "skipped": skipped})
+        print(f"comparisons: {out / 'comparisons.json'}")
     print(f"\nrecords:  {results}")
     print(f"markdown: {paths['markdown']}")
     print(f"report:   {paths['html']}   (open it in a browser; self-contained, works offline)")
@@ -178,3 +222,24 @@ def _print_summary(results) -> None:
     records = load_records([results], skip_foreign=True)
     if any((r.get("protocol") or {}).get("kind") == "probe" for r in records):
         print("\n" + summary_table(records, list(task_names())))
+
+
+def _comparisons(results, pairs, failed: dict, tasks: str, protocol_id: str) -> tuple[list[dict], list[dict]]:
+    """Paired comparisons of ``pairs`` under ``protocol_id``, and the pairs that could not be paired
+    (``{"a", "b", "reason"}``: a backbone failed, or the records refuse to pair)."""
+    if not pairs:
+        return [], []
+    from benchmarks.probe.compare import comparisons_from_records
+    from leaderboard.results import load_records
+
+    records = load_records([results], skip_foreign=True)
+    comps, skipped = [], []
+    for a, b in pairs:
+        if a in failed or b in failed:
+            skipped.append({"a": a, "b": b, "reason": f"{a if a in failed else b} failed"})
+            continue
+        try:
+            comps += comparisons_from_records(records, a, b, tasks, protocol_id, where=str(results))
+        except ValueError as e:
+            skipped.append({"a": a, "b": b, "reason": str(e)})
+    return comps, skipped

@@ -5,7 +5,8 @@ Example:
     >>> paths = run_probe("pixels", ["seg"], data_dir, "out/", seeds=(0,), quick=True)  # doctest: +SKIP
 
 Files under ``out_dir/<backbone>/<protocol_id>/<task>/``: ``seed<k>.json`` (one record per seed),
-``mean.json`` (mean and std over seeds) and ``seed<k>.ckpt.pt`` (resumable decoder state). Records of
+``seed<k>.bootstrap.npz`` (its resampled metric values, :mod:`benchmarks.probe.sidefile`), ``mean.json``
+(mean and std over seeds) and ``seed<k>.ckpt.pt`` (resumable decoder state). Records of
 different protocols live apart, so one never overwrites another. A record is a done marker, and a
 decoder checkpoint is resumed, only for the same run: protocol id, data content, backbone config and
 weights hash, task and seed (:mod:`benchmarks.probe.runkey`). A mismatched checkpoint is ignored with
@@ -32,6 +33,7 @@ from benchmarks.probe.headline import seed_intervals
 from benchmarks.probe.optim import check_training_names
 from benchmarks.probe.protocol import TASKS, ProbeProtocol, default_protocol, quick_protocol
 from benchmarks.probe.runkey import run_identity, run_mismatch, weights_sha256
+from benchmarks.probe.sidefile import side_path
 from benchmarks.probe.tasks import build_task
 from benchmarks.probe.train import fit_task_shortcut, train_decoder
 from leaderboard.results import make_record, read_record, write_record
@@ -282,7 +284,7 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
         run=identity,
     )
     metrics, eval_s, intervals = evaluate_decoder(
-        task, decoder, run.test_feat, run.test_tgt, run.test_idx, protocol
+        task, decoder, run.test_feat, run.test_tgt, run.test_idx, protocol, side_path=side_path(path)
     )
     pid = protocol.protocol_id()
     rec = make_record(
@@ -342,7 +344,8 @@ def _write_mean(path: Path, records: list[dict]) -> Path:
     """Mean and (population) std over seeds of every metric, as one aggregated record.
 
     Its ``intervals``: when the seeds agree on every interval metric (the linear probe trains
-    nothing, so its seeds are identical), the first seed's bootstrap interval; otherwise the
+    nothing, so its seeds are identical), the first seed's bootstrap interval, with its side file
+    (``side_file``: the first seed's ``.bootstrap.npz``, in the same folder); otherwise the
     t-interval of the mean over seeds (``method: "seeds"``, see :func:`seed_intervals`).
     """
     keys = sorted(set.intersection(*(set(r["metrics"]) for r in records)))
@@ -357,6 +360,10 @@ def _write_mean(path: Path, records: list[dict]) -> Path:
     r0 = records[0]
     seeds = [s for r in records for s in r["seeds"]]
     intervals = seed_intervals(records)
+    if intervals and "side_file" in intervals and len(
+        {(r.get("intervals") or {}).get("bootstrap_sha256") for r in records}
+    ) != 1:  # equal values but other resampled values: no single side file stands for the mean
+        intervals = {k: v for k, v in intervals.items() if k not in ("side_file", "bootstrap_sha256")}
     rec = make_record(
         model=r0["model"],
         task=r0["task"],

@@ -347,6 +347,11 @@ class PoseEvaluator(Evaluator):
             return len({r["image_id"] for r in self._instances()})
         return len(self.coco_gt().get("images", []))
 
+    def bootstrap_image_ids(self) -> np.ndarray:
+        """The image ids the bootstrap resamples: the COCO GT's ``image_ids`` (ascending)."""
+        gt, _ = load_coco_gt(self.coco_gt(), self.meta.num_keypoints, use_area=self.use_area)
+        return np.asarray(gt.image_ids)
+
     def bootstrap_distribution(
         self, metrics: list[str] | None = None, *, resamples: int = 1000, seed: int = 0
     ) -> dict[str, np.ndarray]:

@@ -1,0 +1,55 @@
+"""Paired comparisons of two backbones in the report: plain data in, escaped rows out.
+
+The report takes the comparison dicts that the probe's paired bootstrap makes (a difference of one
+headline metric between two backbones on the same resampled test images, its interval and a
+verdict) as plain data and formats nothing itself: each dict carries its ``display`` text cells.
+
+Example:
+    >>> c = {"task": "seg", "a": "m", "b": "m-random", "n": 96, "verdict": "m better beyond the 95% interval",
+    ...      "level": 0.95, "display": {"metric": "mIoU % (higher is better)", "value_a": "9.00",
+    ...      "value_b": "5.00", "difference": "4.00 [3.00, 5.00]"}}
+    >>> comparison_rows([c])[0]["difference"]
+    '4.00 [3.00, 5.00]'
+"""
+
+from __future__ import annotations
+
+KEYS = ("task", "a", "b", "n", "verdict", "level", "display")
+DISPLAY = ("metric", "value_a", "value_b", "difference")
+COLUMNS = (("task", "task"), ("a", "A"), ("b", "B"), ("metric", "metric"), ("value_a", "A value"),
+           ("value_b", "B value"), ("difference", "A - B [interval]"), ("n", "n"), ("verdict", "verdict"))
+
+
+def comparison_rows(comparisons) -> list[dict[str, str]]:
+    """One row of text cells per comparison (the keys of :data:`COLUMNS`), checked.
+
+    Raises:
+        ValueError: a comparison that is not a dict with :data:`KEYS` and ``display`` cells
+            :data:`DISPLAY` (names its position and what is missing).
+    """
+    rows = []
+    for i, c in enumerate(comparisons or []):
+        if not isinstance(c, dict):
+            raise ValueError(f"comparisons[{i}]: expected a dict, got {type(c).__name__}")
+        missing = [k for k in KEYS if k not in c]
+        shown = c.get("display")
+        if not missing and not isinstance(shown, dict):
+            missing = ["display (a dict)"]
+        elif not missing:
+            missing = [f"display.{k}" for k in DISPLAY if k not in shown]
+        if missing:
+            raise ValueError(f"comparisons[{i}]: missing {missing} (a paired comparison has {list(KEYS)})")
+        rows.append({"task": str(c["task"]), "a": str(c["a"]), "b": str(c["b"]),
+                     **{k: str(shown[k]) for k in DISPLAY}, "n": str(c["n"]), "verdict": str(c["verdict"])})
+    return rows
+
+
+def comparisons_view(comparisons) -> dict | None:
+    """The report's comparison section ``{"title", "columns", "fields", "rows"}``; None without any."""
+    rows = comparison_rows(comparisons)
+    if not rows:
+        return None
+    levels = sorted({float(c["level"]) for c in comparisons})
+    pct = "/".join(f"{100 * v:g}" for v in levels)
+    return {"columns": [label for _, label in COLUMNS], "fields": [k for k, _ in COLUMNS], "rows": rows,
+            "title": f"Paired comparisons ({pct}% paired bootstrap of the difference, same test images)"}
