@@ -1,14 +1,15 @@
 """``sapiens2-bench run``: the main job, end to end on the embedded synthetic data.
 
 With no arguments: render (or reuse) the default synthetic split (384 scenes), probe the default
-backbones (the shipped pretrained sapiens2_cpu_small beside its random-init twin, dinov2_small,
-pixels and the ground-truth oracle) on all five tasks under the default probing protocol (v4: the
-closed-form linear probe), write one result record per (backbone, task, seed) with 95% bootstrap
-intervals, build the leaderboard (Markdown + self-contained HTML, with the paper's numbers marked
-reported), print the headline table (value [low, high] n=N per task) and where the report is. Every
-backbone X whose random-init twin ``X-random`` is in the run, and every ``--compare A:B`` pair, is
-compared paired (95% paired bootstrap of the difference on the same test images): printed and
-written to ``OUT/comparisons.json``.
+backbones (the shipped pretrained sapiens2_cpu_small and its MAE-only variant beside their
+random-init twin, dinov2_small, pixels and the ground-truth oracle) on all five tasks under the
+default probing protocol (v4: the closed-form linear probe), write one result record per (backbone,
+task, seed) with 95% bootstrap intervals, build the leaderboard (Markdown + self-contained HTML,
+with the paper's numbers marked reported), print the headline table (value [low, high] n=N per task)
+and where the report is. Every backbone X whose random-init twin ``X-random`` (or, for a shipped
+backbone, the twin of another shipped backbone of its arch) is in the run, and every
+``--compare A:B`` pair, is compared paired (95% paired bootstrap of the difference on the same test
+images): printed and written to ``OUT/comparisons.json``.
 ``--quick`` runs a tiny protocol for tests (its own protocol id, never ranked with the default one).
 
 Backbones that take weights but get none are probed from a seeded random initialisation (the
@@ -24,9 +25,11 @@ import time
 
 from sapiens2.tasks import task_names
 
-# The shipped pretrained backbone beside its random-init twin, a transformers baseline (random
-# init: no weights can be downloaded here), the pixels and the ground-truth ceiling.
-DEFAULT_BACKBONES = ("gt-oracle", "sapiens2_cpu_small", "sapiens2_cpu_small-random", "dinov2_small", "pixels")
+# The shipped pretrained backbones (the reference objective and its MAE-only ablation, one arch)
+# beside their random-init twin, a transformers baseline (random init: no weights can be downloaded
+# here), the pixels and the ground-truth ceiling.
+DEFAULT_BACKBONES = ("gt-oracle", "sapiens2_cpu_small", "sapiens2_cpu_small_mae", "sapiens2_cpu_small-random",
+                     "dinov2_small", "pixels")
 QUICK_BACKBONES = ("gt-oracle", "sapiens2_tiny", "pixels")
 TASKS = ",".join(task_names())
 
@@ -98,6 +101,25 @@ def parse_compare(items: list[str], names: list[str]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(pairs))
 
 
+def shipped_twin_pairs(names: list[str]) -> list[tuple[str, str]]:
+    """``(X, Y-random)`` for shipped backbones X and Y of one arch when ``X-random`` is not in the run:
+    the twins of one arch are the same model (same config, same init seed), so one twin serves all.
+
+    Example:
+        >>> shipped_twin_pairs(["sapiens2_cpu_small_mae", "sapiens2_cpu_small-random", "pixels"])
+        [('sapiens2_cpu_small_mae', 'sapiens2_cpu_small-random')]
+    """
+    from sapiens2.weights import SHIPPED, backbone_config
+
+    pairs = []
+    for x in names:
+        if x not in SHIPPED or f"{x}-random" in names:
+            continue
+        pairs += [(x, f"{y}-random") for y in SHIPPED
+                  if f"{y}-random" in names and backbone_config(y) == backbone_config(x)][:1]
+    return pairs
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the main job; returns the exit code (non-zero if any backbone failed)."""
     from pathlib import Path
@@ -120,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     for name in names:  # an unknown name or a bad module:Class fails before any work
         if name != ORACLE:
             resolve_backbone_cfg(name)
-    pairs = parse_compare(args.compare, names)
+    pairs = list(dict.fromkeys(parse_compare(args.compare, names) + shipped_twin_pairs(names)))
     weights = _parse_weights(args.weights)
     unused = sorted(set(weights) - set(names))
     if unused:
