@@ -30,6 +30,7 @@ import numpy as np
 from benchmarks.probe.headline import PROBE_HEADLINE, Headline, format_interval
 from benchmarks.probe.sidefile import content_sha256, images_sha256, read_side_file
 from evaluators.bootstrap import percentile_interval
+from leaderboard.results import load_records
 from sapiens2.tasks import task_names
 
 TITLE = "paired comparisons ({pct}% paired bootstrap of the difference, same test images)"
@@ -264,7 +265,6 @@ def paired_comparisons(records_dir: str | os.PathLike, a: str, b: str, tasks=Non
     Raises:
         ValueError: see :func:`comparisons_from_records`.
     """
-    from leaderboard.results import load_records
 
     records = load_records([records_dir], skip_foreign=True)
     return comparisons_from_records(records, a, b, tasks, protocol_id, level, where=str(records_dir))
