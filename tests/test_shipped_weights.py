@@ -89,3 +89,21 @@ def test_shipped_backbones_of_one_arch_share_one_random_twin():
         for other in twins[1:]:
             assert other.keys() == twins[0].keys()
             assert all(torch.equal(other[k], twins[0][k]) for k in other)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_weights_metadata_agrees_with_the_card(name):
+    """The export's own metadata (written by the pretrainer) says what the card says: a MAE-only run
+    has no teacher, so its export is the student."""
+    import json
+
+    from safetensors import safe_open
+
+    with safe_open(str(weights_path(name)), "pt") as f:
+        meta = json.loads(f.metadata()["sapiens2_pretrain"])
+    card = model_card(name)
+    assert meta["exported"] == card["exported"]
+    assert meta["config_hash"] == card["config_hash"] and meta["step"] == card["steps"]
+    assert meta["backbone_config"] == card["backbone_config"] and meta["recipe"] == card["recipe"]
+    weights = card["config"]["model"]["loss_weights"]
+    assert card["exported"] == ("teacher" if weights["cl"] > 0 else "student")
