@@ -22,6 +22,7 @@ from sapiens2.pretrain.distill import (
     distillation_loss,
     distillation_pairs,
     ema_update,
+    sinkhorn_knopp,
     teacher_temperature,
 )
 from sapiens2.pretrain.encoder import encode
@@ -132,6 +133,40 @@ def test_centring_update_and_teacher_temperature_schedule():
     assert teacher_temperature(0, 0.065, 0.07, 100) == 0.065
     assert teacher_temperature(50, 0.065, 0.07, 100) == pytest.approx(0.0675)
     assert teacher_temperature(100, 0.065, 0.07, 100) == teacher_temperature(10**6, 0.065, 0.07, 100) == 0.07
+
+
+def _sinkhorn_direct(logits: np.ndarray, temp: float, iterations: int) -> np.ndarray:
+    """Sinkhorn-Knopp written out on a B x K matrix: prototype columns to mass 1/K, image rows to 1/B."""
+    p = np.exp(logits / temp)
+    p = p / p.sum()
+    b, k = p.shape
+    for _ in range(iterations):
+        for j in range(k):
+            p[:, j] = p[:, j] / p[:, j].sum() / k
+        for i in range(b):
+            p[i, :] = p[i, :] / p[i, :].sum() / b
+    return p * b
+
+
+def test_sinkhorn_knopp_against_a_direct_computation():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.rand(6, 5, generator=g) * 2 - 1  # cosines
+    q = sinkhorn_knopp(logits, 0.07, iterations=3)
+    assert np.allclose(q.numpy(), _sinkhorn_direct(logits.double().numpy(), 0.07, 3), rtol=1e-5, atol=1e-7)
+    assert torch.allclose(q.sum(1), torch.ones(6))
+    # many iterations: every prototype gets the same mass over the batch, B / K
+    q = sinkhorn_knopp(logits, 0.07, iterations=200)
+    assert torch.allclose(q.sum(0), torch.full((5,), 6 / 5), atol=1e-4)
+    # identical images (the [CLS] at initialisation) still get a valid, balanced target
+    same = sinkhorn_knopp(logits[:1].repeat(4, 1), 0.07)
+    assert torch.allclose(same.sum(1), torch.ones(4)) and torch.isfinite(same).all()
+
+
+def test_pretrainer_rejects_an_unknown_teacher_centering():
+    cfg = get_recipe("smoke_tiny")["model"]
+    with pytest.raises(ValueError, match="teacher_centering"):
+        build({**cfg, "teacher_centering": "median"})
+    assert build({**cfg, "teacher_centering": "sinkhorn"}).teacher_centering == "sinkhorn"
 
 
 def test_ema_update_formula():

@@ -156,6 +156,22 @@ def test_frozen_prototypes_get_no_update_for_their_steps(images, tmp_path):
     assert not torch.equal(protos[1], protos[0])  # step 0 frozen, step 1 trained
 
 
+def test_sinkhorn_centering_runs_and_changes_only_the_distillation(images, tmp_path):
+    from sapiens2.pretrain import pretrain
+
+    rows = {}
+    for mode in ("momentum", "sinkhorn"):
+        cfg = get_recipe("smoke_tiny")
+        cfg["model"]["teacher_centering"] = mode
+        cfg["steps"] = 1
+        rows[mode] = pretrain(cfg, images, tmp_path / mode, progress=False).records[0]
+    assert math.isfinite(rows["sinkhorn"]["cl"]) and rows["sinkhorn"]["cl"] != rows["momentum"]["cl"]
+    assert rows["sinkhorn"]["mae"] == rows["momentum"]["mae"]  # same first step otherwise
+    base = get_recipe("smoke_tiny")
+    sinkhorn = {**base, "model": {**base["model"], "teacher_centering": "sinkhorn"}}
+    assert config_hash(sinkhorn) != config_hash(base)
+
+
 def test_freeze_prototypes_steps_is_checked_and_hashed_only_when_set():
     cfg = get_recipe("smoke_tiny")
     assert "freeze_prototypes_steps" not in json.dumps(

@@ -84,6 +84,43 @@ class Centering(nn.Module):
         self.center.mul_(self.momentum).add_(batch_mean, alpha=1.0 - self.momentum)
 
 
+@torch.no_grad()
+def sinkhorn_knopp(teacher_logits: Tensor, temperature: float, iterations: int = 3) -> Tensor:
+    """Teacher targets by Sinkhorn-Knopp (DINOv2/v3's alternative to centring): ``exp(logits / T)``
+    rescaled alternately so that every prototype gets the same total mass over the batch (all ranks)
+    and every image a distribution.
+
+    Args:
+        teacher_logits: B x K teacher logits of this rank.
+        temperature: teacher temperature.
+        iterations: alternating normalisations (3, as DINOv2).
+
+    Returns:
+        B x K float32 targets; each row sums to 1.
+
+    Example:
+        >>> q = sinkhorn_knopp(torch.randn(8, 4), 0.1)
+        >>> torch.allclose(q.sum(1), torch.ones(8)), q.shape
+        (True, torch.Size([8, 4]))
+    """
+    from sapiens2.distributed import all_reduce_, get_world_size
+
+    logits = teacher_logits.float() / temperature
+    peak = logits.max().reshape(1)
+    all_reduce_(peak, "max")  # one shift on every rank keeps the ranks' scales equal
+    q = torch.exp(logits - peak).t()  # K x B
+    k, b = q.shape[0], q.shape[1] * get_world_size()
+    total = q.sum().reshape(1)
+    all_reduce_(total)
+    q /= total
+    for _ in range(iterations):
+        rows = q.sum(dim=1, keepdim=True)
+        all_reduce_(rows)
+        q /= rows * k
+        q /= q.sum(dim=0, keepdim=True) * b
+    return (q * b).t()
+
+
 def teacher_temperature(step: int, start: float, end: float, warmup_steps: int) -> float:
     """Teacher temperature at ``step``: linear from ``start`` to ``end`` over ``warmup_steps``, then
     ``end``."""

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from sapiens2.pretrain.distill import Centering, distillation_loss, ema_update, teacher_temperature
+from sapiens2.pretrain.distill import (
+    Centering,
+    distillation_loss,
+    ema_update,
+    sinkhorn_knopp,
+    teacher_temperature,
+)
 from sapiens2.pretrain.encoder import check_backbone, encode, target_patch_size
 from sapiens2.pretrain.koleo import koleo_loss
 from sapiens2.pretrain.mae import mae_loss, mae_targets
@@ -89,13 +95,19 @@ class Sapiens2Pretrainer(nn.Module):
         teacher_temp: (start, end) teacher temperature ((0.065, 0.07)).
         teacher_temp_warmup_steps: steps over which the teacher temperature goes from start to end.
         norm_eps: epsilon of the per-patch target normalisation.
+        teacher_centering: ``"momentum"`` (the paper: subtract a running centre, then softmax) or
+            ``"sinkhorn"`` (DINOv2/v3's Sinkhorn-Knopp targets; an option, not the paper's recipe).
     """
 
     def __init__(self, backbone: dict, decoder: dict, head: dict, masking: dict,
                  loss_weights: dict | None = None, n_global: int = 2, teacher_momentum: float = 0.992,
                  center_momentum: float = 0.9, student_temp: float = 0.1, teacher_temp=(0.065, 0.07),
-                 teacher_temp_warmup_steps: int = 1000, norm_eps: float = 1e-6):
+                 teacher_temp_warmup_steps: int = 1000, norm_eps: float = 1e-6,
+                 teacher_centering: str = "momentum"):
         super().__init__()
+        if teacher_centering not in ("momentum", "sinkhorn"):
+            raise ValueError(f"teacher_centering must be 'momentum' or 'sinkhorn', got {teacher_centering!r}")
+        self.teacher_centering = teacher_centering
         weights = {"mae": 1.0, "cl": 0.4, "koleo": 0.04, **(loss_weights or {})}
         unknown = sorted(set(weights) - {"mae", "cl", "koleo"})
         if unknown:
@@ -142,11 +154,15 @@ class Sapiens2Pretrainer(nn.Module):
         if self.teacher is not None:
             t_logits = self.teacher(batch["globals"]).float()
             temp = teacher_temperature(step, *self.teacher_temp, self.teacher_temp_warmup_steps)
-            t_probs = self.centering.probs(t_logits, temp).chunk(self.n_global)
+            if self.teacher_centering == "sinkhorn":
+                t_probs = sinkhorn_knopp(t_logits, temp).chunk(self.n_global)
+            else:
+                t_probs = self.centering.probs(t_logits, temp).chunk(self.n_global)
             per_view = t_logits.shape[0] // self.n_global
             s_logits = out.logits.split(per_view)
             terms["cl"] = distillation_loss(list(s_logits), list(t_probs), self.student_temp)
-            self.centering.update(t_logits)
+            if self.teacher_centering == "momentum":
+                self.centering.update(t_logits)
         if self.weights["koleo"] > 0:
             terms["koleo"] = torch.stack([koleo_loss(c) for c in out.cls_global.chunk(self.n_global)]).mean()
         loss = sum(self.weights[k] * v for k, v in terms.items())
