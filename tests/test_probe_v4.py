@@ -150,10 +150,10 @@ def test_main_job_probes_pretrained_beside_its_twin_and_the_references():
         a, b = bb.state_dict(), twin.state_dict()
         assert a.keys() == b.keys() and any(not torch.equal(a[k], b[k]) for k in a)
     assert any(resolve_backbone_cfg(n)["type"] == "HFViTProbe" for n in names if n != ORACLE)
-    from benchmarks.cli.run import parse_compare, shipped_twin_pairs
+    from benchmarks.probe.backbones.presets import twin_pairs
     from sapiens2.weights import SHIPPED
 
-    pairs = parse_compare([], names) + shipped_twin_pairs(names)
+    pairs = twin_pairs(names)
     shipped = [n for n in names if n in SHIPPED]
     assert len(shipped) >= 2 and sorted(a for a, _ in pairs) == sorted(shipped), pairs
     assert all(b.endswith("-random") and b in names for _, b in pairs)

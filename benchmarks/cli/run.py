@@ -77,7 +77,7 @@ def _parse_weights(items: list[str]) -> dict[str, str]:
 
 
 def parse_compare(items: list[str], names: list[str]) -> list[tuple[str, str]]:
-    """The ``--compare A:B`` pairs, then each backbone's ``X``/``X-random`` twin pair, each once.
+    """The ``--compare A:B`` pairs, each a pair of backbones of the run.
 
     A name may itself hold a colon (``package.module:Class``): ``A:B`` is split at the one colon
     that leaves two backbones of the run.
@@ -86,8 +86,8 @@ def parse_compare(items: list[str], names: list[str]) -> list[tuple[str, str]]:
         ValueError: an item that is not two different backbones of the run.
 
     Example:
-        >>> parse_compare(["pixels:m.x:Cls"], ["m.x:Cls", "pixels", "m.x:Cls-random"])
-        [('pixels', 'm.x:Cls'), ('m.x:Cls', 'm.x:Cls-random')]
+        >>> parse_compare(["pixels:m.x:Cls"], ["m.x:Cls", "pixels"])
+        [('pixels', 'm.x:Cls')]
     """
     pairs = []
     for item in items:
@@ -97,26 +97,6 @@ def parse_compare(items: list[str], names: list[str]) -> list[tuple[str, str]]:
             raise ValueError(f"--compare {item!r}: expected A:B with two different backbones of the run "
                              f"(backbones: {', '.join(names)})")
         pairs.append(ok[0])
-    pairs += [(x, f"{x}-random") for x in names if f"{x}-random" in names]
-    return list(dict.fromkeys(pairs))
-
-
-def shipped_twin_pairs(names: list[str]) -> list[tuple[str, str]]:
-    """``(X, Y-random)`` for shipped backbones X and Y of one arch when ``X-random`` is not in the run:
-    the twins of one arch are the same model (same config, same init seed), so one twin serves all.
-
-    Example:
-        >>> shipped_twin_pairs(["sapiens2_cpu_small_mae", "sapiens2_cpu_small-random", "pixels"])
-        [('sapiens2_cpu_small_mae', 'sapiens2_cpu_small-random')]
-    """
-    from sapiens2.weights import SHIPPED, backbone_config
-
-    pairs = []
-    for x in names:
-        if x not in SHIPPED or f"{x}-random" in names:
-            continue
-        pairs += [(x, f"{y}-random") for y in SHIPPED
-                  if f"{y}-random" in names and backbone_config(y) == backbone_config(x)][:1]
     return pairs
 
 
@@ -128,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
     from benchmarks.probe.api import run_probe
     from benchmarks.probe.backbones import ORACLE, import_paths, resolve_backbone_cfg, weight_free
+    from benchmarks.probe.backbones.presets import twin_pairs
     from benchmarks.probe.protocol import default_protocol, quick_protocol
     from leaderboard.build import build_site
     from sapiens2.errors import BenchError
@@ -142,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     for name in names:  # an unknown name or a bad module:Class fails before any work
         if name != ORACLE:
             resolve_backbone_cfg(name)
-    pairs = list(dict.fromkeys(parse_compare(args.compare, names) + shipped_twin_pairs(names)))
+    pairs = list(dict.fromkeys(parse_compare(args.compare, names) + twin_pairs(names)))
     weights = _parse_weights(args.weights)
     unused = sorted(set(weights) - set(names))
     if unused:

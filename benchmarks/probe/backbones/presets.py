@@ -52,6 +52,26 @@ def shipped_cfg(name: str) -> dict:
     return cfg
 
 
+def twin_pairs(names: list[str]) -> list[tuple[str, str]]:
+    """``(X, twin)`` for every backbone X of ``names`` whose random-init twin is in ``names`` too.
+
+    The twin is ``X-random``; a shipped backbone without its own twin in ``names`` takes the twin of
+    another shipped backbone of the same arch (same config, same init seed: the same model).
+
+    Example:
+        >>> twin_pairs(["m.x:Cls", "m.x:Cls-random", "sapiens2_cpu_small_mae", "sapiens2_cpu_small-random"])
+        [('m.x:Cls', 'm.x:Cls-random'), ('sapiens2_cpu_small_mae', 'sapiens2_cpu_small-random')]
+    """
+    pairs = []
+    for x in names:
+        if x + RANDOM_SUFFIX in names:
+            pairs.append((x, x + RANDOM_SUFFIX))
+        elif x in SHIPPED:
+            pairs += [(x, y + RANDOM_SUFFIX) for y in sorted(SHIPPED)
+                      if y + RANDOM_SUFFIX in names and backbone_config(y) == backbone_config(x)][:1]
+    return pairs
+
+
 def list_presets() -> list[str]:
     """Every backbone name ``--backbone`` accepts besides registered type names and JSON dicts."""
     hf = list(HF_PRESETS) + [f"{n}_tiny" for n in HF_PRESETS]
