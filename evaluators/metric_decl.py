@@ -18,8 +18,8 @@ Example:
     >>> decls = (MetricDecl("mae", "MAE x1e-2", False, unit="data range", scale=100.0, headline_ok=True),
     ...          MetricDecl("{t.key}", "<{t.label} deg %", True, unit="%", shown=("within_5*",)))
     >>> fields = {"t": (FieldValue("within_5_0_deg", "5"), FieldValue("within_30_0_deg", "30"))}
-    >>> [(d.key, d.label, d.shown) for d in expand_decls(decls, fields)]
-    [('mae', 'MAE x1e-2', True), ('within_5_0_deg', '<5 deg %', True), ('within_30_0_deg', '<30 deg %', False)]
+    >>> [(d.key, d.label, d.shown) for d in expand_decls(decls, fields)][1:]
+    [('within_5_0_deg', '<5 deg %', True), ('within_30_0_deg', '<30 deg %', False)]
 """
 
 from __future__ import annotations

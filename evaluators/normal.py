@@ -112,7 +112,8 @@ class NormalEvaluator(Evaluator):
     task = "normal"
     bootstrap_states = ("pixels", "sum_angle", "sum_angle_sq", "within", "hist_official")
     metrics = (
-        MetricDecl("normal_mae", "mean deg", False, "deg", bootstrapped=True, interval=True, headline_ok=True),
+        MetricDecl("normal_mae", "mean deg", False, "deg", bootstrapped=True, interval=True,
+                   headline_ok=True),
         MetricDecl("normal_median_deg", "median deg", False, "deg", bootstrapped=True, interval=True,
                    headline_ok=True, note=(
                        "median deg is the official median: the centre of the first 0.5-degree histogram bin "

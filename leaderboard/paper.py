@@ -98,11 +98,11 @@ def _factor(task: str, metric: str, factor) -> float:
     """
     spec = next((m for m in task_metrics(task) if m.key == metric), None)
     if spec is None:
-        raise ValueError(f"paper mapping: {task} metric {metric!r} is not one the {task} evaluator declares shown")
+        raise ValueError(f"paper mapping: {task} metric {metric!r} is not shown by the {task} evaluator")
     if factor != PCT:
         return float(factor)
     if not spec.label.endswith("%"):
-        raise ValueError(f"paper mapping: {task} {metric!r} is printed in percent but shown as {spec.label!r}")
+        raise ValueError(f"paper mapping: {task} {metric!r} is printed in percent, shown as {spec.label!r}")
     return 1.0 / spec.scale
 
 

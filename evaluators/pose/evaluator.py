@@ -27,12 +27,12 @@ import torch.distributed as dist
 
 from evaluators.base import Evaluator
 from evaluators.bootstrap import resample_counts, resample_indices, resolve_metrics, weighted_sums
+from evaluators.metric_decl import FieldValue, MetricDecl, count_decl
 from evaluators.pose.ap_bootstrap import resampled_ap
 from evaluators.pose.coco_ap import STAT_NAMES, evaluate_keypoints, evaluate_parts
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
 from evaluators.pose.metadata import KeypointMeta, load_meta
 from evaluators.pose.pck import PCK_THRESHOLDS, instance_point_stats, pck_metrics, resampled_pck
-from evaluators.metric_decl import FieldValue, MetricDecl, count_decl
 from evaluators.pose.pipeline import to_coco_results
 from evaluators.registry import EVALUATORS
 from sapiens2 import distributed as D
