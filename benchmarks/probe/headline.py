@@ -21,6 +21,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from evaluators.registry import build_evaluator
 from leaderboard.catalog import headline_metric
 from sapiens2.tasks import task_names
 
@@ -76,8 +77,6 @@ def _declared_intervals(evaluator) -> tuple[str, ...]:
 
 
 def _task_intervals(task: str) -> tuple[str, ...]:
-    from evaluators.registry import build_evaluator
-
     return _declared_intervals(build_evaluator(task))
 
 
