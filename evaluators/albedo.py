@@ -38,6 +38,7 @@ from evaluators.dense_common import (
     require_valid_pixels,
 )
 from evaluators.filters import gaussian_blur, gaussian_window
+from evaluators.metric_decl import MetricDecl, count_decl
 from evaluators.registry import EVALUATORS
 
 __all__ = ["AlbedoEvaluator", "gaussian_window", "masked_ssim_map"]
@@ -102,7 +103,18 @@ class AlbedoEvaluator(Evaluator):
     """
 
     task = "albedo"
-    bootstrap_keys = ("mae", "rmse", "psnr", "ssim", "grad_l1")
+    metrics = (
+        MetricDecl("mae", "MAE x1e-2", False, "data range", 100.0, bootstrapped=True, interval=True,
+                   headline_ok=True),
+        MetricDecl("rmse", "RMSE x1e-2", False, "data range", 100.0, bootstrapped=True, interval=True),
+        MetricDecl("psnr", "PSNR dB", True, "dB", bootstrapped=True, interval=True, headline_ok=True),
+        MetricDecl("ssim", "SSIM", True, bootstrapped=True),
+        MetricDecl("grad_l1", "Grad-L1 x1e-2", False, "data range", 100.0, bootstrapped=True),
+        count_decl("data_range", unit="data range"),
+        count_decl("num_pixels"),
+        count_decl("nonfinite_pred_pixels"),
+        count_decl("nonfinite_gt_pixels"),
+    )
 
     def __init__(
         self,

@@ -49,9 +49,12 @@ import numpy as np
 import torch
 
 from evaluators.bootstrap import BootstrapMixin
+from evaluators.metric_decl import FieldValue, MetricDecl, count_decl, expand_decls
 from sapiens2 import distributed as D
 
 REDUCE_OPS = ("sum", "max", "min")
+#: what every evaluator's ``compute()`` reports besides its own metrics
+COMMON_METRICS = (count_decl("num_samples", "samples"),)
 
 
 def _reduce_rows(rows: torch.Tensor, op: str) -> torch.Tensor:
@@ -99,9 +102,10 @@ def _zero_rows(default: torch.Tensor, n: int) -> torch.Tensor:
 class Evaluator(BootstrapMixin):
     """Base class of the streaming, mergeable evaluators (see the module docstring).
 
-    Subclasses call :meth:`add_state` in ``__init__``, set ``self.conventions`` and implement
-    ``batch_stats(*args, **kwargs) -> dict[str, Tensor]`` (per-sample rows, first dim = batch) and
-    ``compute_from_state(state) -> dict[str, float]``.
+    Subclasses call :meth:`add_state` in ``__init__``, set ``self.conventions``, declare their
+    metrics in ``metrics`` (:mod:`evaluators.metric_decl`; templates get their values from
+    :meth:`metric_fields`) and implement ``batch_stats(*args, **kwargs) -> dict[str, Tensor]``
+    (per-sample rows, first dim = batch) and ``compute_from_state(state) -> dict[str, float]``.
 
     Attributes:
         task: task name recorded with every result.
@@ -110,10 +114,10 @@ class Evaluator(BootstrapMixin):
     """
 
     task: str = ""
+    #: the metrics ``compute()`` reports, declared once (:mod:`evaluators.metric_decl`)
+    metrics: tuple[MetricDecl, ...] = ()
     #: states also kept per sample (committed rows), for :meth:`bootstrap_intervals`
     bootstrap_states: tuple[str, ...] = ()
-    #: ``compute()`` keys :meth:`bootstrap_intervals` can resample
-    bootstrap_keys: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self._defaults: dict[str, torch.Tensor] = {}
@@ -122,6 +126,21 @@ class Evaluator(BootstrapMixin):
         self.device = torch.device("cpu")
         self.add_state("num_samples", torch.zeros((), dtype=torch.int64))
         self.reset()
+
+    # ------------------------------------------------------------------ declared metrics
+    def metric_fields(self) -> dict[str, tuple[FieldValue, ...]]:
+        """The values of the template fields of ``metrics`` under this evaluator's settings (none here)."""
+        return {}
+
+    def declared_metrics(self) -> tuple[MetricDecl, ...]:
+        """The concrete metrics this evaluator computes (its ``metrics`` expanded, plus ``num_samples``)."""
+        fields = self.metric_fields()
+        return expand_decls((*type(self).metrics, *COMMON_METRICS), fields, lambda n: bool(getattr(self, n)))
+
+    @property
+    def bootstrap_keys(self) -> tuple[str, ...]:
+        """``compute()`` keys :meth:`bootstrap_intervals` can resample (the declared ``bootstrapped``)."""
+        return tuple(d.key for d in self.declared_metrics() if d.bootstrapped)
 
     # ------------------------------------------------------------------ states
     def add_state(self, name: str, default: torch.Tensor, reduce: str = "sum") -> None:

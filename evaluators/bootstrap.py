@@ -89,9 +89,10 @@ def resolve_metrics(metrics: Iterable[str] | str | None, default: list[str], sup
 class BootstrapMixin:
     """Per-sample rows and the bootstrap methods of :class:`evaluators.base.Evaluator`.
 
-    A subclass lists the states it keeps per sample in ``bootstrap_states`` and the ``compute()``
-    keys it can resample in ``bootstrap_keys``, and implements ``_bootstrap_values`` (its
-    ``compute_from_state`` on ``R x ...`` NumPy states).
+    A subclass lists the states it keeps per sample in ``bootstrap_states``, declares the
+    ``compute()`` keys it can resample ``bootstrapped`` (:mod:`evaluators.metric_decl`; listed by
+    ``bootstrap_keys``), and implements ``_bootstrap_values`` (its ``compute_from_state`` on
+    ``R x ...`` NumPy states).
     """
 
     def sample_rows(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:

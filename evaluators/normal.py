@@ -40,6 +40,7 @@ from evaluators.dense_common import (
     single_thread,
     unit_angle_deg,
 )
+from evaluators.metric_decl import FieldValue, MetricDecl, count_decl
 from evaluators.registry import EVALUATORS
 
 OFFICIAL_BIN_DEG = 0.5
@@ -110,6 +111,22 @@ class NormalEvaluator(Evaluator):
 
     task = "normal"
     bootstrap_states = ("pixels", "sum_angle", "sum_angle_sq", "within", "hist_official")
+    metrics = (
+        MetricDecl("normal_mae", "mean deg", False, "deg", bootstrapped=True, interval=True,
+                   headline_ok=True),
+        MetricDecl("normal_median_deg", "median deg", False, "deg", bootstrapped=True, interval=True,
+                   headline_ok=True, note=(
+                       "median deg is the official median: the centre of the first 0.5-degree histogram bin "
+                       "holding half the pixels. It moves in 0.5-degree steps and is at least 0.25 degrees "
+                       "even for exact predictions (so the oracle's median can exceed its mean by far); "
+                       "median (exact) deg is the sample median.")),
+        MetricDecl("normal_median_exact_deg", "median (exact) deg", False, "deg", requires="exact_median"),
+        MetricDecl("normal_rmse", "RMSE deg", False, "deg", bootstrapped=True),
+        MetricDecl("{t.key}", "<{t.label} deg %", True, "%", bootstrapped=True),
+        count_decl("num_pixels"),
+        count_decl("nonfinite_pred_pixels"),
+        count_decl("nonfinite_gt_pixels"),
+    )
 
     def __init__(
         self,
@@ -125,8 +142,6 @@ class NormalEvaluator(Evaluator):
         self.bin_deg = float(hist_bin_size_deg)
         n_off = int(round(180.0 / self.bin_deg))
         n_fine = int(round(180.0 / FINE_BIN_DEG)) + 1
-        self.bootstrap_keys = ("normal_mae", "normal_median_deg", "normal_rmse")
-        self.bootstrap_keys += tuple(map(angle_key, self.thresholds))
         self.add_state("pixels", torch.zeros((), dtype=torch.int64))
         self.add_state("sum_angle", torch.zeros((), dtype=torch.float64))
         self.add_state("sum_angle_sq", torch.zeros((), dtype=torch.float64))
@@ -152,6 +167,10 @@ class NormalEvaluator(Evaluator):
             "nonfinite_gt": "GT pixels with NaN/Inf leave the mask and are counted in nonfinite_gt_pixels",
             "mask": "GT mask > 0.5, without non-finite GT pixels",
         }
+
+    def metric_fields(self) -> dict[str, tuple[FieldValue, ...]]:
+        """``t``: the ``within_*`` thresholds."""
+        return {"t": tuple(FieldValue(angle_key(t), f"{t:g}") for t in self.thresholds)}
 
     def batch_stats(self, pred, gt, mask) -> dict[str, torch.Tensor]:
         """Per-sample statistics (dense per-pixel maps, reduced per sample; no pixel gathering).

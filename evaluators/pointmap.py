@@ -46,6 +46,7 @@ from evaluators.dense_common import (
     single_thread,
     take_columns,
 )
+from evaluators.metric_decl import FieldValue, MetricDecl, count_decl
 from evaluators.registry import EVALUATORS
 
 DEFAULT_DISTANCES = (0.05, 0.1, 0.2)
@@ -143,6 +144,38 @@ class PointmapEvaluator(Evaluator):
     """
 
     task = "pointmap"
+    # distances in the pointmap's unit (metres, or canonical focal-768 coordinates) shown x100;
+    # ``{v.key}``: the alignment variants (``scale_aligned.``, ``scale_shift_aligned.``) the settings enable
+    metrics = (
+        MetricDecl("l2_mean", "L2 x1e-2", False, "length", 100.0, bootstrapped=True, interval=True,
+                   headline_ok=True),
+        MetricDecl("rmse", "RMSE x1e-2", False, "length", 100.0, bootstrapped=True, interval=True,
+                   headline_ok=True),
+        MetricDecl("{a.key}_mae", "{a.label} abs x1e-2", False, "length", 100.0, bootstrapped=True),
+        MetricDecl("{d.key}", "<{d.label} cm %", True, "fraction", 100.0, bootstrapped=True,
+                   shown=("within_10_cm",)),
+        MetricDecl("rel_point_err", "rel. err", False, bootstrapped=True, shown=False),
+        MetricDecl("delta_1.25", "delta_1.25 %", True, "fraction", 100.0, bootstrapped=True, shown=False),
+        MetricDecl("normal_mae", "normal mean deg", False, "deg", bootstrapped=True),
+        MetricDecl("normal_rmse", "normal RMSE deg", False, "deg", bootstrapped=True, shown=False),
+        MetricDecl("{t.key}", "normal <{t.label} deg %", True, "fraction", 100.0, bootstrapped=True,
+                   shown=False),
+        MetricDecl("{v.key}l2_mean", "L2 {v.label} x1e-2", False, "length", 100.0, bootstrapped=True,
+                   shown=("scale_aligned.*",)),
+        MetricDecl("{v.key}rmse", "RMSE {v.label} x1e-2", False, "length", 100.0, bootstrapped=True,
+                   shown=False),
+        MetricDecl("{v.key}{a.key}_mae", "{a.label} abs {v.label} x1e-2", False, "length", 100.0,
+                   bootstrapped=True, shown=False),
+        MetricDecl("{v.key}{d.key}", "<{d.label} cm {v.label} %", True, "fraction", 100.0, bootstrapped=True,
+                   shown=False),
+        MetricDecl("{v.key}rel_point_err", "rel. err {v.label}", False, bootstrapped=True,
+                   shown=("scale_aligned.*",)),
+        MetricDecl("{v.key}delta_1.25", "delta_1.25 {v.label} %", True, "fraction", 100.0, bootstrapped=True,
+                   shown=False),
+        count_decl("num_pixels"),
+        count_decl("nonfinite_pred_pixels"),
+        count_decl("nonfinite_gt_pixels"),
+    )
 
     def __init__(
         self,
@@ -174,7 +207,6 @@ class PointmapEvaluator(Evaluator):
         self.add_state("sum_angle_sq", torch.zeros((), dtype=f64))
         self.add_state("within_angle", torch.zeros(len(self.ang_thr), dtype=i64))
         self.bootstrap_states = tuple(self._reduce)
-        self.bootstrap_keys = tuple(self._bootstrap_values(None, None))
         self.conventions = {
             "pooling": "pixel-pooled over GT-mask pixels of the whole dataset",
             "resize": "pred bilinear (align_corners=False) to GT size",
@@ -197,6 +229,16 @@ class PointmapEvaluator(Evaluator):
             "nonfinite_gt": "GT pixels with NaN/Inf leave the mask and are counted in nonfinite_gt_pixels; "
             "normal metrics also leave out mask pixels within 2 px of a non-finite GT pixel",
             "mask": "GT mask > 0.5, without non-finite GT pixels",
+        }
+
+    def metric_fields(self) -> dict[str, tuple[FieldValue, ...]]:
+        """``a``: the axes, ``d``/``t``: the distance/angle thresholds, ``v``: the enabled alignments."""
+        return {
+            "a": tuple(FieldValue(a, a.upper()) for a in "xyz"),
+            "d": tuple(FieldValue(f"within_{round(t * 100):02d}_cm", f"{round(t * 100, 6):g}")
+                       for t in self.dist_thr),
+            "t": tuple(FieldValue(angle_key(t), f"{t:g}") for t in self.ang_thr),
+            "v": tuple(FieldValue(v, v.rstrip(".").replace("_", "-")) for v in self.variants if v),
         }
 
     def _distance_rows(self, buf: torch.Tensor, gnorm: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -346,16 +388,8 @@ class PointmapEvaluator(Evaluator):
         out["nonfinite_gt_pixels"] = float(s["nonfinite_gt_pixels"])
         return out
 
-    def _bootstrap_values(self, s: dict[str, np.ndarray] | None, keys: list[str] | None) -> dict:
-        """``compute_from_state`` on ``R x ...`` resampled states (``s=None``: the supported keys)."""
-        names = []
-        for v in self.variants:
-            names += [v + "l2_mean", *(f"{v}{a}_mae" for a in "xyz"), v + "rmse"]
-            names += [f"{v}within_{round(t * 100):02d}_cm" for t in self.dist_thr]
-            names += [v + "rel_point_err", v + "delta_1.25"]
-        names += ["normal_mae", "normal_rmse", *(angle_key(t) for t in self.ang_thr)]
-        if s is None:
-            return dict.fromkeys(names)
+    def _bootstrap_values(self, s: dict[str, np.ndarray], keys: list[str]) -> dict:
+        """``compute_from_state`` on ``R x ...`` resampled states."""
         out: dict = {}
         with np.errstate(divide="ignore", invalid="ignore"):
             n = np.where(s["pixels"] > 0, s["pixels"], np.nan)

@@ -26,10 +26,10 @@ import torch
 
 from evaluators.base import Evaluator
 from evaluators.dense_common import as_tensor, check_bchw, masked_bincount, resize_to
+from evaluators.metric_decl import MetricDecl, count_decl
 from evaluators.registry import EVALUATORS
 
 PER_CLASS_METRICS = ("IoU", "Acc", "Dice", "Fscore", "Precision", "Recall")
-SUMMARY_KEYS = ("aAcc", "mIoU", "mAcc", "mDice", "mFscore", "mPrecision", "mRecall")
 
 
 def fast_argmax(x: torch.Tensor) -> torch.Tensor:
@@ -186,7 +186,24 @@ class SegEvaluator(Evaluator):
 
     task = "seg"
     bootstrap_states = ("confusion",)
-    bootstrap_keys = SUMMARY_KEYS
+    metrics = (
+        MetricDecl("mIoU", "mIoU %", True, "%", bootstrapped=True, interval=True, headline_ok=True),
+        MetricDecl("mAcc", "mAcc %", True, "%", bootstrapped=True, interval=True, headline_ok=True),
+        MetricDecl("aAcc", "aAcc %", True, "%", bootstrapped=True, interval=True,
+                   note="aAcc is pixel accuracy over all classes: dominated by the background."),
+        MetricDecl("mDice", "mDice %", True, "%", bootstrapped=True, note=(
+            "mDice counts a class present in the ground truth but never predicted as 0, unlike mFscore "
+            "(which skips it): the gap between the two columns is the classes a model never predicts.")),
+        MetricDecl("mFscore", "mFscore %", True, "%", bootstrapped=True, note=(
+            "mFscore is the mean F-score over the classes where it is defined (mmseg skips NaN classes): a "
+            "class that is never predicted has precision 0/0, so its F-score is NaN and left out of the "
+            "mean. A model that predicts only background scores its background F-score (easily above 90 "
+            "%). F-score equals Dice on every predicted class; compare models by mIoU or mDice, which "
+            "count a missed class as 0.")),
+        MetricDecl("mPrecision", "mPrecision %", True, "%", bootstrapped=True, shown=False),
+        MetricDecl("mRecall", "mRecall %", True, "%", bootstrapped=True, shown=False),
+        count_decl("nonfinite_pred_pixels"),
+    )
 
     def __init__(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from leaderboard.catalog import POSE_PARTS
+from leaderboard.catalog import task_metrics
 from leaderboard.merge import model_name_key
 from leaderboard.paper import protocol_key
 from leaderboard.tables import GroupTable
@@ -74,8 +74,10 @@ def display_breakdowns(t: GroupTable,
             out.append((f"{name} (%)", table * 100.0))
         else:
             out.append((name, table))
-    cols = {p: f"{p} AP %" for p in POSE_PARTS[1:] if f"{p} AP %" in t.rows}
-    if t.task == "pose" and cols:
+    # the per-part AP columns the task declares (pose: ``<part>/AP``, the whole body aside)
+    cols = {s.key.split("/")[0]: s.label for s in task_metrics(t.task)
+            if s.key.endswith("/AP") and not s.key.startswith("wholebody/") and s.label in t.rows}
+    if cols:
         d = t.rows[t.rows["source"] == "reproduced"].drop_duplicates("model")
         parts = pd.DataFrame({r["model"]: [r[c] for c in cols.values()] for _, r in d.iterrows()},
                              index=list(cols))

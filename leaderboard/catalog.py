@@ -1,125 +1,152 @@
 """Which metrics the leaderboard shows per task, in which order, units and direction.
 
+Nothing here lists a metric: everything is derived from the metric declarations of each task's
+evaluator (``metrics`` of the evaluator class, :mod:`evaluators.metric_decl`, expanded under the
+task's official evaluator settings) and from the task table (``TaskSpec.headline``: the one metric
+that heads a task, its tables, its summary column and the probe). An evaluator registered from
+anywhere, with a task naming it, shows up here without an edit.
+
 Record values are in the evaluators' units (pose AP/AR and albedo errors as fractions, seg in
 percent, angles in degrees, pointmap distances in the evaluated frame: metres, or canonical
 focal-768 coordinates as the official evaluator uses). ``scale`` converts a record value to
 the displayed unit (pose AP 0.78 -> 78.0 %), so reported and reproduced numbers read alike.
+
+Example:
+    >>> [s.key for s in summary_metrics("pose")], headline_metric("seg").label
+    (['EPE', 'wholebody/AP'], 'mIoU %')
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from sapiens2.tasks import task_names
-
-POSE_PARTS = ("wholebody", "body", "foot", "face", "left_hand", "right_hand")
+from sapiens2.tasks import get_task, task_names
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """One displayed metric.
+    """One displayed metric (the leaderboard's view of an evaluator's declaration).
 
     Attributes:
-        key: record metric name (official name; pose parts are ``part/stat``).
+        key: leaderboard metric name (the official name; pose parts are ``part/stat``).
         label: column header.
-        higher_is_better: direction used for "best" marks and plot annotations.
+        higher_is_better: direction used for ranks, "best" marks and plot annotations.
         scale: display value = record value * scale.
-        headline: shown in plots and used for deltas.
+        headline_ok: it can head a table: plotted in the figures, compared in delta columns.
+        note: shown next to the column ("" for none).
     """
 
     key: str
     label: str
     higher_is_better: bool
     scale: float = 1.0
-    headline: bool = False
+    headline_ok: bool = False
+    note: str = ""
 
 
-def _pose_specs() -> list[MetricSpec]:
-    specs = [
-        # The probe's pose headline (benchmarks/probe/headline.py): the official AP is nearly binary
-        # at the probe's 256x192 crops, EPE is linear in the keypoint error (docs/probing.md).
-        MetricSpec("EPE", "EPE px", False, 1.0, True),
-        MetricSpec("PCK@0.1", "PCK@0.1 %", True, 100.0),
-        MetricSpec("PCK@0.05", "PCK@0.05 %", True, 100.0),
-        MetricSpec("wholebody/AP", "AP %", True, 100.0, True),
-        MetricSpec("wholebody/AR", "AR %", True, 100.0, True),
-        MetricSpec("wholebody/AP .5", "AP50 %", True, 100.0),
-        MetricSpec("wholebody/AP .75", "AP75 %", True, 100.0),
-    ]
-    for part in POSE_PARTS[1:]:
-        specs.append(MetricSpec(f"{part}/AP", f"{part} AP %", True, 100.0))
-        specs.append(MetricSpec(f"{part}/AR", f"{part} AR %", True, 100.0))
-    return specs
+@dataclass(frozen=True)
+class _TaskView:
+    source: tuple  # (task spec, evaluator class) the view was derived from
+    decls: tuple  # the evaluator's concrete MetricDecl tuple
+    shown: tuple[MetricSpec, ...]
+    names: dict[str, str]  # every record name of a declared metric -> its leaderboard name
 
 
-_METRICS: dict[str, list[MetricSpec]] = {
-    "pose": _pose_specs(),
-    "seg": [
-        MetricSpec("mIoU", "mIoU %", True, 1.0, True),
-        MetricSpec("mAcc", "mAcc %", True, 1.0, True),
-        MetricSpec("aAcc", "aAcc %", True),
-        MetricSpec("mDice", "mDice %", True),
-        MetricSpec("mFscore", "mFscore %", True),
-    ],
-    "normal": [
-        MetricSpec("normal_mae", "mean deg", False, 1.0, True),
-        MetricSpec("normal_median_deg", "median deg", False, 1.0, True),
-        MetricSpec("normal_median_exact_deg", "median (exact) deg", False),
-        MetricSpec("normal_rmse", "RMSE deg", False),
-        MetricSpec("within_5_0_deg", "<5 deg %", True),
-        MetricSpec("within_11_25_deg", "<11.25 deg %", True),
-        MetricSpec("within_22_5_deg", "<22.5 deg %", True),
-        MetricSpec("within_30_0_deg", "<30 deg %", True),
-    ],
-    "pointmap": [
-        MetricSpec("l2_mean", "L2 x1e-2", False, 100.0, True),
-        MetricSpec("rmse", "RMSE x1e-2", False, 100.0, True),
-        MetricSpec("x_mae", "X abs x1e-2", False, 100.0),
-        MetricSpec("y_mae", "Y abs x1e-2", False, 100.0),
-        MetricSpec("z_mae", "Z abs x1e-2", False, 100.0),
-        MetricSpec("within_10_cm", "<10 cm %", True, 100.0),
-        MetricSpec("normal_mae", "normal mean deg", False),
-        MetricSpec("scale_aligned.l2_mean", "L2 scale-aligned x1e-2", False, 100.0),
-        MetricSpec("scale_aligned.rel_point_err", "rel. err scale-aligned", False),
-    ],
-    "albedo": [
-        MetricSpec("mae", "MAE x1e-2", False, 100.0, True),
-        MetricSpec("rmse", "RMSE x1e-2", False, 100.0),
-        MetricSpec("psnr", "PSNR dB", True, 1.0, True),
-        MetricSpec("ssim", "SSIM", True),
-        MetricSpec("grad_l1", "Grad-L1 x1e-2", False, 100.0),
-    ],
-}
+_VIEWS: dict[str, _TaskView] = {}
 
 
-# In the task table's order; a task of the table without displayed metrics fails here, at import.
-TASK_METRICS: dict[str, list[MetricSpec]] = {t: _METRICS[t] for t in task_names()}
+def _spec(d) -> MetricSpec:
+    return MetricSpec(d.board_name, d.label, bool(d.higher_is_better), d.scale, d.headline_ok, d.note)
 
 
-#: notes shown next to metric columns whose numbers mislead without them, by (task, record key)
-METRIC_NOTES: dict[tuple[str, str], str] = {
-    ("seg", "mFscore"): (
-        "mFscore is the mean F-score over the classes where it is defined (mmseg skips NaN classes): a "
-        "class that is never predicted has precision 0/0, so its F-score is NaN and left out of the mean. "
-        "A model that predicts only background scores its background F-score (easily above 90 %). F-score "
-        "equals Dice on every predicted class; compare models by mIoU or mDice, which count a missed class "
-        "as 0."
-    ),
-    ("seg", "mDice"): (
-        "mDice counts a class present in the ground truth but never predicted as 0, unlike mFscore "
-        "(which skips it): the gap between the two columns is the classes a model never predicts."
-    ),
-    ("seg", "aAcc"): "aAcc is pixel accuracy over all classes: dominated by the background.",
-    ("normal", "normal_median_deg"): (
-        "median deg is the official median: the centre of the first 0.5-degree histogram bin holding half "
-        "the pixels. It moves in 0.5-degree steps and is at least 0.25 degrees even for exact predictions "
-        "(so the oracle's median can exceed its mean by far); median (exact) deg is the sample median."
-    ),
-    ("pose", "wholebody/AP"): (
-        "AP % is COCO OKS AP over all 308 keypoints unless the protocol says otherwise (a reference "
-        "system's protocol can score a shared subset: never compare the two)."
-    ),
-}
+def _view(task: str) -> _TaskView | None:
+    """The declarations of ``task``'s evaluator under its official settings (None: not a task)."""
+    if task not in task_names():
+        return None
+    from evaluators.registry import EVALUATORS, build_evaluator
+
+    EVALUATORS.import_from_location()
+    spec = get_task(task)
+    source = (spec, EVALUATORS.module_dict.get(spec.evaluator))
+    view = _VIEWS.get(task)
+    if view is None or view.source[0] is not source[0] or view.source[1] is not source[1]:
+        decls = build_evaluator(task).declared_metrics()
+        names = {d.key: d.board_name for d in decls}
+        names.update({a: d.board_name for d in decls for a in d.aliases})
+        shown = tuple(_spec(d) for d in decls if d.shown and d.higher_is_better is not None)
+        view = _VIEWS[task] = _TaskView(source, decls, shown, names)
+    return view
+
+
+def task_metrics(task: str) -> list[MetricSpec]:
+    """The columns of ``task``'s tables, in declaration order ([] for a name that is not a task)."""
+    view = _view(task)
+    return list(view.shown) if view else []
+
+
+class _PerTask(Mapping):
+    """``{task: task_metrics(task)}`` over the task table as it is when read (tasks added later too)."""
+
+    def __getitem__(self, task: str) -> list[MetricSpec]:
+        if task not in task_names():
+            raise KeyError(task)
+        return task_metrics(task)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(task_names())
+
+    def __len__(self) -> int:
+        return len(task_names())
+
+
+#: the displayed metrics of every task, in the task table's order
+TASK_METRICS: Mapping[str, list[MetricSpec]] = _PerTask()
+
+
+def headline_metric(task: str) -> MetricSpec:
+    """The one metric heading ``task`` (``TaskSpec.headline``), with its declared label and direction.
+
+    Raises:
+        ValueError: the evaluator declares no such metric, or declares it unable to head a table.
+    """
+    view = _view(task)
+    head = get_task(task).headline
+    name = view.names.get(head, head)
+    for d in view.decls:
+        if d.board_name == name:
+            if not d.headline_ok or not d.shown:
+                raise ValueError(f"task {task!r}: its headline {head!r} is declared not to head a table")
+            return _spec(d)
+    raise ValueError(f"task {task!r}: its headline {head!r} is no metric its evaluator declares")
+
+
+def headline_ok_metrics(task: str) -> list[MetricSpec]:
+    """The metrics that can head ``task``'s tables (figures and delta columns): its headline first."""
+    specs = [s for s in task_metrics(task) if s.headline_ok]
+    head = headline_metric(task).key if specs else None
+    return sorted(specs, key=lambda s: s.key != head)
+
+
+def summary_metrics(task: str) -> list[MetricSpec]:
+    """The columns of ``task`` in the report's summary: its headline, then the metrics declared ``summary``.
+
+    Example:
+        >>> [s.key for s in summary_metrics("pose")], [s.key for s in summary_metrics("seg")]
+        (['EPE', 'wholebody/AP'], ['mIoU'])
+    """
+    view = _view(task)
+    if view is None:
+        return []
+    head = headline_metric(task)
+    extra = [_spec(d) for d in view.decls if d.summary and d.shown and d.board_name != head.key]
+    return [head, *extra]
+
+
+def metric_note(task: str, key: str) -> str:
+    """The declared note of a displayed metric (leaderboard name), "" for none."""
+    return next((s.note for s in task_metrics(task) if s.key == key), "")
+
 
 NONFINITE_PREFIXES = ("nonfinite", "num_nonfinite")
 
@@ -137,46 +164,22 @@ def is_nonfinite_count(key: str) -> bool:
     return key.replace("/", ".").rsplit(".", 1)[-1].startswith(NONFINITE_PREFIXES)
 
 
-def headline_metrics(task: str) -> list[MetricSpec]:
-    """The task's headline metrics (plots and deltas)."""
-    return [s for s in TASK_METRICS.get(task, []) if s.headline]
-
-
-# Pose has two summary columns: the probe's headline (EPE) and the official AP, which evaluation
-# protocols and reference systems report without EPE. The first column of each task is also the
-# probe's headline (benchmarks.probe.headline reads it from here).
-_SUMMARY_KEYS = {"pose": ("EPE", "wholebody/AP")}
-
-
-def summary_metrics(task: str) -> list[MetricSpec]:
-    """The columns of ``task`` in the report's cross-task summary (its first headline by default).
-
-    Example:
-        >>> [s.key for s in summary_metrics("pose")], [s.key for s in summary_metrics("seg")]
-        (['EPE', 'wholebody/AP'], ['mIoU'])
-    """
-    heads = headline_metrics(task)
-    keys = _SUMMARY_KEYS.get(task)
-    if keys is None:
-        return heads[:1]
-    return [s for k in keys for s in heads if s.key == k]
-
-
-_POSE_ALIASES = {"mAP": "wholebody/AP", "mAR": "wholebody/AR"}
-
-
 def canonical_metric(task: str, key: str) -> tuple[str, bool]:
-    """The leaderboard name of a record metric, and whether ``key`` was an alias.
+    """The leaderboard name of a record metric, and whether ``key`` was another name of it.
 
     ``PoseEvaluator.compute()`` reports the whole-body stats under their bare official names
-    (``AP``, ``AR .5``) and the probe also writes ``mAP``/``mAR``; all mean ``wholebody/<stat>``.
+    (``AP``, ``AR .5``), older probe records also ``mAP``/``mAR``; all mean ``wholebody/<stat>``
+    (the declarations' ``name`` and ``aliases``).
+
+    Example:
+        >>> canonical_metric("pose", "AP .5"), canonical_metric("pose", "mAR")
+        (('wholebody/AP .5', True), ('wholebody/AR', True))
+        >>> canonical_metric("seg", "mIoU")
+        ('mIoU', False)
     """
-    if task == "pose":
-        if key in _POSE_ALIASES:
-            return _POSE_ALIASES[key], True
-        if "/" not in key and key.split(" ")[0] in ("AP", "AR"):
-            return f"wholebody/{key}", True
-    return key, False
+    view = _view(task)
+    name = view.names.get(key, key) if view else key
+    return name, name != key
 
 
 def canonical_model_key(name: str) -> str:

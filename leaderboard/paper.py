@@ -8,7 +8,9 @@ keeps the printed number and ``factor`` the conversion) and marks it ``source="r
 its table. Secondary (third-party) v1 numbers, headline claims and ablations are not mapped.
 
 Unit conversions (printed header -> our metric):
-- pose AP/AR are printed in percent; our evaluator reports COCO fractions (x 0.01).
+- numbers printed in percent (pose AP/AR, seg mIoU/mAcc, normal within-angle shares) are mapped with
+  ``PCT``: divided by the display scale our evaluator declares for the metric (pose AP is a COCO
+  fraction shown x100: x 0.01; seg is already in percent: x 1);
 - Table 5 prints ``L2 (e^-1)``, ``X (e^-3)``, ``Y (e^-3)``, ``Z (e^-2)``: the printed number times
   that power of ten is the distance in metres. This reading satisfies ``max(|x|,|y|,|z|) <= L2 <=
   |x|+|y|+|z|`` (true for pixel-pooled means of the same errors) on the Sapiens2 and MoGe rows; the
@@ -24,28 +26,31 @@ from functools import lru_cache
 
 import pandas as pd
 
-from leaderboard.catalog import canonical_model_key
+from leaderboard.catalog import canonical_model_key, task_metrics
 from sapiens2.reference import paper_results_path
 
 #: protocol id of the paper's (unpublished) Table 2 probing protocol; never ranked with ours.
 PAPER_PROBE_PROTOCOL_ID = "paper-table2"
 
+#: factor of a number printed in percent: 1 / the display scale our evaluator declares (see ``_factor``)
+PCT = "percent"
+
 # (table, paper task, paper metric) -> (our task, our metric, factor printed -> our unit)
 _TABLE2 = {
-    ("dense_probing_pose", "pose_mAP"): ("pose", "wholebody/AP", 0.01),
-    ("dense_probing_pose", "pose_mAR"): ("pose", "wholebody/AR", 0.01),
-    ("dense_probing_seg", "seg_mIoU_pct"): ("seg", "mIoU", 1.0),
-    ("dense_probing_seg", "seg_mAcc_pct"): ("seg", "mAcc", 1.0),
+    ("dense_probing_pose", "pose_mAP"): ("pose", "wholebody/AP", PCT),
+    ("dense_probing_pose", "pose_mAR"): ("pose", "wholebody/AR", PCT),
+    ("dense_probing_seg", "seg_mIoU_pct"): ("seg", "mIoU", PCT),
+    ("dense_probing_seg", "seg_mAcc_pct"): ("seg", "mAcc", PCT),
     ("dense_probing_pointmap", "pointmap_L2"): ("pointmap", "l2_mean", 1.0),
     ("dense_probing_normal", "normal_mean_angular_error_deg"): ("normal", "normal_mae", 1.0),
-    ("dense_probing_normal", "normal_pct_within_22.5deg"): ("normal", "within_22_5_deg", 1.0),
+    ("dense_probing_normal", "normal_pct_within_22.5deg"): ("normal", "within_22_5_deg", PCT),
     ("dense_probing_albedo", "albedo_MAE_x1e-2"): ("albedo", "mae", 0.01),
 }
 _TASK_TABLES = {
-    ("pose_308kp", "mAP_pct"): ("pose", "wholebody/AP", 0.01),
-    ("pose_308kp", "mAR_pct"): ("pose", "wholebody/AR", 0.01),
-    ("body_part_seg_29cls", "mIoU_pct"): ("seg", "mIoU", 1.0),
-    ("body_part_seg_29cls", "mAcc_pct"): ("seg", "mAcc", 1.0),
+    ("pose_308kp", "mAP_pct"): ("pose", "wholebody/AP", PCT),
+    ("pose_308kp", "mAR_pct"): ("pose", "wholebody/AR", PCT),
+    ("body_part_seg_29cls", "mIoU_pct"): ("seg", "mIoU", PCT),
+    ("body_part_seg_29cls", "mAcc_pct"): ("seg", "mAcc", PCT),
     ("pointmap", "L2_e-1"): ("pointmap", "l2_mean", 0.1),
     ("pointmap", "RMSE"): ("pointmap", "rmse", 1.0),
     ("pointmap", "X_abs_err_e-3"): ("pointmap", "x_mae", 1e-3),
@@ -53,9 +58,9 @@ _TASK_TABLES = {
     ("pointmap", "Z_abs_err_e-2"): ("pointmap", "z_mae", 1e-2),
     ("surface_normal", "mean_angular_error_deg"): ("normal", "normal_mae", 1.0),
     ("surface_normal", "median_angular_error_deg"): ("normal", "normal_median_deg", 1.0),
-    ("surface_normal", "pct_within_5deg"): ("normal", "within_5_0_deg", 1.0),
-    ("surface_normal", "pct_within_11.25deg"): ("normal", "within_11_25_deg", 1.0),
-    ("surface_normal", "pct_within_30deg"): ("normal", "within_30_0_deg", 1.0),
+    ("surface_normal", "pct_within_5deg"): ("normal", "within_5_0_deg", PCT),
+    ("surface_normal", "pct_within_11.25deg"): ("normal", "within_11_25_deg", PCT),
+    ("surface_normal", "pct_within_30deg"): ("normal", "within_30_0_deg", PCT),
     ("albedo", "MAE"): ("albedo", "mae", 1.0),
     ("albedo", "RMSE"): ("albedo", "rmse", 1.0),
     ("albedo", "PSNR_dB"): ("albedo", "psnr", 1.0),
@@ -65,7 +70,7 @@ _TASK_TABLES = {
 for _part, _ours in [("whole_body", "wholebody"), ("face", "face"), ("foot", "foot"),
                      ("left_hand", "left_hand"), ("right_hand", "right_hand")]:
     for _stat in ("AP", "AR"):
-        _TASK_TABLES[("pose_308kp_subsets", f"{_part}_{_stat}")] = ("pose", f"{_ours}/{_stat}", 0.01)
+        _TASK_TABLES[("pose_308kp_subsets", f"{_part}_{_stat}")] = ("pose", f"{_ours}/{_stat}", PCT)
 
 #: tables mapped, and the order in which duplicates (same model, metric, protocol) are resolved.
 MAPPED_TABLES = ("Table 2", "Table 3", "Table 4", "Table 5", "Table 6", "Table 7", "Table 8 (appendix)")
@@ -82,6 +87,23 @@ def protocol_key(kind: str, protocol_id: str | None) -> str:
     if kind == "eval":
         return f"eval:{protocol_id}" if protocol_id else "eval"
     return f"probe:{protocol_id}"
+
+
+def _factor(task: str, metric: str, factor) -> float:
+    """The printed -> our-unit factor of a mapping; ``PCT`` from the metric's declared display scale.
+
+    Raises:
+        ValueError: the mapping names a metric our evaluator does not show, or ``PCT`` for a metric not
+            displayed in percent.
+    """
+    spec = next((m for m in task_metrics(task) if m.key == metric), None)
+    if spec is None:
+        raise ValueError(f"paper mapping: {task} metric {metric!r} is not shown by the {task} evaluator")
+    if factor != PCT:
+        return float(factor)
+    if not spec.label.endswith("%"):
+        raise ValueError(f"paper mapping: {task} {metric!r} is printed in percent, shown as {spec.label!r}")
+    return 1.0 / spec.scale
 
 
 @lru_cache(maxsize=4)
@@ -108,6 +130,7 @@ def _load(path: str) -> pd.DataFrame:
         if mapped is None:
             continue
         task, metric, factor = mapped
+        factor = _factor(task, metric, factor)
         key = canonical_model_key(r.model)
         params = float(r.params_b) * 1e9 if pd.notna(r.params_b) else params_by_model.get(key)
         rows.append({

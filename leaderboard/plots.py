@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from leaderboard.catalog import headline_metrics
+from leaderboard.catalog import headline_ok_metrics
 from leaderboard.tables import GroupTable
 
 #: colour, hatch and legend label of each kind of row
@@ -163,7 +163,7 @@ def _param_ticks(ax, params: pd.Series) -> None:
 
 def metric_vs_params(t: GroupTable) -> Figure | None:
     """Headline metric against parameter count (log scale); rows without a count are horizontal lines."""
-    specs = [s for s in headline_metrics(t.task) if s.label in t.rows]
+    specs = [s for s in headline_ok_metrics(t.task) if s.label in t.rows]
     if not specs:
         return None
     label = specs[0].label
@@ -208,7 +208,7 @@ def metric_vs_params(t: GroupTable) -> Figure | None:
 
 def comparison_bars(t: GroupTable) -> Figure | None:
     """Horizontal bars of the headline metrics for every row, from 0, with interval (or std) error bars."""
-    specs = [s for s in headline_metrics(t.task) if s.label in t.rows and t.rows[s.label].notna().any()]
+    specs = [s for s in headline_ok_metrics(t.task) if s.label in t.rows and t.rows[s.label].notna().any()]
     if not specs:
         return None
     from matplotlib.patches import Patch

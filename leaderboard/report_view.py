@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from leaderboard.catalog import METRIC_NOTES, summary_metrics
+from leaderboard.catalog import metric_note, summary_metrics
 from leaderboard.protocols import ProtocolInfo, paper_protocol_info
 from leaderboard.rowinfo import KIND_LABELS, SOURCE_LABELS, has_pretrained_row
-from leaderboard.tables import TASK_ORDER, GroupTable
+from leaderboard.tables import GroupTable
+from sapiens2.tasks import task_names
 
 NO_PRETRAINED = (
     "No measured backbone row in this report records pretrained weights (model.weights or "
@@ -108,7 +109,7 @@ def _value_cell(v, sd, lo, hi, desc, best: bool) -> Cell:
 def table_view(t: GroupTable, info: ProtocolInfo, figures=(), breakdowns=()) -> TableView:
     """A leaderboard (or paper) table as cells: oracle rows apart (ceiling), best marks on ranked rows."""
     paper = bool(t.paper_table)
-    metrics = [(label, hib, METRIC_NOTES.get((t.task, key), "")) for key, label, hib in t.metric_columns]
+    metrics = [(label, hib, metric_note(t.task, key)) for key, label, hib in t.metric_columns]
     cols = [Column("model", "t")] + ([] if paper else [Column("source", "t"), Column("kind", "t"),
                                                        Column("rank", "", False)])
     cols += [Column("params"), Column("dataset", "t")] + ([] if paper else [Column("seeds", "t")])
@@ -172,7 +173,7 @@ def breakdown_view(table_id: str, title: str, table: pd.DataFrame, figure=None) 
 
 def summary_view(long: pd.DataFrame, infos: dict[str, ProtocolInfo]) -> TableView:
     """Model x five task headlines (measured rows only), each value with its interval and n."""
-    tasks = [t for t in TASK_ORDER if summary_metrics(t)]
+    tasks = [t for t in task_names() if summary_metrics(t)]  # the table as it is now (tasks added late too)
     specs = [(t, spec) for t in tasks for spec in summary_metrics(t)]
     cols = [Column("model", "t"), Column("kind", "t"), Column("protocol", "t")]
     cols += [Column(f"{t}: {spec.label} {'↑' if spec.higher_is_better else '↓'}", "", spec.higher_is_better)

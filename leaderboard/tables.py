@@ -18,7 +18,8 @@ from leaderboard.catalog import (
     TASK_METRICS,
     MetricSpec,
     canonical_metric,
-    headline_metrics,
+    headline_metric,
+    headline_ok_metrics,
     is_nonfinite_count,
 )
 from leaderboard.merge import dataset_key, dataset_labels, dedupe_records, model_name_key
@@ -151,7 +152,7 @@ class GroupTable:
         task: task name.
         protocol_key: grouping key (see ``leaderboard.paper.protocol_key``).
         rows: wide frame, one row per (source, model, dataset); metric columns hold display values;
-            ``kind`` (``leaderboard.rowinfo``), ``rank`` (1 = best by the first headline metric, among
+            ``kind`` (``leaderboard.rowinfo``), ``rank`` (1 = best by the task's headline metric, among
             measured rows other than the oracle; NaN otherwise) and the provenance columns.
         std: same shape as the metric columns of ``rows`` with the std over seeds (display units).
         metric_columns: (record key, label, higher_is_better) of the shown metric columns.
@@ -243,15 +244,18 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
     reported = rows[rows["source"] == "reported"]
     if len(reported) and (rows["source"] == "reproduced").any():
         by_model = reported.drop_duplicates("model_key").set_index("model_key")
-        for s in headline_metrics(task):
+        for s in headline_ok_metrics(task):
             if s.label not in rows:
                 continue
             ref = rows["model_key"].map(by_model[s.label]) if s.label in by_model else np.nan
             col = f"Δ {s.label}"
             rows[col] = np.where(rows["source"] == "reproduced", rows[s.label] - ref, np.nan)
             deltas.append((col, s.label))
-    first = next((s for s in specs if s.headline), specs[0])
-    # the oracle ceiling first, then measured rows by the first headline metric, then reported rows
+    # ranked by the task's headline; a table without it by its first metric able to head one
+    head = headline_metric(task).key if task in task_names() else None
+    first = next((s for s in specs if s.key == head), None)
+    first = first or next((s for s in specs if s.headline_ok), specs[0])
+    # the oracle ceiling first, then measured rows by that metric, then reported rows
     group = np.where(rows["kind"] == "oracle", 0, np.where(rows["source"] == "reproduced", 1, 2))
     value = rows[first.label] if first.higher_is_better else -rows[first.label]
     order = pd.DataFrame({"g": group, "v": -value}).sort_values(["g", "v"], na_position="last",

@@ -69,7 +69,8 @@ def resolve_config(task: str, config: str | None = None, arch: str | None = None
         ValueError / KeyError: nothing to build from, an unknown arch, or a config of another task.
     """
     from sapiens2.models.builder import official_config
-    from sapiens2.reference import official_archs, official_task_configs
+    from sapiens2.models.variants import variants
+    from sapiens2.reference import official_task_configs
 
     estimator = get_task(task).estimator
     if config:
@@ -85,7 +86,7 @@ def resolve_config(task: str, config: str | None = None, arch: str | None = None
         else:
             cfg = official_config(config)
     elif arch:
-        known = list(official_archs()["archs"])
+        known = [v.name for v in variants("sapiens2", official=True)]
         if arch not in known:
             raise KeyError(f"unknown arch {arch!r}; known archs: {', '.join(known)}")
         models = [c["model"] for c in official_task_configs().values() if c["model"]["type"] == estimator]

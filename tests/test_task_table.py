@@ -68,7 +68,7 @@ def test_reader_samples_carry_the_feed_keys(split, name):
 @pytest.mark.parametrize("name", task_names(dense=True))
 def test_headline_metric_from_the_runner_matches_the_leaderboard(split, name):
     """GT fed as the prediction through the one loop: perfect headline score, in the catalog's direction."""
-    from leaderboard.catalog import canonical_metric, headline_metrics
+    from leaderboard.catalog import canonical_metric, headline_metric, headline_ok_metrics
     from sapiens2.datasets import open_split
 
     spec = get_task(name)
@@ -81,17 +81,18 @@ def test_headline_metric_from_the_runner_matches_the_leaderboard(split, name):
     value = res.metrics[spec.headline]
     perfect = {"seg": 100.0, "normal": 0.0, "pointmap": 0.0, "albedo": 0.0}[name]
     assert value == pytest.approx(perfect, abs=1e-3)
-    shown = {m.key: m for m in headline_metrics(name)}
+    head = headline_metric(name)  # direction from the evaluator's declaration: perfect is seg's max, else 0
+    assert head.higher_is_better == (perfect > 0)
     key, _ = canonical_metric(name, spec.headline)
-    assert key in shown and shown[key].higher_is_better == spec.higher_is_better
+    assert key == head.key and head in headline_ok_metrics(name)
 
 
 def test_pose_headline_is_shown_by_the_leaderboard():
-    from leaderboard.catalog import canonical_metric, headline_metrics
+    from leaderboard.catalog import canonical_metric, headline_metric, headline_ok_metrics
 
     spec = get_task("pose")
     key, _ = canonical_metric("pose", spec.headline)
-    assert key in {m.key: m for m in headline_metrics("pose")}
+    assert key == headline_metric("pose").key == "EPE" and headline_ok_metrics("pose")[0].key == key
 
 
 @pytest.mark.parametrize("type_name", sorted(EVALUATORS.module_dict))
@@ -142,7 +143,7 @@ def test_a_new_task_is_one_spec_and_its_registration(tmp_path):
         name="toy_albedo", dataset="AlbedoDataset", estimator="AlbedoEstimator", head="AlbedoHead",
         evaluator="AlbedoEvaluator",
         feed=Feed("dense", gt_key="albedo", mask_key="mask"), prediction_key="albedo", headline="mae",
-        higher_is_better=False, visualiser="draw_albedo", value_kind="unit",
+        visualiser="draw_albedo", value_kind="unit",
         file_formats={"pred": (".npy",), "gt": (".npy",)},
     )
     register_task(spec)

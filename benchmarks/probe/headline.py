@@ -1,11 +1,12 @@
 """The probe's headline metric per task, the metrics whose intervals every probe record stores, and
 the intervals of a mean over seeds.
 
-The probe's headline differs from the task table's (``sapiens2.tasks``) for pose only: at the
-probe's 256x192 crops the official 308-keypoint AP is nearly binary (0 for everything but
-near-exact keypoints; docs/probing.md, pose noise sweep), so the probe ranks pose by the end-point
-error ``EPE`` (pixels of a 1024x768-equivalent crop; lower is better), which is linear in the
-keypoint error over the whole range. The official AP stays in every record.
+Both are derived: the headline is the task's (``TaskSpec.headline``, with the label and direction its
+evaluator declares, ``leaderboard.catalog.headline_metric``), the interval metrics are those the
+evaluator declares ``interval`` (:mod:`evaluators.metric_decl`). Pose is headed by the end-point
+error ``EPE`` (pixels of a 1024x768-equivalent crop; lower is better): at the probe's 256x192 crops
+the official 308-keypoint AP is nearly binary (docs/probing.md, pose noise sweep), while EPE is
+linear in the keypoint error over the whole range. The official AP stays in every record.
 
 Example:
     >>> PROBE_HEADLINE["pose"].key, PROBE_HEADLINE["seg"].key
@@ -17,9 +18,11 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from leaderboard.catalog import summary_metrics
+from evaluators.registry import build_evaluator
+from leaderboard.catalog import headline_metric
 from sapiens2.tasks import task_names
 
 
@@ -43,28 +46,52 @@ class Headline:
 
 
 def _headline(task: str) -> Headline:
-    spec = summary_metrics(task)[0]
+    spec = headline_metric(task)
     return Headline(spec.key, spec.label, spec.higher_is_better, spec.scale)
 
 
-# One source for which metric heads each task: the leaderboard's summary column (pose: EPE).
-PROBE_HEADLINE: dict[str, Headline] = {t: _headline(t) for t in task_names()}
+class _PerTask(Mapping):
+    """``{task: value(task)}`` over the task table as it is when read (a task added later too)."""
 
-# Metrics bootstrapped into every probe record's ``intervals`` (those the evaluator can resample);
-# pose keeps the official whole-body AP and body AP beside the headline.
-INTERVAL_METRICS: dict[str, tuple[str, ...]] = {
-    "pose": ("EPE", "PCK@0.05", "PCK@0.1", "AP", "body/AP"),
-    "seg": ("mIoU", "mAcc", "aAcc"),
-    "normal": ("normal_mae", "normal_median_deg"),
-    "pointmap": ("l2_mean", "rmse"),
-    "albedo": ("mae", "rmse", "psnr"),
-}
+    def __init__(self, value) -> None:
+        self._value = value
+
+    def __getitem__(self, task: str):
+        if task not in task_names():
+            raise KeyError(task)
+        return self._value(task)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(task_names())
+
+    def __len__(self) -> int:
+        return len(task_names())
+
+
+#: the probe's headline per task: the task's headline (pose: EPE)
+PROBE_HEADLINE: Mapping[str, Headline] = _PerTask(_headline)
+
+
+def _declared_intervals(evaluator) -> tuple[str, ...]:
+    return tuple(d.key for d in evaluator.declared_metrics() if d.interval)
+
+
+def _task_intervals(task: str) -> tuple[str, ...]:
+    return _declared_intervals(build_evaluator(task))
+
+
+#: metrics bootstrapped into every probe record's ``intervals`` (declared ``interval`` by the task's
+#: evaluator under its official settings; pose keeps the official whole-body AP and body AP beside EPE)
+INTERVAL_METRICS: Mapping[str, tuple[str, ...]] = _PerTask(_task_intervals)
 
 
 def interval_metrics(task: str, evaluator) -> list[str]:
-    """The task's :data:`INTERVAL_METRICS` that ``evaluator`` can bootstrap (its ``bootstrap_keys``)."""
-    keys = set(getattr(evaluator, "bootstrap_keys", ()))
-    return [k for k in INTERVAL_METRICS.get(task, ()) if k in keys]
+    """The metrics ``evaluator`` declares ``interval`` (so also bootstrapped) under its settings.
+
+    ``task`` names the record's task; the evaluator's own declarations decide (a toy or plug-in
+    evaluator brings its own).
+    """
+    return list(_declared_intervals(evaluator))
 
 
 def _decimals(v: float, digits: int) -> int:

@@ -27,11 +27,12 @@ import torch.distributed as dist
 
 from evaluators.base import Evaluator
 from evaluators.bootstrap import resample_counts, resample_indices, resolve_metrics, weighted_sums
+from evaluators.metric_decl import FieldValue, MetricDecl, count_decl
 from evaluators.pose.ap_bootstrap import resampled_ap
 from evaluators.pose.coco_ap import STAT_NAMES, evaluate_keypoints, evaluate_parts
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
 from evaluators.pose.metadata import KeypointMeta, load_meta
-from evaluators.pose.pck import instance_point_stats, pck_keys, pck_metrics, resampled_pck
+from evaluators.pose.pck import PCK_THRESHOLDS, instance_point_stats, pck_metrics, resampled_pck
 from evaluators.pose.pipeline import to_coco_results
 from evaluators.registry import EVALUATORS
 from sapiens2 import distributed as D
@@ -62,6 +63,34 @@ class PoseEvaluator(Evaluator):
     """
 
     task = "pose"
+    # Whole-body stats carry their official bare names (``AP``); the leaderboard calls them
+    # ``wholebody/<stat>``. ``{part.key}``: the keypoint parts of the metadata, ``{s.key}``: COCO stats.
+    # PCK/EPE need each sample's GT (``update(gt_keypoints=...)``).
+    metrics = (
+        # The probe's pose headline (sapiens2/tasks/pose.py): the official AP is nearly binary at the
+        # probe's 256x192 crops, EPE is linear in the keypoint error (docs/probing.md).
+        MetricDecl("EPE", "EPE px", False, "px", bootstrapped=True, interval=True, headline_ok=True),
+        MetricDecl("PCK@0.1", "PCK@0.1 %", True, "fraction", 100.0, bootstrapped=True, interval=True),
+        MetricDecl("PCK@0.05", "PCK@0.05 %", True, "fraction", 100.0, bootstrapped=True, interval=True),
+        MetricDecl("AP", "AP %", True, "fraction", 100.0, bootstrapped=True, interval=True, headline_ok=True,
+                   summary=True, name="wholebody/AP", aliases=("mAP",), note=(
+                       "AP % is COCO OKS AP over all 308 keypoints unless the protocol says otherwise (a "
+                       "reference system's protocol can score a shared subset: never compare the two).")),
+        MetricDecl("AR", "AR %", True, "fraction", 100.0, headline_ok=True, name="wholebody/AR",
+                   aliases=("mAR",)),
+        MetricDecl("AP .5", "AP50 %", True, "fraction", 100.0, name="wholebody/AP .5"),
+        MetricDecl("AP .75", "AP75 %", True, "fraction", 100.0, name="wholebody/AP .75"),
+        MetricDecl("{s.key}", "{s.label} %", True, "fraction", 100.0, shown=False, name="wholebody/{s.key}"),
+        # shown: the parts the paper reports (its Table 8); the others (``extra``) stay in the records
+        MetricDecl("{part.key}/{ar.key}", "{part.label} {ar.label} %", True, "fraction", 100.0,
+                   bootstrapped="*/AP", interval="body/AP",
+                   shown=("body/*", "foot/*", "face/*", "left_hand/*", "right_hand/*")),
+        MetricDecl("{part.key}/{ps.key}", "{part.label} {ps.label} %", True, "fraction", 100.0, shown=False),
+        MetricDecl("{part.key}/PCK@{pck.key}", "{part.label} PCK@{pck.label} %", True, "fraction", 100.0,
+                   bootstrapped=True, shown=False),
+        MetricDecl("{part.key}/EPE", "{part.label} EPE px", False, "px", bootstrapped=True, shown=False),
+        count_decl("pck_degenerate_boxes"),
+    )
 
     def __init__(
         self,
@@ -103,8 +132,18 @@ class PoseEvaluator(Evaluator):
             "bootstrap": "percentile bootstrap over image ids (sorted); AP exact per resample from the "
             "per-image matches; undefined AP (-1) resamples left out",
         }
-        parts = list(self.meta.groups())
-        self.bootstrap_keys = ("AP", *(f"{p}/AP" for p in parts[1:]), *pck_keys(parts))
+
+    def metric_fields(self) -> dict[str, tuple[FieldValue, ...]]:
+        """``part``: the keypoint parts (whole body aside); COCO stats: ``ar`` AP and AR, ``ps`` the
+        others, ``s`` those not declared one by one; ``pck``: the PCK thresholds."""
+        stat = {s: FieldValue(s, s) for s in STAT_NAMES}
+        return {
+            "part": tuple(FieldValue(p, p) for p in list(self.meta.groups())[1:]),
+            "ar": (stat["AP"], stat["AR"]),
+            "ps": tuple(v for s, v in stat.items() if s not in ("AP", "AR")),
+            "s": tuple(v for s, v in stat.items() if s not in ("AP", "AR", "AP .5", "AP .75")),
+            "pck": tuple(FieldValue(str(t), str(t)) for t in PCK_THRESHOLDS),
+        }
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:

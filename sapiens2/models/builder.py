@@ -25,15 +25,10 @@ def official_config(name: str) -> dict:
 
 
 def _official_backbone(name: str) -> dict | None:
-    from sapiens2.reference import official_archs
+    """The config of an official variant of the variant table (``sapiens2.models.variants``), or None."""
+    from sapiens2.models.variants import variants
 
-    for group, type_name in (("archs", "Sapiens2"), ("sapiens_v1_archs", "Sapiens")):
-        entry = official_archs().get(group, {}).get(name)
-        if entry is not None:
-            cfg = {"type": type_name, **copy.deepcopy(entry.get("constructor") or {})}
-            cfg.setdefault("arch", name)
-            return cfg
-    return None
+    return next((v.backbone_config() for v in variants(official=True) if v.name == name), None)
 
 
 def substitute_arch(cfg: dict, arch_settings: Mapping[str, dict] | None) -> dict:

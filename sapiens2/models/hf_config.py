@@ -155,12 +155,12 @@ def hf_config_from_official(cfg: dict, task: str | None = None):
 def _arch_settings(arch) -> dict:
     if isinstance(arch, dict):
         return arch
-    from sapiens2.reference import official_archs
+    from sapiens2.models.variants import variants
 
-    archs = official_archs()["archs"]
+    archs = {v.name: v for v in variants("sapiens2", official=True)}
     if arch not in archs:
         raise KeyError(f"unknown arch {arch!r}; known archs: {', '.join(sorted(archs))}")
-    return archs[arch]["settings"]
+    return dict(archs[arch].settings)
 
 
 def _hf_head_config(head: dict, task: str) -> tuple[dict, int]:

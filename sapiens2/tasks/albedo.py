@@ -5,6 +5,6 @@ from sapiens2.tasks.spec import Feed, TaskSpec, register_task
 SPEC = register_task(TaskSpec(
     name="albedo", dataset="AlbedoDataset", estimator="AlbedoEstimator", head="AlbedoHead",
     evaluator="AlbedoEvaluator", feed=Feed("dense", gt_key="albedo", mask_key="mask"),
-    prediction_key="albedo", headline="mae", higher_is_better=False, visualiser="draw_albedo",
+    prediction_key="albedo", headline="mae", visualiser="draw_albedo",
     value_kind="unit",
 ))

@@ -5,6 +5,6 @@ from sapiens2.tasks.spec import Feed, TaskSpec, register_task
 SPEC = register_task(TaskSpec(
     name="normal", dataset="NormalDataset", estimator="NormalEstimator", head="NormalHead",
     evaluator="NormalEvaluator", feed=Feed("dense", gt_key="normal", mask_key="mask"),
-    prediction_key="normals", headline="normal_mae", higher_is_better=False, visualiser="draw_normal",
+    prediction_key="normals", headline="normal_mae", visualiser="draw_normal",
     value_kind="normal", hf_class="Sapiens2ForNormalEstimation",
 ))

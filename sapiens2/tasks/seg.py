@@ -4,6 +4,6 @@ from sapiens2.tasks.spec import Feed, TaskSpec, register_task
 
 SPEC = register_task(TaskSpec(
     name="seg", dataset="SegDataset", estimator="SegEstimator", head="SegHead", evaluator="SegEvaluator",
-    feed=Feed("labels", gt_key="label"), prediction_key="labels", headline="mIoU", higher_is_better=True,
+    feed=Feed("labels", gt_key="label"), prediction_key="labels", headline="mIoU",
     visualiser="draw_seg", value_kind="labels", hf_class="Sapiens2ForSemanticSegmentation",
 ))

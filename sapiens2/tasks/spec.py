@@ -13,8 +13,8 @@ Example:
     >>> task_names()
     ('pose', 'seg', 'normal', 'pointmap', 'albedo')
     >>> spec = get_task("normal")
-    >>> spec.evaluator, spec.headline, spec.higher_is_better
-    ('NormalEvaluator', 'normal_mae', False)
+    >>> spec.evaluator, spec.headline
+    ('NormalEvaluator', 'normal_mae')
     >>> spec.feed.gt_key, spec.feed.mask_key
     ('normal', 'mask')
 """
@@ -66,8 +66,10 @@ class TaskSpec:
         evaluator_kwargs: keyword arguments of the evaluator under the official protocol.
         feed: how predictions and samples feed the evaluator.
         prediction_key: the key of ``estimator.predict(...)`` that ``predict`` writes.
-        headline: the evaluator's headline metric (key of ``compute()``).
-        higher_is_better: direction of the headline metric.
+        headline: the one metric heading the task (a ``compute()`` key its evaluator declares
+            ``headline_ok``): it ranks the task's tables, is its summary column and the probe's
+            headline, and is the default bootstrap metric. Its label, unit and direction are the
+            evaluator's declaration (``evaluators.metric_decl``; ``leaderboard.catalog.headline_metric``).
         visualiser: function of ``sapiens2.models.visualize`` drawing a prediction.
         value_kind: how a file of this task's maps is read (rules in ``sapiens2/datasets/README.md``):
             ``labels`` (integer label maps), ``normal`` (direction vectors; integer PNG
@@ -86,7 +88,6 @@ class TaskSpec:
     feed: Feed
     prediction_key: str
     headline: str
-    higher_is_better: bool
     visualiser: str
     value_kind: str
     head_predictor: str = ""

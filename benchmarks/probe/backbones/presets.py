@@ -18,18 +18,13 @@ from benchmarks.probe.backbones.hf import hf_preset
 from benchmarks.probe.backbones.plugins import BackboneSpecError, backbone_class, is_class_path
 from benchmarks.probe.registry import PROBE_BACKBONES
 from sapiens2.errors import UnknownNameError
+from sapiens2.models.variants import variants
 from sapiens2.weights import SHIPPED, backbone_config, weights_path
 
 ORACLE = "gt-oracle"
-SAPIENS2_NAMES = (
-    "sapiens2_0.1b",
-    "sapiens2_0.4b",
-    "sapiens2_0.8b",
-    "sapiens2_1b",
-    "sapiens2_5b",
-    "sapiens2_tiny",
-)
-SAPIENS_V1_NAMES = ("sapiens_0.3b", "sapiens_0.6b", "sapiens_1b", "sapiens_2b", "sapiens_tiny")
+# The Sapiens presets: the probe variants of the one variant table (sapiens2.models.variants)
+SAPIENS2_NAMES = tuple(v.name for v in variants("sapiens2", probe=True))
+SAPIENS_V1_NAMES = tuple(v.name for v in variants("sapiens", probe=True))
 # Backbones pretrained here and shipped in sapiens2/weights/ (with their weights), and their
 # random-init twins (same arch, no weights): NAME and NAME + RANDOM_SUFFIX.
 RANDOM_SUFFIX = "-random"

@@ -7,15 +7,11 @@ import torch
 from benchmarks.probe.backbones.base import ProbeBackbone
 from benchmarks.probe.registry import PROBE_BACKBONES
 from sapiens2.models.checkpoint import load_checkpoint, load_state_dict_file
+from sapiens2.models.variants import variants
 from sapiens2.registry import MODELS
 
-# Tiny archs for tests and smoke runs (not official).
-TINY_ARCHS = {
-    "sapiens2_tiny": dict(
-        embed_dims=64, num_layers=4, num_heads=4, feedforward_channels=128, num_tokenizer_layers=1
-    ),
-    "sapiens_tiny": dict(embed_dims=64, num_layers=4, num_heads=4, feedforward_channels=128),
-}
+# Tiny archs for tests and smoke runs (the test-sized variants of sapiens2.models.variants).
+TINY_ARCHS = {v.name: dict(v.settings) for v in variants(official=False)}
 
 
 def _arch(arch):

@@ -7,42 +7,15 @@ from collections.abc import Sequence
 
 from torch import Tensor, nn
 
+from sapiens2.models.variants import arch_table, variants
+
 OUT_TYPES = ("raw", "featmap", "cls_token")
 
-# Official Sapiens2 archs (facebookresearch/sapiens2, standalone sapiens2.py ``arch_zoo``).
-SAPIENS2_ARCHS: dict[str, dict[str, int]] = {
-    "sapiens2_0.1b": dict(
-        embed_dims=768, num_layers=12, num_heads=12, feedforward_channels=3072, num_tokenizer_layers=2
-    ),
-    "sapiens2_0.4b": dict(
-        embed_dims=1024, num_layers=24, num_heads=16, feedforward_channels=4096, num_tokenizer_layers=2
-    ),
-    "sapiens2_0.8b": dict(
-        embed_dims=1280, num_layers=32, num_heads=16, feedforward_channels=5120, num_tokenizer_layers=3
-    ),
-    "sapiens2_1b": dict(
-        embed_dims=1536, num_layers=40, num_heads=24, feedforward_channels=6144, num_tokenizer_layers=4
-    ),
-    "sapiens2_5b": dict(
-        embed_dims=2432, num_layers=56, num_heads=32, feedforward_channels=9728, num_tokenizer_layers=6
-    ),
-}
-
-# Sapiens v1 archs (mmpretrain-style plain ViT).
-SAPIENS_V1_ARCHS: dict[str, dict[str, int]] = {
-    "sapiens_0.3b": dict(embed_dims=1024, num_layers=24, num_heads=16, feedforward_channels=4096),
-    "sapiens_0.6b": dict(embed_dims=1280, num_layers=32, num_heads=16, feedforward_channels=5120),
-    "sapiens_1b": dict(embed_dims=1536, num_layers=40, num_heads=24, feedforward_channels=6144),
-    "sapiens_2b": dict(embed_dims=1920, num_layers=48, num_heads=32, feedforward_channels=7680),
-}
-
-# Constructor keyword arguments of every official backbone, keyed by the names used in
-# ``official_backbones.json`` (the 1B-4K model is ``sapiens2_1b`` with the window tokenizer).
-OFFICIAL_BACKBONES: dict[str, dict] = {
-    **{name: dict(type="Sapiens2", arch=name, img_size=(1024, 768)) for name in SAPIENS2_ARCHS},
-    "sapiens2_1b_4k": dict(type="Sapiens2", arch="sapiens2_1b", img_size=(4096, 3072), use_tokenizer=True),
-    **{name: dict(type="Sapiens", arch=name, img_size=(1024, 768)) for name in SAPIENS_V1_ARCHS},
-}
+# The arch tables and constructors of the official variants, derived from the one variant table
+# (sapiens2.models.variants; the 1B-4K model is ``sapiens2_1b`` with the window tokenizer).
+SAPIENS2_ARCHS: dict[str, dict[str, int]] = arch_table("sapiens2")
+SAPIENS_V1_ARCHS: dict[str, dict[str, int]] = arch_table("sapiens")
+OFFICIAL_BACKBONES: dict[str, dict] = {v.name: v.backbone_config() for v in variants(official=True)}
 
 
 def list_archs(family: str | None = None) -> list[str]:
