@@ -2,11 +2,16 @@
 
 Reads a COCO keypoint GT and a COCO keypoint results file, evaluates the whole keypoint set and
 every part of the metadata (or only the ``--parts`` asked for), prints which metadata was used and
-a table, and writes ``{"wholebody": {"AP": ..., ...}, "body": {...}, ...}``.
+a table, and writes ``{"wholebody": {"AP": ..., ...}, "body": {...}, ...}``. The whole set's row is
+named by the keypoint set (``whole_name``): ``wholebody`` for the whole-body sets (308, COCO-WholeBody,
+Halpe), ``body`` for body-only sets (COCO-17, MPII, CrowdPose, OCHuman), so a COCO-17 result is never
+labelled whole-body.
 
-Metadata: ``--meta`` (built-in name or JSON file); without it, the built-in set whose keypoint
-count equals the GT's (keypoints308 for 308, coco17 for 17). A count that no built-in set has, or
-that several have, or a GT without annotations, is an error asking for ``--meta``.
+Metadata: ``--meta`` (built-in name or JSON file); without it, the built-in set chosen for the
+GT's keypoint count (``sapiens2.vocab.DEFAULT_FOR_COUNT``: 308, 17 = coco17, 133 = COCO-WholeBody,
+16 = MPII, 14 = CrowdPose, 136 = Halpe). A count that no built-in set has, or that several have, or
+a GT without annotations, is an error asking for ``--meta``. A COCO-WholeBody file in its
+distributed layout (``foot_kpts``, ``face_kpts``, ...) is read as 133 keypoints, never as 17.
 
 This module and everything it imports need only NumPy (and pysimdjson / orjson when installed):
 no torch.
@@ -86,7 +91,13 @@ def evaluate_files(
         info.append(how)
     dets = load_coco_results(results, gt, meta.num_keypoints, source=str(results_path))
     del results
-    return evaluate_parts(gt, dets, meta, use_area=use_area, detection_area=detection_area, parts=parts)
+    whole = meta.whole_name
+    if parts is not None and whole != "wholebody":
+        if "wholebody" in parts:
+            raise ValueError(f"--parts: {meta.name} is not a whole-body set; its whole set is {whole!r}")
+        parts = ["wholebody" if p == whole else p for p in parts]
+    stats = evaluate_parts(gt, dets, meta, use_area=use_area, detection_area=detection_area, parts=parts)
+    return {(whole if p == "wholebody" else p): row for p, row in stats.items()}
 
 
 def format_table(stats: dict[str, dict[str, float]]) -> str:
