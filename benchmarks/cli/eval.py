@@ -24,8 +24,13 @@ def register(sub) -> None:
         t.add_argument("--batch-size", type=int, default=8, help="files per evaluator update")
         t.add_argument("--device", default="cpu", help="torch device for the metric computation")
         if task == "seg":
-            t.add_argument("--num-classes", type=int, default=29)
-            t.add_argument("--ignore-index", type=int, default=255)
+            t.add_argument("--num-classes", type=int, default=None, help="default 29, or the label set's")
+            t.add_argument("--ignore-index", type=int, default=None, help="default 255, or the label set's")
+            t.add_argument(
+                "--label-set",
+                help="the GT's classes: sapiens2_29 (default), person2, lip20, cihp20, atr18, "
+                "pascal_person_part7, or a JSON file; sets the class names, count and ignore index",
+            )
             t.add_argument(
                 "--nan-to-num",
                 type=float,
@@ -86,8 +91,18 @@ def run(args) -> int:
 
     kwargs = {}
     if args.task == "seg":
-        kwargs = {"num_classes": args.num_classes, "ignore_index": args.ignore_index,
+        kwargs = {"num_classes": 29 if args.num_classes is None else args.num_classes,
+                  "ignore_index": 255 if args.ignore_index is None else args.ignore_index,
                   "nan_to_num": args.nan_to_num}
+        if args.label_set:
+            from sapiens2.vocab import label_set
+
+            ls = label_set(args.label_set)
+            for flag, given, want in (("--num-classes", args.num_classes, ls.num_classes),
+                                      ("--ignore-index", args.ignore_index, ls.ignore_index)):
+                if given is not None and given != want:
+                    raise ValueError(f"{flag} {given} disagrees with --label-set {ls.name} ({want})")
+            kwargs.update(num_classes=ls.num_classes, ignore_index=ls.ignore_index, label_set=ls)
     out = evaluate_folders(args.task, args.pred, args.gt, args.mask, batch_size=args.batch_size,
                            device=args.device, progress=True, **kwargs)
     _print_table(args.task, out["metrics"])
