@@ -76,6 +76,12 @@ DEFAULT_FOR_COUNT = {
 }
 
 
+# COCO-WholeBody's distributed layout: field -> keypoints, in the order of the flattened 133 set
+WHOLEBODY_SPLIT_SIZES = {
+    "keypoints": 17, "foot_kpts": 6, "face_kpts": 68, "lefthand_kpts": 21, "righthand_kpts": 21,
+}  # fmt: skip
+
+
 class VocabError(ValueError):
     """A vocabulary that is unknown, malformed, or does not fit the data it is used with."""
 
@@ -103,10 +109,28 @@ class KeypointSet:
     skeleton: tuple[tuple[int, int], ...] = field(default=(), repr=False)
     whole_name: str = "wholebody"
     source: str = ""
+    aliases: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     @property
     def num_keypoints(self) -> int:
         return len(self.names)
+
+    def check_names(self, names, where: str) -> None:
+        """Raise unless ``names`` (e.g. a COCO category's list) are this set's, in order (aliases allowed)."""
+        names = [str(n) for n in names]
+        if len(names) != self.num_keypoints:
+            raise VocabError(
+                f"{where}: lists {len(names)} keypoint names, but keypoint set {self.name} has "
+                f"{self.num_keypoints}"
+            )
+        bad = [
+            (i, got, want)
+            for i, (got, want) in enumerate(zip(names, self.names))
+            if got != want and got not in self.aliases.get(want, ())
+        ]
+        if bad:
+            shown = ", ".join(f"{i}: {g!r} (expected {w!r})" for i, g, w in bad[:5])
+            raise VocabError(f"{where}: keypoint names differ from keypoint set {self.name}: {shown}")
 
     def index(self, name: str) -> int:
         """Id of keypoint ``name``."""
@@ -216,6 +240,7 @@ def keypoint_set_from_dict(d: dict, source: str = "<keypoint set>") -> KeypointS
         skeleton=_pairs(d.get("skeleton"), len(names), "skeleton", source),
         whole_name=whole,
         source=str(d.get("source", source)),
+        aliases={str(k): [str(a) for a in v] for k, v in (d.get("aliases") or {}).items()},
     )
 
 

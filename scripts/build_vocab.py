@@ -48,6 +48,10 @@ SETS = {
 }
 
 
+# names the datasets' released annotation files use for a keypoint where mmpose's description differs
+ALIASES = {"crowdpose14": {"top_head": ["head"]}}
+
+
 def literal(node: ast.AST):
     """Value of a literal expression that may use ``dict(...)`` and ``[x] * n`` (nothing is executed)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
@@ -110,6 +114,7 @@ def build(name: str, meta_dir: Path) -> dict:
         "parts": {p: list(range(a, b)) for p, (a, b) in ranges.items()},
         "skeleton": skeleton,
         "flip_pairs": flip,
+        "aliases": ALIASES.get(name, {}),
         "source": f"mmpose configs/_base_/datasets/{fname} (dataset_info of {info['dataset_name']}); "
         f"paper: {info.get('paper_info', {}).get('title', '?')}",
     }

@@ -21,6 +21,7 @@ import numpy as np
 
 from evaluators.pose.coco_ap import KeypointDetections, KeypointGroundTruth
 from evaluators.pose.coco_json import WHOLEBODY_SPLIT_FIELDS, read_coco_lean
+from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES
 
 try:  # optional speed-up; the standard library gives the same objects
     import orjson
@@ -200,10 +201,6 @@ def _check_len(values: Any, num_keypoints: int | None, src: str, rec: str) -> in
     return n // 3
 
 
-# keypoints per field of COCO-WholeBody's distributed layout, in the flattened 133 order
-WHOLEBODY_SPLIT_SIZES = {
-    "keypoints": 17, "foot_kpts": 6, "face_kpts": 68, "lefthand_kpts": 21, "righthand_kpts": 21,
-}
 
 
 def is_wholebody_split(rec: Any) -> bool:
