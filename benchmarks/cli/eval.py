@@ -65,6 +65,11 @@ def register(sub) -> None:
         help="a detection's area for the size ranges: box of its body keypoints for every part "
         "(official, default) or box of the scored part's keypoints",
     )
+    pose.add_argument(
+        "--results-keypoint-set",
+        help="the results' keypoint set when it is not the GT's, e.g. keypoints308 for an official Sapiens2 "
+        "model on a COCO-17 or COCO-WholeBody split: mapped by name (sapiens2/vocab_mapping.py)",
+    )
     pose.add_argument("--json", dest="json_out", metavar="OUT", help="write the metrics as JSON")
     pose.add_argument("--debug", action="store_true", help="show tracebacks")
     pose.set_defaults(func=run_pose)

@@ -67,6 +67,7 @@ def evaluate_files(
     detection_area: str = "body",
     parts: list[str] | None = None,
     info: list | None = None,
+    results_keypoint_set=None,
 ) -> dict[str, dict[str, float]]:
     """AP/AR per part for a GT file and a results file.
 
@@ -79,6 +80,9 @@ def evaluate_files(
         detection_area: ``"body"`` (official) or ``"part"``; see :func:`evaluate_parts`.
         parts: evaluate only these groups (``wholebody`` and/or part names); None: all.
         info: when given, a sentence saying which metadata was chosen is appended.
+        results_keypoint_set: the results' keypoint set when it is not the GT's (e.g. ``keypoints308``
+            for an official Sapiens2 model on a COCO-WholeBody split): results are mapped to the GT's
+            set by :func:`sapiens2.vocab_mapping.keypoint_mapping` (unmapped keypoints score 0).
 
     Returns:
         ``{part: {stat: value}}`` in the metadata's order, ``wholebody`` first.
@@ -89,6 +93,8 @@ def evaluate_files(
     meta, how = choose_meta(meta, k or None, str(gt_path))
     if info is not None:
         info.append(how)
+    if results_keypoint_set is not None:
+        results = _map_results(results, results_keypoint_set, meta, str(results_path), info)
     dets = load_coco_results(results, gt, meta.num_keypoints, source=str(results_path))
     del results
     whole = meta.whole_name
@@ -98,6 +104,43 @@ def evaluate_files(
         parts = ["wholebody" if p == whole else p for p in parts]
     stats = evaluate_parts(gt, dets, meta, use_area=use_area, detection_area=detection_area, parts=parts)
     return {(whole if p == "wholebody" else p): row for p, row in stats.items()}
+
+
+def _map_results(results, source, meta: KeypointMeta, src: str, info: list | None) -> list[dict]:
+    """Results in keypoint set ``source`` rewritten in the GT's set (declared map, by name)."""
+    import numpy as np
+
+    from sapiens2.vocab import keypoint_set, keypoint_sets
+    from sapiens2.vocab_mapping import keypoint_mapping, map_keypoints
+
+    src_set = keypoint_set(source)
+    target = keypoint_set(meta.name) if meta.name in keypoint_sets() else None
+    if target is None or target.names != tuple(meta.names):
+        target = keypoint_set(
+            {"dataset_name": meta.name, "keypoints": meta.names, "sigmas": meta.sigmas.tolist()}
+        )
+    mapping = keypoint_mapping(src_set, target)
+    if not isinstance(results, list):
+        raise ValueError(f"{src}: COCO results must be a JSON list")
+    out = []
+    for i, r in enumerate(results):
+        kp = np.asarray(r.get("keypoints") if isinstance(r, dict) else None, dtype=np.float64).reshape(-1)
+        if kp.size != 3 * src_set.num_keypoints:
+            raise ValueError(
+                f"{src}: result[{i}]: {kp.size} keypoint values, expected {3 * src_set.num_keypoints} "
+                f"({src_set.name}, the --results-keypoint-set)"
+            )
+        kp = kp.reshape(1, -1, 3)
+        xy, sc = map_keypoints(kp[..., :2], kp[..., 2], mapping)
+        out.append({**r, "keypoints": np.concatenate([xy, sc[..., None]], -1).reshape(-1).tolist()})
+    if info is not None:
+        unm = mapping.unmapped_names(target)
+        gap = f"; no counterpart (score 0, never a hit): {len(unm)} ({', '.join(unm[:4])}...)" if unm else ""
+        info.append(
+            f"results mapped {src_set.name} -> {target.name} by name: {int(mapping.mapped.sum())} of "
+            f"{target.num_keypoints} keypoints{gap}"
+        )
+    return out
 
 
 def format_table(stats: dict[str, dict[str, float]]) -> str:
@@ -127,6 +170,7 @@ def run_pose_eval(args) -> int:
             detection_area=getattr(args, "detection_area", "body"),
             parts=parts,
             info=info,
+            results_keypoint_set=getattr(args, "results_keypoint_set", None),
         )
     finally:
         gc.enable()
