@@ -185,3 +185,25 @@ def test_parts_needs_a_label_set_and_existing_split_is_kept(tmp_path):
 
     with pytest.raises(SplitExistsError):
         import_dataset("lip", root, out)
+
+
+def test_coco_person_masks_from_an_instances_file(tmp_path):
+    raw = json.loads((REAL / "coco/test_coco.json").read_text())
+    anns = [{k: a[k] for k in ("id", "image_id", "category_id", "iscrowd", "segmentation", "area", "bbox")}
+            for a in raw["annotations"]]  # fmt: skip
+    dog = {**anns[0], "id": 10**9, "category_id": 18}  # another category's mask is not a person
+    inst = {"images": raw["images"], "annotations": [*anns, dog],
+            "categories": [{"id": 1, "name": "person"}, {"id": 18, "name": "dog"}]}  # fmt: skip
+    (tmp_path / "instances.json").write_text(json.dumps(inst))
+    out = import_dataset("coco-person-masks", tmp_path / "instances.json", tmp_path / "m",
+                         images=REAL / "coco")  # fmt: skip
+    info = json.loads((out / "split.json").read_text())
+    assert list(info["tasks"]) == ["seg"] and info["label_set"] == "person2"
+    ref = import_dataset("coco", REAL / "coco/test_coco.json", tmp_path / "ref")
+    for name in (out / "seg").iterdir():
+        a, b = np.array(Image.open(name)), np.array(Image.open(ref / "seg" / name.name))
+        np.testing.assert_array_equal(a, b)
+    inst["categories"] = [{"id": 18, "name": "dog"}]
+    (tmp_path / "nodog.json").write_text(json.dumps(inst))
+    with pytest.raises(DatasetError, match="no category named 'person'"):
+        import_dataset("coco-person-masks", tmp_path / "nodog.json", tmp_path / "n", images=REAL / "coco")

@@ -153,6 +153,37 @@ def read_coco_keypoints(src: Path, images_dir: Path, ks: KeypointSet) -> dict:
     return {"images": images, "annotations": anns, "categories": cats}
 
 
+def read_coco_person_instances(src: Path, images_dir: Path) -> dict:
+    """The person annotations of a COCO instances file (any categories; those named ``person`` kept)."""
+    data = read_json(src)
+    if not isinstance(data, dict) or not all(
+        isinstance(data.get(k), list) for k in ("images", "annotations")
+    ):
+        raise DatasetError(f"{src}: a COCO instances file needs 'images' and 'annotations' lists")
+    person = {
+        c["id"] for c in data.get("categories") or [] if isinstance(c, dict) and c.get("name") == "person"
+    }
+    if not person:
+        raise DatasetError(f"{src}: no category named 'person' in 'categories'")
+    images, seen = [], set()
+    for i, im in enumerate(data["images"]):
+        if not isinstance(im, dict) or "id" not in im or "file_name" not in im:
+            raise DatasetError(f"{src}: images[{i}] needs 'id' and 'file_name'")
+        seen.add(im["id"])
+        path = _image_path(images_dir, im["file_name"], f"{src}: image id {im['id']}")
+        images.append({k: im[k] for k in ("id", "height", "width") if k in im} | {"file_name": str(path)})
+    anns = []
+    for i, a in enumerate(data["annotations"]):
+        if not isinstance(a, dict) or any(k not in a for k in ("id", "image_id", "category_id")):
+            raise DatasetError(f"{src}: annotations[{i}] needs 'id', 'image_id' and 'category_id'")
+        if a["category_id"] not in person:
+            continue  # another category: not a person, i.e. background of a person mask
+        if a["image_id"] not in seen:
+            raise DatasetError(f"{src}: annotations[{i}]: image_id {a['image_id']!r} is not in 'images'")
+        anns.append({k: a[k] for k in ("id", "image_id", "iscrowd", "segmentation") if k in a})
+    return {"images": images, "annotations": anns, "categories": [{"id": min(person), "name": "person"}]}
+
+
 def _pose_manifest(coco: dict, ks: KeypointSet, entry) -> dict:
     cat_id = coco["categories"][0].get("id", 1)
     anns = [{k: v for k, v in a.items() if k != "segmentation"} for a in coco["annotations"]]
@@ -304,11 +335,14 @@ def import_dataset(
         coco = read_mpii(src, images_dir, Path(headboxes) if headboxes else None)
         if ks.num_keypoints != 16:
             raise DatasetError(f"{src}: MPII has 16 joints; keypoint set {ks.name} has {ks.num_keypoints}")
+    elif fmt == "coco-person-masks":
+        ks = None
+        coco = read_coco_person_instances(src, images_dir)
     else:
         ks = keypoint_set(keypoints or COCO_STYLE.get(fmt, "coco17"))
         coco = read_coco_keypoints(src, images_dir, ks)
-    manifests, files, extra = {}, {}, {"keypoint_set": ks.name}
-    if fmt != "coco-person-masks":
+    manifests, files, extra = {}, {}, ({"keypoint_set": ks.name} if ks else {})
+    if ks is not None:
         manifests["pose"] = _pose_manifest(coco, ks, _vocab_entry(ks, keypoints))
     has_seg = any("segmentation" in a for a in coco["annotations"])
     if fmt == "coco-person-masks" or (masks and has_seg):
