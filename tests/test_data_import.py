@@ -207,3 +207,25 @@ def test_coco_person_masks_from_an_instances_file(tmp_path):
     (tmp_path / "nodog.json").write_text(json.dumps(inst))
     with pytest.raises(DatasetError, match="no category named 'person'"):
         import_dataset("coco-person-masks", tmp_path / "nodog.json", tmp_path / "n", images=REAL / "coco")
+
+
+def test_eval_seg_scores_29_class_label_maps_on_person_masks(tmp_path, capsys):
+    out = import_dataset("coco", REAL / "coco/test_coco.json", tmp_path / "coco")
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    for p in (out / "seg").iterdir():
+        gt = np.array(Image.open(p))
+        lab = np.where(gt == 1, 23, 0).astype(np.uint8)  # Upper_Clothing on every person pixel
+        lab[gt == 255] = 4
+        Image.fromarray(lab, mode="L").save(pred / p.name)
+    base = ["eval", "seg", "--pred", str(pred), "--gt", str(out / "seg"), "--label-set", "person2"]
+    code, _, err = _cli(base, capsys)
+    assert code == 1 and "outside 0..1" in err  # 29-class predictions are not person/background labels
+    js = tmp_path / "m.json"
+    code, _, _ = _cli([*base, "--pred-label-set", "sapiens2_29", "--json", str(js)], capsys)
+    assert code == 0
+    res = json.loads(js.read_text())
+    assert res["metrics"]["mIoU"] == pytest.approx(100.0) and res["conventions"]["label_set"] == "person2"
+    assert res["per_class"]["IoU"]["Person"] == pytest.approx(1.0)
+    code, _, err = _cli([*base, "--num-classes", "29"], capsys)
+    assert code == 1 and "disagrees with --label-set person2" in err

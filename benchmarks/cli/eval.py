@@ -32,6 +32,16 @@ def register(sub) -> None:
                 "pascal_person_part7, or a JSON file; sets the class names, count and ignore index",
             )
             t.add_argument(
+                "--pred-label-set",
+                help="the predictions' label set when not the GT's (e.g. sapiens2_29 on --label-set "
+                "person2): label maps are remapped by the GT set's declared many-to-one map",
+            )
+            t.add_argument(
+                "--unmapped",
+                help="with --pred-label-set: predicted classes without a target class become 'ignore' "
+                "or this class (default: an error naming them)",
+            )
+            t.add_argument(
                 "--nan-to-num",
                 type=float,
                 default=None,
@@ -108,6 +118,8 @@ def run(args) -> int:
                 if given is not None and given != want:
                     raise ValueError(f"{flag} {given} disagrees with --label-set {ls.name} ({want})")
             kwargs.update(num_classes=ls.num_classes, ignore_index=ls.ignore_index, label_set=ls)
+        if args.pred_label_set:
+            kwargs.update(pred_label_set=args.pred_label_set, unmapped=args.unmapped)
     out = evaluate_folders(args.task, args.pred, args.gt, args.mask, batch_size=args.batch_size,
                            device=args.device, progress=True, **kwargs)
     _print_table(args.task, out["metrics"])
