@@ -53,14 +53,6 @@ def test_builtin_vocabularies_match_the_real_files():
     assert vocab.keypoint_set("mpii16").num_keypoints == len(
         json.loads((REAL / "mpii/test_mpii.json").read_text())[0]["joints"]
     )
-    for name in vocab.keypoint_sets():
-        ks = vocab.keypoint_set(name)
-        for a, b in ks.flip_pairs:  # partners swap left and right
-            assert (
-                ks.names[a].replace("left", "right") == ks.names[b]
-                or ks.names[a].replace("right", "left") == ks.names[b]
-                or ("l_" in ks.names[a] or "r_" in ks.names[a] or "face" in ks.names[a])
-            ), (name, ks.names[a], ks.names[b])
 
 
 @pytest.mark.xtcocotools

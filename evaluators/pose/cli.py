@@ -2,7 +2,8 @@
 
 Reads a COCO keypoint GT and a COCO keypoint results file, evaluates the whole keypoint set and
 every part of the metadata (or only the ``--parts`` asked for), prints which metadata was used and
-a table, and writes ``{"wholebody": {"AP": ..., ...}, "body": {...}, ...}``. The whole set's row is
+a table, and writes ``{"wholebody": {"AP": ..., ...}, "body": {...}, ..., "conventions":
+{"keypoint_set", "whole_set"}}``. The whole set's row is
 named by the keypoint set (``whole_name``): ``wholebody`` for the whole-body sets (308, COCO-WholeBody,
 Halpe), ``body`` for body-only sets (COCO-17, MPII, CrowdPose, OCHuman), so a COCO-17 result is never
 labelled whole-body.
@@ -68,6 +69,7 @@ def evaluate_files(
     parts: list[str] | None = None,
     info: list | None = None,
     results_keypoint_set=None,
+    chosen: list | None = None,
 ) -> dict[str, dict[str, float]]:
     """AP/AR per part for a GT file and a results file.
 
@@ -83,6 +85,7 @@ def evaluate_files(
         results_keypoint_set: the results' keypoint set when it is not the GT's (e.g. ``keypoints308``
             for an official Sapiens2 model on a COCO-WholeBody split): results are mapped to the GT's
             set by :func:`sapiens2.vocab_mapping.keypoint_mapping` (unmapped keypoints score 0).
+        chosen: when given, the metadata used is appended.
 
     Returns:
         ``{part: {stat: value}}`` in the metadata's order, ``wholebody`` first.
@@ -93,6 +96,8 @@ def evaluate_files(
     meta, how = choose_meta(meta, k or None, str(gt_path))
     if info is not None:
         info.append(how)
+    if chosen is not None:
+        chosen.append(meta)
     if results_keypoint_set is not None:
         results = _map_results(results, results_keypoint_set, meta, str(results_path), info)
     dets = load_coco_results(results, gt, meta.num_keypoints, source=str(results_path))
@@ -160,6 +165,7 @@ def run_pose_eval(args) -> int:
     if isinstance(parts, str):
         parts = [p.strip() for p in parts.split(",") if p.strip()]
     info: list[str] = []
+    info_meta: list[KeypointMeta] = []
     gc.disable()  # a short command over millions of acyclic JSON values: cycle collection only costs
     try:
         stats = evaluate_files(
@@ -171,6 +177,7 @@ def run_pose_eval(args) -> int:
             parts=parts,
             info=info,
             results_keypoint_set=getattr(args, "results_keypoint_set", None),
+            chosen=info_meta,
         )
     finally:
         gc.enable()
@@ -179,6 +186,7 @@ def run_pose_eval(args) -> int:
     print(format_table(stats))
     print(f"({time.perf_counter() - t0:.2f}s; -1 = no GT in that area range)")
     if getattr(args, "json_out", None):
-        write_json_atomic(args.json_out, stats)
+        conventions = {"keypoint_set": info_meta[0].name, "whole_set": info_meta[0].whole_name}
+        write_json_atomic(args.json_out, {**stats, "conventions": conventions})
         print(f"wrote {args.json_out}")
     return 0
