@@ -86,7 +86,7 @@ class VocabError(ValueError):
     """A vocabulary that is unknown, malformed, or does not fit the data it is used with."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KeypointSet:
     """One keypoint vocabulary.
 
@@ -150,6 +150,7 @@ class KeypointSet:
             "parts": self.parts,
             "flip_pairs": [list(p) for p in self.flip_pairs],
             "skeleton": [list(p) for p in self.skeleton],
+            "aliases": self.aliases,
         }
 
 
