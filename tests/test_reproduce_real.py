@@ -38,7 +38,8 @@ def _save_random_model(root, task: str):
 
 def _reproduce(table, root, split, out):
     argv = ["reproduce", table, "--checkpoint-root", str(root), "--data-root", str(split), "--out", str(out)]
-    return main([*argv, "--sizes", "0.4b", "--input-size", "64x48", "--arch-settings", json.dumps(TINY), "--no-site"])
+    argv += ["--sizes", "0.4b", "--input-size", "64x48", "--arch-settings", json.dumps(TINY), "--no-site"]
+    return main(argv)
 
 
 def test_reproduce_pose_on_wholebody_split_scores_133_keypoints(tmp_path, capsys):
