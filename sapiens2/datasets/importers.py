@@ -146,6 +146,7 @@ def read_coco_keypoints(src: Path, images_dir: Path, ks: KeypointSet) -> dict:
             if k in ann
         }
         out["keypoints"] = _flat_keypoints(ann, ks, where)
+        out["num_keypoints"] = int((np.asarray(out["keypoints"]).reshape(-1, 3)[:, 2] > 0).sum())
         out.setdefault("category_id", cats[0].get("id", 1))
         out.setdefault("iscrowd", 0)
         out.setdefault("area", float(bbox[2]) * float(bbox[3]))
@@ -234,8 +235,7 @@ def read_mpii(src: Path, images_dir: Path, headboxes: Path | None = None) -> dic
             raise DatasetError(f"{where}: expected 16 joints (16 x 2) and 16 joints_vis, got {joints.shape}")
         if r["image"] not in images:
             path = _image_path(images_dir, r["image"], where)
-            stem = Path(r["image"]).stem
-            images[r["image"]] = {"id": int(stem) if stem.isdigit() else len(images), "file_name": str(path)}
+            images[r["image"]] = {"id": len(images) + 1, "file_name": str(path)}
         side = float(r["scale"]) * MPII_PIXEL_STD
         cx, cy = (float(v) for v in r["center"])
         cy += 15.0 * float(r["scale"])
@@ -250,6 +250,13 @@ def read_mpii(src: Path, images_dir: Path, headboxes: Path | None = None) -> dic
         if heads is not None:
             ann["head_size"] = float(heads[i])
         anns.append(ann)
+    stems = [Path(name).stem for name in images]
+    if all(st.isdigit() for st in stems) and len({int(st) for st in stems}) == len(stems):
+        ids = {i["id"]: int(st) for i, st in zip(images.values(), stems)}  # MPII's numeric names as ids
+        for im in images.values():
+            im["id"] = ids[im["id"]]
+        for ann in anns:
+            ann["image_id"] = ids[ann["image_id"]]
     return {"images": list(images.values()), "annotations": anns, "categories": [{"id": 1, "name": "person"}]}
 
 
