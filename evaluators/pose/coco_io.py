@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from evaluators.pose.coco_ap import KeypointDetections, KeypointGroundTruth
-from evaluators.pose.coco_json import WHOLEBODY_SPLIT_FIELDS, read_coco_lean
-from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES
+from evaluators.pose.coco_json import read_coco_lean
+from evaluators.pose.wholebody_layout import WHOLEBODY_SPLIT_FIELDS, merge_wholebody_fields, split_layout
 
 try:  # optional speed-up; the standard library gives the same objects
     import orjson
@@ -203,48 +203,6 @@ def _check_len(values: Any, num_keypoints: int | None, src: str, rec: str) -> in
 
 
 
-def is_wholebody_split(rec: Any) -> bool:
-    """Whether a COCO annotation or result holds COCO-WholeBody's split fields (``foot_kpts`` ...)."""
-    return isinstance(rec, dict) and any(f in rec for f in WHOLEBODY_SPLIT_FIELDS)
-
-
-def merge_wholebody_fields(rec: dict, src: str, name: str):
-    """The 133 keypoint triples of a split-layout record, flattened in COCO-WholeBody's order.
-
-    ``keypoints`` (17 body points), ``foot_kpts`` (6), ``face_kpts`` (68), ``lefthand_kpts`` (21),
-    ``righthand_kpts`` (21): every field must be present with its size, so that no part is ignored.
-    """
-    parts = []
-    for field, k in WHOLEBODY_SPLIT_SIZES.items():
-        if field not in rec:
-            have = [f for f in WHOLEBODY_SPLIT_SIZES if f in rec]
-            raise ValueError(
-                f"{src}: {name}: COCO-WholeBody split layout needs all of {list(WHOLEBODY_SPLIT_SIZES)}, "
-                f"has only {have}"
-            )
-        values = rec[field]
-        n = len(values) if isinstance(values, (list, tuple, np.ndarray)) else -1
-        if n != 3 * k:
-            raise ValueError(
-                f"{src}: {name}: {field!r} has {n} values, expected {3 * k} ({k} keypoints x 3) in the "
-                "COCO-WholeBody split layout"
-            )
-        parts.append(np.asarray(values, dtype=np.float64) if n else np.zeros(0))
-    return np.concatenate(parts)
-
-
-def _split_layout(recs: list, src: str, what: str) -> bool:
-    """Whether the records use the WholeBody split layout (all or none: a mixture is an error)."""
-    flags = [is_wholebody_split(r) for r in recs]
-    if any(flags) and not all(flags):
-        i = flags.index(not flags[0])
-        raise ValueError(
-            f"{src}: {what}[0] and {what}[{i}] disagree on the COCO-WholeBody split layout "
-            f"({', '.join(WHOLEBODY_SPLIT_FIELDS)}): use one layout in a file"
-        )
-    return bool(flags) and flags[0]
-
-
 def load_coco_gt(
     obj_or_path: Any, num_keypoints: int | None = None, use_area: bool = True
 ) -> tuple[KeypointGroundTruth, int]:
@@ -294,7 +252,7 @@ def load_coco_gt(
 
     k_expected = num_keypoints
     n3 = None if num_keypoints is None else 3 * num_keypoints
-    split = _split_layout(anns, src, "annotations")
+    split = split_layout(anns, src, "annotations")
     if split and num_keypoints not in (None, 133):
         raise ValueError(
             f"{src}: COCO-WholeBody split layout ({', '.join(WHOLEBODY_SPLIT_FIELDS)} next to 'keypoints'): "
@@ -382,7 +340,7 @@ def load_coco_results(
         r = data[i]
         return f"result[{i}] (image_id {r.get('image_id')!r})" if isinstance(r, dict) else f"result[{i}]"
 
-    split = _split_layout(data, src, "result")
+    split = split_layout(data, src, "result")
     img, cat, kps, score, area = [], [], [], [], []
     for i, r in enumerate(data):
         try:

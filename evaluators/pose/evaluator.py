@@ -32,7 +32,7 @@ from evaluators.pose.coco_ap import STAT_NAMES, evaluate_keypoints, evaluate_par
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
 from evaluators.pose.metadata import KeypointMeta, load_meta
 from evaluators.pose.pck import keypoint_point_stats, pck_keys, pck_metrics_by_keypoint, resampled_pck
-from evaluators.pose.pckh import pckh_metrics
+from evaluators.pose.pckh import pckh_of_instances
 from evaluators.pose.pipeline import to_coco_results
 from evaluators.registry import EVALUATORS
 from sapiens2 import distributed as D
@@ -337,16 +337,7 @@ class PoseEvaluator(Evaluator):
         if point is not None:
             out.update(pck_metrics_by_keypoint(point[0].sum(0), self.meta.groups()))
             out["pck_degenerate_boxes"] = float(point[1])
-            insts = self._instances()
-            if all("head_size" in r["gt"] for r in insts):
-                out.update(
-                    pckh_metrics(
-                        np.stack([r["keypoints"] for r in insts]),
-                        np.stack([r["gt"]["keypoints"] for r in insts]),
-                        np.array([r["gt"]["head_size"] for r in insts]),
-                        self.meta.names,
-                    )
-                )
+            out.update(pckh_of_instances(self._instances(), self.meta.names))
         out["num_samples"] = float(len(self._records) + len(self._unindexed))
         out["conventions"] = dict(self.conventions)
         return out

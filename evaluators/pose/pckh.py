@@ -87,3 +87,15 @@ def pckh_metrics(pred_xy, gt_xyv, head_sizes, names, thresholds=(0.5, 0.1)) -> d
             for group, joints in SUMMARY_GROUPS.items():
                 out[f"PCKh/{group}"] = float(np.mean([rate[names.index(j)] for j in joints]))
     return out
+
+
+def pckh_of_instances(instances: list[dict], names) -> dict[str, float]:
+    """PCKh of ``PoseEvaluator`` instance records; empty unless every one has a GT head size."""
+    if not instances or not all("head_size" in r.get("gt", {}) for r in instances):
+        return {}
+    return pckh_metrics(
+        np.stack([r["keypoints"] for r in instances]),
+        np.stack([r["gt"]["keypoints"] for r in instances]),
+        np.array([r["gt"]["head_size"] for r in instances]),
+        names,
+    )
