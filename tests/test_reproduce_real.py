@@ -86,3 +86,21 @@ def test_reproduce_seg_on_person_masks_maps_29_classes(tmp_path, capsys):
                 union[c] += (p | g).sum().item()
     want = float(np.mean(inter / union) * 100)
     assert rec["metrics"]["mIoU"] == pytest.approx(want, abs=1e-3)
+
+
+def test_reproduce_pose_on_mpii_split_reports_pckh(tmp_path, capsys):
+    from scipy.io import savemat
+
+    raw = json.loads((REAL / "mpii/test_mpii.json").read_text())
+    boxes = np.zeros((2, 2, len(raw)))
+    boxes[1] = 40.0
+    savemat(tmp_path / "heads.mat", {"headboxes_src": boxes})
+    split = import_dataset(
+        "mpii", REAL / "mpii/test_mpii.json", tmp_path / "mpii", headboxes=tmp_path / "heads.mat"
+    )
+    root = tmp_path / "ckpt"
+    _save_random_model(root, "pose")
+    assert _reproduce("table3", root, split, tmp_path / "out") == 0
+    rec = read_record(tmp_path / "out" / "results" / "sapiens2_0.4b" / "pose.json")
+    assert rec["conventions"]["keypoint_set"] == "mpii16" and "pckh" in rec["conventions"]
+    assert 0.0 <= rec["metrics"]["PCKh@0.5"] <= 1.0 and "PCKh/head" in rec["metrics"]

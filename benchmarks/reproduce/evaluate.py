@@ -105,4 +105,6 @@ def updates(task: str, model, samples: list[dict], mean, std, input_size, device
     return [Update((kps, scores,
                     [s["image_id"] for s in samples]),
                    dict(index=index, bbox_scores=[float(s.get("bbox_score", 1.0)) for s in samples],
+                        gt_head_sizes=([float(s["head_size"]) for s in samples]
+                                       if all("head_size" in s for s in samples) else None),
                         gt_keypoints=gt, gt_bboxes=boxes, gt_areas=[float(s["area"]) for s in samples]))]
