@@ -35,8 +35,14 @@ def default_mask(task: str, gt: torch.Tensor) -> torch.Tensor:
     return ok
 
 
-def load_pair(task: str, item, num_classes: int | None = None, ignore_index: int | None = None):
+def load_pair(task: str, item, num_classes: int | None = None, ignore_index: int | None = None,
+              pred_map=None):
     """Read one (stem, pred, gt, mask) file set.
+
+    Args:
+        pred_map: ``(LabelMapping, unmapped policy)`` when seg predictions are in another label set
+            (e.g. Sapiens2's 29 classes scored on person/background GT): label-map predictions are
+            remapped by :func:`sapiens2.vocab_mapping.remap_labels`; logits are refused.
 
     Returns:
         (pred, gt, mask or None, pred_is_labels) tensors; dense maps are 3 x H x W.
@@ -44,7 +50,24 @@ def load_pair(task: str, item, num_classes: int | None = None, ignore_index: int
     _, pred_p, gt_p, mask_p = item
     spec = get_task(task)
     if spec.feed.kind == "labels":
-        pred, is_labels = io.read_seg_prediction(pred_p, num_classes, ignore_index)
+        if pred_map is not None:
+            from sapiens2.vocab import VocabError, label_set
+            from sapiens2.vocab_mapping import remap_labels
+
+            mapping, unmapped = pred_map
+            src = label_set(mapping.source)
+            pred, is_labels = io.read_seg_prediction(pred_p, src.num_classes, src.ignore_index)
+            if not is_labels:
+                raise io.DatasetError(
+                    f"{pred_p}: logits in {mapping.source}'s classes cannot be remapped to {mapping.target} "
+                    "(merging scores is not a label map); save argmax label maps to score them this way"
+                )
+            try:
+                pred = remap_labels(pred, mapping, unmapped)
+            except VocabError as e:
+                raise io.DatasetError(f"{pred_p}: {e}") from None
+        else:
+            pred, is_labels = io.read_seg_prediction(pred_p, num_classes, ignore_index)
         gt = torch.from_numpy(io.read_label(gt_p, num_classes, ignore_index, what="GT label map"))
         if is_labels and pred.shape != tuple(gt.shape):
             raise io.DatasetError(
@@ -67,7 +90,7 @@ def load_pair(task: str, item, num_classes: int | None = None, ignore_index: int
     return pred, gt, mask, False
 
 
-def _batches(task: str, items, batch_size: int, device, num_classes, ignore_index):
+def _batches(task: str, items, batch_size: int, device, num_classes, ignore_index, pred_map=None):
     """Updates of consecutive equal-shape files, at most ``batch_size`` per update."""
     batch: list = []
     stems: list[tuple[int, str]] = []
@@ -86,7 +109,7 @@ def _batches(task: str, items, batch_size: int, device, num_classes, ignore_inde
         return up
 
     for i, item in enumerate(items):
-        sample = load_pair(task, item, num_classes, ignore_index)
+        sample = load_pair(task, item, num_classes, ignore_index, pred_map)
         if batch and (sample[0].shape != batch[0][0].shape or sample[1].shape != batch[0][1].shape
                       or sample[3] != batch[0][3]):
             yield flush()
@@ -99,7 +122,8 @@ def _batches(task: str, items, batch_size: int, device, num_classes, ignore_inde
 
 
 def evaluate_folders(task: str, pred_dir, gt_dir, mask_dir=None, *, batch_size: int = 8,
-                     device: str = "cpu", progress: bool = False, **evaluator_kwargs) -> dict:
+                     device: str = "cpu", progress: bool = False, pred_label_set=None, unmapped=None,
+                     **evaluator_kwargs) -> dict:
     """Metrics of the prediction files in ``pred_dir`` against the GT files in ``gt_dir``.
 
     Args:
@@ -110,6 +134,11 @@ def evaluate_folders(task: str, pred_dir, gt_dir, mask_dir=None, *, batch_size: 
         batch_size: files per evaluator update.
         device: torch device of the metric computation.
         progress: show a progress bar.
+        pred_label_set: seg only: the predictions' label set when it is not the GT's (``label_set=``
+            of the evaluator, default Sapiens2's 29); label maps are remapped by the GT set's
+            declared many-to-one map (:mod:`sapiens2.vocab_mapping`).
+        unmapped: policy for predicted classes without a target class (None: error; ``"ignore"``;
+            or a target class name).
         **evaluator_kwargs: evaluator settings (seg: ``num_classes``, ``ignore_index``, ``nan_to_num``).
 
     Returns:
@@ -126,7 +155,14 @@ def evaluate_folders(task: str, pred_dir, gt_dir, mask_dir=None, *, batch_size: 
     ev = build_evaluator(task, **evaluator_kwargs).to(device)
     num_classes = getattr(ev, "num_classes", None)
     ignore_index = getattr(ev, "ignore_index", None)
-    res = run_evaluation(ev, _batches(task, items, batch_size, device, num_classes, ignore_index),
+    pred_map = None
+    if pred_label_set is not None:
+        from sapiens2.vocab_mapping import label_mapping
+
+        target = evaluator_kwargs.get("label_set") or "sapiens2_29"
+        pred_map = (label_mapping(pred_label_set, target), unmapped)
+        ev.conventions["pred_label_set"] = f"{pred_map[0].source} -> {pred_map[0].target} (declared map)"
+    res = run_evaluation(ev, _batches(task, items, batch_size, device, num_classes, ignore_index, pred_map),
                          progress=progress and len(items) >= 50, desc=f"eval {task}").metrics
     conventions = res.pop("conventions")
     per_class = res.pop("per_class", None)

@@ -182,6 +182,9 @@ class SegEvaluator(Evaluator):
         class_names: names for the per-class table (default: the 29 Sapiens2 classes when C == 29).
         binary_threshold: with ``num_classes=2``, one-channel logits give label 1 where
             ``sigmoid(logit) > binary_threshold`` (mmseg's default 0.3).
+        label_set: the GT's label set (:func:`sapiens2.vocab.label_set`: a built-in name, JSON or
+            name list); sets the class names and ignore index and must agree with ``num_classes``
+            unless that is left at 29. Recorded as ``conventions["label_set"]``.
     """
 
     task = "seg"
@@ -213,8 +216,19 @@ class SegEvaluator(Evaluator):
         beta: float = 1.0,
         class_names: list[str] | None = None,
         binary_threshold: float = 0.3,
+        label_set=None,
     ) -> None:
         super().__init__()
+        if label_set is not None:
+            from sapiens2.vocab import label_set as _label_set
+
+            ls = _label_set(label_set)
+            if num_classes not in (29, ls.num_classes):
+                raise ValueError(
+                    f"num_classes={num_classes} disagrees with label set {ls.name} ({ls.num_classes})"
+                )
+            num_classes, ignore_index, class_names = ls.num_classes, ls.ignore_index, list(ls.names)
+            label_set = ls.name
         self.binary_threshold = float(binary_threshold)
         self.num_classes, self.ignore_index, self.nan_to_num, self.beta = (
             num_classes,
@@ -222,6 +236,7 @@ class SegEvaluator(Evaluator):
             nan_to_num,
             beta,
         )
+        set_name = label_set or ("sapiens2_29" if num_classes == 29 and class_names is None else "custom")
         if class_names is None:
             class_names = [str(i) for i in range(num_classes)]
             if num_classes == 29:
@@ -246,6 +261,7 @@ class SegEvaluator(Evaluator):
             "units": "summary metrics in percent, unrounded (the official evaluator prints 2 decimals); "
             "per-class values are fractions",
             "fscore_beta": beta,
+            "label_set": set_name,
         }
 
     def batch_stats(self, pred, gt, pred_is_labels: bool | None = None) -> dict[str, torch.Tensor]:

@@ -192,10 +192,11 @@ def test_pck_and_epe_equal_direct_computation():
     _update(ev, s, np.arange(40))
     r = ev.compute()
     p05, p10, epe = direct_pck(s["keypoints"], s["gt_keypoints"], s["gt_bboxes"])
-    assert r["PCK@0.05"] == pytest.approx(p05, abs=1e-15) and r["PCK@0.1"] == pytest.approx(p10, abs=1e-15)
+    assert r["PCK@0.05_pooled"] == pytest.approx(p05, abs=1e-15)
+    assert r["PCK@0.1_pooled"] == pytest.approx(p10, abs=1e-15)
     assert r["EPE"] == pytest.approx(epe, rel=1e-12)
     h05, h10, hepe = direct_pck(s["keypoints"], s["gt_keypoints"], s["gt_bboxes"], META["parts"]["head"])
-    assert (r["head/PCK@0.05"], r["head/PCK@0.1"]) == (pytest.approx(h05), pytest.approx(h10))
+    assert (r["head/PCK@0.05_pooled"], r["head/PCK@0.1_pooled"]) == (pytest.approx(h05), pytest.approx(h10))
     assert r["head/EPE"] == pytest.approx(hepe, rel=1e-12)
     assert r["pck_degenerate_boxes"] == 1.0
     assert 0 < r["PCK@0.05"] < r["PCK@0.1"] < 1
@@ -205,14 +206,14 @@ def test_pck_and_epe_equal_direct_computation():
     s2["keypoints"] = s2["gt_keypoints"][..., :2].copy()
     _update(exact, s2, np.arange(10))
     e = exact.compute()
-    assert (e["PCK@0.05"], e["PCK@0.1"], e["EPE"]) == (1.0, 1.0, 0.0)
+    assert (e["PCK@0.05"], e["PCK@0.1"], e["PCK@0.1_pooled"], e["EPE"]) == (1.0, 1.0, 1.0, 0.0)
 
 
 def test_pose_pck_bootstrap_equals_naive_loop_and_merge():
     s = make_samples(30, seed=10)
     ev = PoseEvaluator(meta=META)
     _update(ev, s, np.arange(30))
-    keys = ["PCK@0.05", "PCK@0.1", "EPE", "head/EPE"]
+    keys = ["PCK@0.05_pooled", "PCK@0.1_pooled", "EPE", "head/EPE"]
     dist = ev.bootstrap_distribution(keys, resamples=20, seed=4)
     gt, _ = load_coco_gt(ev.coco_gt(), 7, use_area=True)
     idx = resample_indices(len(gt.image_ids), 20, 4)
@@ -220,8 +221,8 @@ def test_pose_pck_bootstrap_equals_naive_loop_and_merge():
         draws = [gt.image_ids[i] for i in idx[r]]
         rows = [j for iid in draws for j in np.nonzero(s["image_ids"] == iid)[0]]
         p05, p10, epe = direct_pck(s["keypoints"][rows], s["gt_keypoints"][rows], s["gt_bboxes"][rows])
-        assert dist["PCK@0.05"][r] == pytest.approx(p05, abs=1e-15)
-        assert dist["PCK@0.1"][r] == pytest.approx(p10, abs=1e-15)
+        assert dist["PCK@0.05_pooled"][r] == pytest.approx(p05, abs=1e-15)
+        assert dist["PCK@0.1_pooled"][r] == pytest.approx(p10, abs=1e-15)
         assert dist["EPE"][r] == pytest.approx(epe, rel=1e-12)
     a, b = PoseEvaluator(meta=META), PoseEvaluator(meta=META)
     _update(a, s, np.arange(15, 30))

@@ -173,7 +173,8 @@ def test_cli_writes_json_per_part(tmp_path, capsys):
     )
     assert run_pose_eval(args) == 0
     out = read_json(tmp_path / "out" / "m.json")
-    assert list(out) == ["wholebody", "upper", "lower"]
+    assert list(out) == ["wholebody", "upper", "lower", "conventions"]
+    assert out["conventions"] == {"keypoint_set": "tiny", "whole_set": "wholebody"}
     assert list(out["wholebody"]) == list(STAT_NAMES)
     ref = xtcocotools_stats(*restrict_to_keypoints(gt, results, [3, 4, 5]), np.full(3, 0.05))
     assert _max_err(out["lower"], ref) <= 1e-6
@@ -260,7 +261,7 @@ def test_cli_no_area_switch_and_metadata_message(tmp_path, capsys):
     assert code == 0
     assert "metadata: coco17 (17 keypoints, chosen by the GT's keypoint count" in out
     ref = xtcocotools_stats(gt, results, load_meta("coco17").sigmas, use_area=False)
-    assert _max_err(read_json(out_p)["wholebody"], ref) <= 1e-6
+    assert _max_err(read_json(out_p)["body"], ref) <= 1e-6  # COCO-17 is a body set, not whole-body
 
 
 def test_cli_ambiguous_or_unknown_count_asks_for_meta(tmp_path, capsys, monkeypatch):
@@ -304,7 +305,7 @@ def test_cli_parts_computes_only_what_is_asked(tmp_path, capsys):
         ["--gt", str(gt_p), "--results", str(res_p), "--parts", "body,wholebody", "--json", str(out_p)],
         capsys,
     )
-    assert code == 0 and list(read_json(out_p)) == ["wholebody", "body"]
+    assert code == 0 and list(read_json(out_p)) == ["wholebody", "body", "conventions"]
     code, _, err = _cli(["--gt", str(gt_p), "--results", str(res_p), "--parts", "torso"], capsys)
     assert code == 1 and "torso" in err and "left_hand" in err
 

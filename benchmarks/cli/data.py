@@ -1,4 +1,5 @@
-"""``sapiens2-bench data``: make synthetic splits (``synth``) and look at a split (``show``)."""
+"""``sapiens2-bench data``: make synthetic splits (``synth``), import public datasets (``import``) and look
+at a split (``show``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def _size(text: str) -> tuple[int, int]:
 def register(sub) -> None:
     """Add the ``data`` command and its ``synth`` / ``show`` subcommands."""
     p = sub.add_parser("data", help="make synthetic data, show a split's ground truth")
-    dsub = p.add_subparsers(dest="data_command", metavar="{synth,show}")
+    dsub = p.add_subparsers(dest="data_command", metavar="{synth,import,show}")
     s = dsub.add_parser("synth", help="render synthetic people with ground truth for all five tasks")
     s.add_argument("--out", required=True, help="output split folder (must not exist unless --overwrite)")
     s.add_argument("--n", type=int, default=64, help="number of images (default 64)")
@@ -25,6 +26,26 @@ def register(sub) -> None:
     s.add_argument("--workers", type=int, default=1, help="render processes (default 1)")
     s.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     s.set_defaults(func=run_synth)
+    imp = dsub.add_parser(
+        "import",
+        help="make a split folder from a public dataset's files (manifests point at them, no copies)",
+        description="Formats: COCO-style keypoint JSON (coco, coco-wholebody in either layout, crowdpose, "
+        "ochuman, halpe; person masks too when annotations have segmentation), mpii (mmpose's JSON), "
+        "coco-person-masks, and body-part PNG folders (lip, cihp, atr, pascal-person-part, parts). "
+        "Recipes: sapiens2/datasets/README.md.",
+    )
+    imp.add_argument("format", help="the source's format (see above; an unknown one lists them)")
+    imp.add_argument("src", help="annotation file (COCO-style, MPII) or dataset folder (part PNGs)")
+    imp.add_argument("--out", required=True, help="the new split folder (must not exist unless --overwrite)")
+    imp.add_argument("--images", help="folder of the images (default: the annotation file's folder, or the "
+                     "layout's image folder)")
+    imp.add_argument("--labels", help="folder of the label PNGs (part folders; default: the layout's)")
+    imp.add_argument("--keypoint-set", help="keypoint set name or JSON instead of the format's")
+    imp.add_argument("--label-set", help="label set name or JSON (part folders; required for 'parts')")
+    imp.add_argument("--headboxes", help="MPII mpii_gt_val.mat: head boxes, for PCKh")
+    imp.add_argument("--no-masks", action="store_true", help="do not write person masks from 'segmentation'")
+    imp.add_argument("--overwrite", action="store_true", help="replace an earlier split at --out")
+    imp.set_defaults(func=run_import)
     show_doc = ("One row per image: raw image, image + skeleton and boxes, parts, normals, depth with a "
                 "colour bar (metres), albedo; a footer with the 29 part classes and the normal colour key.")
     v = dsub.add_parser("show", help="contact sheet of a split: raw image, every ground truth, legends",
@@ -46,6 +67,28 @@ def run_synth(args) -> int:
         args.out, n=args.n, seed=args.seed, size=args.size, workers=args.workers, overwrite=args.overwrite
     )
     print(f"wrote {args.n} images ({args.size[0]}x{args.size[1]}, seed {args.seed}) to {out}")
+    return 0
+
+
+def run_import(args) -> int:
+    """Import a dataset as a split folder and say what it holds."""
+    from sapiens2.datasets.importers import import_dataset
+    from sapiens2.utils_io import read_json
+
+    out = import_dataset(
+        args.format, args.src, args.out, images=args.images, keypoints=args.keypoint_set,
+        headboxes=args.headboxes, masks=not args.no_masks, labels=args.labels, label_set=args.label_set,
+        overwrite=args.overwrite,
+    )
+    info = read_json(out / "split.json")
+    vocab = ", ".join(f"{k} {info[k]}" for k in ("keypoint_set", "label_set") if k in info)
+    print(f"wrote {out}: {info['n']} images, tasks {sorted(info['tasks'])} ({vocab})")
+    for task, manifest in info["tasks"].items():
+        m = read_json(out / manifest)
+        n = len(m["annotations"]) if task == "pose" else len(m["records"])
+        extra = f", {m['unlabelled_images']} images without a label file left out" if m.get(
+            "unlabelled_images") else ""
+        print(f"  {task}: {n} {'annotations' if task == 'pose' else 'label maps'}{extra}")
     return 0
 
 

@@ -24,8 +24,23 @@ def register(sub) -> None:
         t.add_argument("--batch-size", type=int, default=8, help="files per evaluator update")
         t.add_argument("--device", default="cpu", help="torch device for the metric computation")
         if task == "seg":
-            t.add_argument("--num-classes", type=int, default=29)
-            t.add_argument("--ignore-index", type=int, default=255)
+            t.add_argument("--num-classes", type=int, default=None, help="default 29, or the label set's")
+            t.add_argument("--ignore-index", type=int, default=None, help="default 255, or the label set's")
+            t.add_argument(
+                "--label-set",
+                help="the GT's classes: sapiens2_29 (default), person2, lip20, cihp20, atr18, "
+                "pascal_person_part7, or a JSON file; sets the class names, count and ignore index",
+            )
+            t.add_argument(
+                "--pred-label-set",
+                help="the predictions' label set when not the GT's (e.g. sapiens2_29 on --label-set "
+                "person2): label maps are remapped by the GT set's declared many-to-one map",
+            )
+            t.add_argument(
+                "--unmapped",
+                help="with --pred-label-set: predicted classes without a target class become 'ignore' "
+                "or this class (default: an error naming them)",
+            )
             t.add_argument(
                 "--nan-to-num",
                 type=float,
@@ -60,6 +75,11 @@ def register(sub) -> None:
         help="a detection's area for the size ranges: box of its body keypoints for every part "
         "(official, default) or box of the scored part's keypoints",
     )
+    pose.add_argument(
+        "--results-keypoint-set",
+        help="the results' keypoint set when it is not the GT's, e.g. keypoints308 for an official Sapiens2 "
+        "model on a COCO-17 or COCO-WholeBody split: mapped by name (sapiens2/vocab_mapping.py)",
+    )
     pose.add_argument("--json", dest="json_out", metavar="OUT", help="write the metrics as JSON")
     pose.add_argument("--debug", action="store_true", help="show tracebacks")
     pose.set_defaults(func=run_pose)
@@ -86,8 +106,20 @@ def run(args) -> int:
 
     kwargs = {}
     if args.task == "seg":
-        kwargs = {"num_classes": args.num_classes, "ignore_index": args.ignore_index,
+        kwargs = {"num_classes": 29 if args.num_classes is None else args.num_classes,
+                  "ignore_index": 255 if args.ignore_index is None else args.ignore_index,
                   "nan_to_num": args.nan_to_num}
+        if args.label_set:
+            from sapiens2.vocab import label_set
+
+            ls = label_set(args.label_set)
+            for flag, given, want in (("--num-classes", args.num_classes, ls.num_classes),
+                                      ("--ignore-index", args.ignore_index, ls.ignore_index)):
+                if given is not None and given != want:
+                    raise ValueError(f"{flag} {given} disagrees with --label-set {ls.name} ({want})")
+            kwargs.update(num_classes=ls.num_classes, ignore_index=ls.ignore_index, label_set=ls)
+        if args.pred_label_set:
+            kwargs.update(pred_label_set=args.pred_label_set, unmapped=args.unmapped)
     out = evaluate_folders(args.task, args.pred, args.gt, args.mask, batch_size=args.batch_size,
                            device=args.device, progress=True, **kwargs)
     _print_table(args.task, out["metrics"])

@@ -6,6 +6,11 @@ the ground truth. Pose: the reader's top-down crop is already at the model input
 decodes UDP heatmaps with flip test and maps keypoints back to image pixels through the crop
 affine; instances are scored against the GT of their own annotation (GT boxes, bbox score 1).
 Pointmaps are compared in canonical coordinates (focal length 768), as the official evaluator does.
+
+A split in another vocabulary (an imported COCO-17 / COCO-WholeBody pose split, a person-mask or
+Pascal-Person-Part seg split) is scored in the split's vocabulary: the 308 keypoints are mapped by
+name (:func:`sapiens2.vocab_mapping.keypoint_mapping`), and the 29-class logits are resized to the
+GT, arg-maxed and mapped by the split's declared many-to-one map (:func:`vocabulary_adapter`).
 """
 
 from __future__ import annotations
@@ -37,15 +42,53 @@ def _dense_prediction(task: str, raw, j: int) -> torch.Tensor:
     return (pred.clamp(0, 1) if task == "albedo" else pred).cpu()
 
 
+def vocabulary_adapter(task: str, dataset):
+    """(evaluator kwargs, prediction map or None) for a split whose vocabulary is not the model's.
+
+    Raises:
+        ValueError: no declared map from the model's vocabulary to the split's.
+    """
+    from sapiens2.vocab_mapping import keypoint_mapping, label_mapping
+
+    if task == "pose":
+        ks = getattr(dataset, "keypoint_set", None)
+        if ks is None or ks.name == "keypoints308":
+            return {}, None
+        mapping = keypoint_mapping("keypoints308", ks)
+        if not mapping.mapped.any():
+            raise ValueError(f"no keypoint of the split's set {ks.name} has a counterpart in the 308 set")
+        return {"meta": ks}, mapping
+    if task == "seg":
+        ls = getattr(dataset, "label_set", None)
+        if ls is None or ls.name == "sapiens2_29":
+            return {}, None
+        return {"label_set": ls}, label_mapping("sapiens2_29", ls)
+    return {}, None
+
+
+def _mapped_labels(logits: torch.Tensor, gt_hw, mapping) -> torch.Tensor:
+    """1 x C x h x w 29-class logits -> 1 x H x W labels of the split's set (bilinear to GT, argmax, map)."""
+    from sapiens2.vocab_mapping import remap_labels
+
+    up = F.interpolate(logits, size=tuple(gt_hw), mode="bilinear", align_corners=False)
+    return torch.from_numpy(remap_labels(up.argmax(1).numpy(), mapping))
+
+
 @torch.inference_mode()
-def updates(task: str, model, samples: list[dict], mean, std, input_size, device) -> list[Update]:
+def updates(task: str, model, samples: list[dict], mean, std, input_size, device,
+            pred_map=None) -> list[Update]:
     """Run ``model`` on ``samples``; the evaluator updates of its predictions (one per dense sample).
 
-    Dense tasks feed the GT and mask keys the task table names (``TaskSpec.feed``).
+    Dense tasks feed the GT and mask keys the task table names (``TaskSpec.feed``). ``pred_map``
+    (from :func:`vocabulary_adapter`) maps the predictions into the split's vocabulary.
     """
     x = _inputs(samples, mean, std, input_size, device)
     if get_task(task).dense:
         raw = model(x)
+        if task == "seg" and pred_map is not None:
+            return [sample_update(task, _mapped_labels(_dense_prediction(task, raw, j), s["label"].shape[-2:],
+                                                       pred_map), [s], pred_is_labels=True)
+                    for j, s in enumerate(samples)]
         return [sample_update(task, _dense_prediction(task, raw, j), [s]) for j, s in enumerate(samples)]
     index = [int(s["index"]) for s in samples]
     affine = np.stack([np.asarray(s["crop"]["affine"], np.float64) for s in samples])
@@ -54,7 +97,14 @@ def updates(task: str, model, samples: list[dict], mean, std, input_size, device
                                    np.asarray(s["visibility"], np.float64)[:, None]], 1)
                    for s in samples])
     boxes = np.stack([np.asarray(s["bbox"], np.float64) for s in samples])
-    return [Update((out["keypoints"].cpu().numpy(), out["scores"].cpu().numpy(),
+    kps, scores = out["keypoints"].cpu().numpy(), out["scores"].cpu().numpy()
+    if pred_map is not None:
+        from sapiens2.vocab_mapping import map_keypoints
+
+        kps, scores = map_keypoints(kps, scores, pred_map)
+    return [Update((kps, scores,
                     [s["image_id"] for s in samples]),
                    dict(index=index, bbox_scores=[float(s.get("bbox_score", 1.0)) for s in samples],
+                        gt_head_sizes=([float(s["head_size"]) for s in samples]
+                                       if all("head_size" in s for s in samples) else None),
                         gt_keypoints=gt, gt_bboxes=boxes, gt_areas=[float(s["area"]) for s in samples]))]

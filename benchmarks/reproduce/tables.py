@@ -227,7 +227,7 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
     """
     import torch
 
-    from benchmarks.reproduce.evaluate import updates
+    from benchmarks.reproduce.evaluate import updates, vocabulary_adapter
     from evaluators.registry import build_evaluator
     from evaluators.runner import run_evaluation
     from leaderboard.results import dataset_content_hash, make_record, write_record
@@ -240,15 +240,21 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
     kwargs = {"input_size": (input_size[1], input_size[0])} if job.task == "pose" else {}
     dataset = open_split(data_root, job.task, **kwargs)
     n = len(dataset) if not max_samples else min(max_samples, len(dataset))
+    ev_kwargs, pred_map = vocabulary_adapter(job.task, dataset)
+    evaluator = build_evaluator(job.task, **ev_kwargs)
+    if pred_map is not None:
+        evaluator.conventions["vocabulary_map"] = (
+            f"model {pred_map.source} -> split {pred_map.target} (declared map)"
+        )
     mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
     std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
 
     def produce():
         for start in range(0, n, batch_size):
             samples = [dataset[i] for i in range(start, min(n, start + batch_size))]
-            yield from updates(job.task, model, samples, mean, std, input_size, device)
+            yield from updates(job.task, model, samples, mean, std, input_size, device, pred_map)
 
-    result = run_evaluation(build_evaluator(job.task), produce(), progress=True,
+    result = run_evaluation(evaluator, produce(), progress=True,
                             desc=f"{job.model_name} {job.task}")
     eval_s = result.seconds
     info = split_info(data_root)

@@ -21,6 +21,7 @@ import numpy as np
 
 from evaluators.pose.coco_ap import KeypointDetections, KeypointGroundTruth
 from evaluators.pose.coco_json import read_coco_lean
+from evaluators.pose.wholebody_layout import WHOLEBODY_SPLIT_FIELDS, merge_wholebody_fields, split_layout
 
 try:  # optional speed-up; the standard library gives the same objects
     import orjson
@@ -200,6 +201,8 @@ def _check_len(values: Any, num_keypoints: int | None, src: str, rec: str) -> in
     return n // 3
 
 
+
+
 def load_coco_gt(
     obj_or_path: Any, num_keypoints: int | None = None, use_area: bool = True
 ) -> tuple[KeypointGroundTruth, int]:
@@ -212,7 +215,9 @@ def load_coco_gt(
 
     Returns:
         ``(ground truth arrays, K)``. Annotations of images not listed in ``images`` are skipped,
-        as COCOeval skips them.
+        as COCOeval skips them. A COCO-WholeBody file in its distributed layout (body in
+        ``keypoints``, the rest in ``foot_kpts``, ``face_kpts``, ``lefthand_kpts``,
+        ``righthand_kpts``) is read as its 133 keypoints in the flattened order.
     """
     data, src = _load(obj_or_path, "COCO keypoint ground truth", "gt")
     if not isinstance(data, dict):
@@ -247,12 +252,20 @@ def load_coco_gt(
 
     k_expected = num_keypoints
     n3 = None if num_keypoints is None else 3 * num_keypoints
+    split = split_layout(anns, src, "annotations")
+    if split and num_keypoints not in (None, 133):
+        raise ValueError(
+            f"{src}: COCO-WholeBody split layout ({', '.join(WHOLEBODY_SPLIT_FIELDS)} next to 'keypoints'): "
+            f"133 keypoints, but {num_keypoints} were expected (use the coco_wholebody133 keypoint set)"
+        )
     img, cat, areas, boxes, crowd, kps, kept = [], [], [], [], [], [], []
     for i, ann in enumerate(anns):
         try:
             iid, kp = ann["image_id"], ann["keypoints"]
         except (KeyError, TypeError):
             raise ValueError(f"{src}: {rec_name(i)} needs 'image_id' and 'keypoints'") from None
+        if split:
+            kp = merge_wholebody_fields(ann, src, rec_name(i))
         if (type(kp) is not list and type(kp) is not np.ndarray) or len(kp) != n3:
             k_expected = _check_len(kp, k_expected, src, rec_name(i))
             n3 = 3 * k_expected
@@ -304,7 +317,8 @@ def load_coco_results(
     """Read COCO keypoint results (a list of ``{image_id, category_id, keypoints, score}``).
 
     Like ``COCO.loadRes``: when the first result has a non-empty ``bbox``, every result's area is
-    its box area; otherwise the area is that of the box around its keypoints.
+    its box area; otherwise the area is that of the box around its keypoints. Results in the
+    COCO-WholeBody split layout are flattened to 133 keypoints as the GT (:func:`load_coco_gt`).
 
     Args:
         obj_or_path: path of the JSON file or the loaded list.
@@ -326,6 +340,7 @@ def load_coco_results(
         r = data[i]
         return f"result[{i}] (image_id {r.get('image_id')!r})" if isinstance(r, dict) else f"result[{i}]"
 
+    split = split_layout(data, src, "result")
     img, cat, kps, score, area = [], [], [], [], []
     for i, r in enumerate(data):
         try:
@@ -334,6 +349,8 @@ def load_coco_results(
             raise ValueError(
                 f"{src}: {rec_name(i)} is not an object with 'image_id', 'keypoints' and 'score'"
             ) from None
+        if split:
+            kp = merge_wholebody_fields(r, src, rec_name(i))
         p = pos.get(iid)
         if p is None:
             raise ValueError(f"{src}: {rec_name(i)}: image id not in the ground truth's images")

@@ -32,9 +32,12 @@ from typing import Any
 
 import numpy as np
 
-GT_FIELDS = ("id", "image_id", "category_id", "iscrowd", "area", "bbox", "keypoints")
+# COCO-WholeBody's distributed layout: body in ``keypoints``, the other parts in these fields
+WHOLEBODY_SPLIT_FIELDS = ("foot_kpts", "face_kpts", "lefthand_kpts", "righthand_kpts")
+KEYPOINT_FIELDS = ("keypoints", *WHOLEBODY_SPLIT_FIELDS)
+GT_FIELDS = ("id", "image_id", "category_id", "iscrowd", "area", "bbox", *KEYPOINT_FIELDS)
 IMAGE_FIELDS = ("id",)
-RESULT_FIELDS = ("image_id", "category_id", "score", "keypoints", "bbox")
+RESULT_FIELDS = ("image_id", "category_id", "score", "bbox", *KEYPOINT_FIELDS)
 _MISSING = object()
 
 
@@ -86,7 +89,7 @@ def _records(value, fields: tuple[str, ...], sj) -> Any:
                 continue
             t = type(v)
             if t is array:
-                v = _keypoints(v) if key == "keypoints" else v.as_list()
+                v = _keypoints(v) if key in KEYPOINT_FIELDS else v.as_list()
             elif t is obj_type:
                 v = v.as_dict()
             rec[key] = v

@@ -32,7 +32,13 @@ from evaluators.pose.ap_bootstrap import resampled_ap
 from evaluators.pose.coco_ap import STAT_NAMES, evaluate_keypoints, evaluate_parts
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
 from evaluators.pose.metadata import KeypointMeta, load_meta
-from evaluators.pose.pck import PCK_THRESHOLDS, instance_point_stats, pck_metrics, resampled_pck
+from evaluators.pose.pck import (
+    PCK_THRESHOLDS,
+    keypoint_point_stats,
+    pck_metrics_by_keypoint,
+    resampled_pck,
+)
+from evaluators.pose.pckh import PCKH_GROUPS, PCKH_THRESHOLDS, pckh_of_instances
 from evaluators.pose.pipeline import to_coco_results
 from evaluators.registry import EVALUATORS
 from sapiens2 import distributed as D
@@ -89,6 +95,16 @@ class PoseEvaluator(Evaluator):
         MetricDecl("{part.key}/PCK@{pck.key}", "{part.label} PCK@{pck.label} %", True, "fraction", 100.0,
                    bootstrapped=True, shown=False),
         MetricDecl("{part.key}/EPE", "{part.label} EPE px", False, "px", bootstrapped=True, shown=False),
+        # mmpose's PCKAccuracy averages per keypoint type (PCK@t above); the pooled rate beside it
+        MetricDecl("PCK@{pck.key}_pooled", "PCK@{pck.label} pooled %", True, "fraction", 100.0,
+                   bootstrapped=True, shown=False),
+        MetricDecl("{part.key}/PCK@{pck.key}_pooled", "{part.label} PCK@{pck.label} pooled %", True,
+                   "fraction", 100.0, bootstrapped=True, shown=False),
+        # MPII's PCKh, only when every sample brought a GT head size (evaluators.pose.pckh)
+        MetricDecl("PCKh@{pckh.key}", "PCKh@{pckh.label} %", True, "fraction", 100.0,
+                   requires="has_head_sizes"),
+        MetricDecl("PCKh/{pckh_group.key}", "PCKh {pckh_group.label} %", True, "fraction", 100.0,
+                   shown=False, requires="has_head_sizes"),
         count_decl("pck_degenerate_boxes"),
     )
 
@@ -123,11 +139,16 @@ class PoseEvaluator(Evaluator):
             "keypoint_set": self.meta.name,
             "parts": {k: len(v) for k, v in self.meta.parts.items()},
             "dedup": "one prediction per dataset index (first holder wins)",
-            "pck": "PCK@t: labelled (v > 0) GT keypoints with |pred - gt| < t * max(w, h) of the GT box, "
-            "pooled over keypoints; each prediction against the GT of its own sample, before OKS-NMS; "
-            "only when every sample brought gt_keypoints",
+            "pck": "hit: a labelled (v > 0) GT keypoint with |pred - gt| < t * max(w, h) of the GT box; "
+            "PCK@t: hit rate per keypoint type over the instances labelling it, then the mean over the "
+            "types labelled at least once (mmpose PCKAccuracy); PCK@t_pooled: hits over all labelled "
+            "(instance, keypoint) pairs; each prediction against the GT of its own sample, before "
+            "OKS-NMS; only when every sample brought gt_keypoints",
             "epe": "mean |pred - gt| over labelled GT keypoints in pixels of the 1024x768 top-down crop of "
             "the GT box (box widened to 3:4 w:h, padded 1.25): error x 1024 / crop height",
+            "pckh": "only with gt_head_sizes: |pred - gt| < t * head size (0.6 x head-box diagonal), per "
+            "joint, then MPII's mean weighted by labelled counts without pelvis and thorax "
+            "(mmpose MpiiPCKAccuracy)",
             "pck_degenerate_boxes": "GT boxes with max(w, h) == 0 are left out of PCK/EPE and counted",
             "bootstrap": "percentile bootstrap over image ids (sorted); AP exact per resample from the "
             "per-image matches; undefined AP (-1) resamples left out",
@@ -143,7 +164,15 @@ class PoseEvaluator(Evaluator):
             "ps": tuple(v for s, v in stat.items() if s not in ("AP", "AR")),
             "s": tuple(v for s, v in stat.items() if s not in ("AP", "AR", "AP .5", "AP .75")),
             "pck": tuple(FieldValue(str(t), str(t)) for t in PCK_THRESHOLDS),
+            "pckh": tuple(FieldValue(str(t), str(t)) for t in PCKH_THRESHOLDS),
+            "pckh_group": tuple(FieldValue(g, g) for g in PCKH_GROUPS),
         }
+
+    @property
+    def has_head_sizes(self) -> bool:
+        """Every evaluated sample brought a GT head size (MPII): PCKh is computed."""
+        insts = self._instances()
+        return bool(insts) and all("head_size" in r.get("gt", {}) for r in insts)
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
@@ -166,6 +195,7 @@ class PoseEvaluator(Evaluator):
         gt_areas=None,
         gt_iscrowd=None,
         gt_category_ids=None,
+        gt_head_sizes=None,
     ) -> None:
         """Add a batch of B predicted instances.
 
@@ -183,6 +213,8 @@ class PoseEvaluator(Evaluator):
             gt_areas: B GT areas (default: box w * h).
             gt_iscrowd: B crowd flags (default 0).
             gt_category_ids: B GT category ids (default: ``category_ids``).
+            gt_head_sizes: B MPII head sizes (0.6 x head-box diagonal): adds PCKh (MPII's summary,
+                :mod:`evaluators.pose.pckh`) when every sample brought one.
         """
         if self._synced:
             raise RuntimeError("PoseEvaluator: update() after sync(); call reset() first")
@@ -228,6 +260,9 @@ class PoseEvaluator(Evaluator):
             ext = np.ptp(kps[..., 0], axis=1) * np.ptp(kps[..., 1], axis=1)
             ar = ga if ga is not None else ext
         crowd = np.zeros(b, bool) if gt_iscrowd is None else _np(gt_iscrowd, bool).reshape(b)
+        heads = None if gt_head_sizes is None else _np(gt_head_sizes).reshape(b)
+        if heads is not None and gk is None:
+            raise ValueError("gt_head_sizes need gt_keypoints")
         idx = (
             None
             if index is None
@@ -252,6 +287,8 @@ class PoseEvaluator(Evaluator):
                     "iscrowd": bool(crowd[j]),
                     "category_id": gcats[j],
                 }
+                if heads is not None:
+                    rec["gt"]["head_size"] = float(heads[j])
             if idx is None:
                 self._unindexed.append(rec)
             elif idx[j] not in self._records:
@@ -360,22 +397,23 @@ class PoseEvaluator(Evaluator):
                 out.update({f"{part}/{name}": stats[name] for name in STAT_NAMES})
         point = self._point_stats()
         if point is not None:
-            out.update(pck_metrics(point[0].sum(0), list(self.meta.groups())))
+            out.update(pck_metrics_by_keypoint(point[0].sum(0), self.meta.groups()))
             out["pck_degenerate_boxes"] = float(point[1])
+            out.update(pckh_of_instances(self._instances(), self.meta.names))
         out["num_samples"] = float(len(self._records) + len(self._unindexed))
         out["conventions"] = dict(self.conventions)
         return out
 
     # ------------------------------------------------------------------ PCK / EPE and bootstrap
     def _point_stats(self) -> tuple[np.ndarray, int, list] | None:
-        """(per-instance ``N x G x S`` PCK/EPE sums, degenerate boxes, image ids); None without GT."""
+        """(per-instance ``N x K x S`` PCK/EPE statistics, degenerate boxes, image ids); None without GT."""
         insts = self._instances()
         if not insts or any("gt" not in r for r in insts):
             return None
         gt_xyv = np.stack([r["gt"]["keypoints"] for r in insts])
         boxes = np.stack([r["gt"]["bbox"] for r in insts])
         pred = np.stack([r["keypoints"] for r in insts])
-        stats = instance_point_stats(pred, gt_xyv, boxes, self.meta.groups())
+        stats = keypoint_point_stats(pred, gt_xyv, boxes)
         degenerate = int((np.maximum(boxes[:, 2], boxes[:, 3]) <= 0).sum())
         return stats, degenerate, [r["image_id"] for r in insts]
 
@@ -434,5 +472,5 @@ class PoseEvaluator(Evaluator):
             per_image = np.zeros((n, *stats.shape[1:]))
             np.add.at(per_image, np.array([pos[i] for i in image_ids], dtype=np.int64), stats)
             sums = weighted_sums(resample_counts(idx, n), per_image)
-            out.update(resampled_pck(sums, list(groups), other))
+            out.update(resampled_pck(sums, groups, other))
         return {key: out[key] for key in keys}

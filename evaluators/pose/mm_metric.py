@@ -8,6 +8,11 @@ as mmpose's ``CocoMetric``) and ``sample_idx`` (dedup under DDP). The GT comes f
 (COCO JSON) or, without it, from each sample's ``raw_ann_info`` (COCO annotation dict: keypoints,
 bbox, area, iscrowd, category_id).
 
+Vocabulary: ``meta=`` when given; otherwise the ``dataset_meta`` mmengine's runner sets from the
+dataset (mmpose's ``keypoint_id2name`` / ``sigmas`` / ``dataset_name``, or a vocabulary JSON dict):
+a built-in set when ``dataset_name`` names one with the same keypoints, else the names and sigmas
+given. A ``dataset_meta`` that disagrees with an explicit ``meta`` (count or names) is an error.
+
 Example:
     >>> from mmengine.evaluator import Evaluator as MMEvaluator
     >>> cfg = dict(type="sapiens2.PoseMetric", ann_file="person_keypoints_val.json")
@@ -21,7 +26,46 @@ import torch
 from mmengine.evaluator import BaseMetric
 
 from evaluators.pose.evaluator import PoseEvaluator
+from evaluators.pose.metadata import KeypointMeta, load_meta, meta_from_dict
 from evaluators.registry import METRICS
+from sapiens2 import vocab
+
+
+def meta_from_dataset_meta(dm: dict) -> KeypointMeta:
+    """Keypoint metadata from an mmengine/mmpose ``dataset_meta`` (or a vocabulary JSON dict).
+
+    Raises:
+        ValueError: the dict holds neither keypoint names nor a known ``dataset_name``.
+    """
+    names = None
+    if isinstance(dm.get("keypoint_id2name"), dict):
+        id2 = dm["keypoint_id2name"]
+        names = [id2[i] for i in sorted(id2, key=int)]
+    elif isinstance(dm.get("keypoints"), list):
+        names = [k["name"] if isinstance(k, dict) else str(k) for k in dm["keypoints"]]
+    name = dm.get("dataset_name")
+    try:
+        builtin = load_meta(name) if name else None
+    except ValueError:
+        builtin = None
+    if builtin is not None and (names is None or builtin.names == names):
+        return builtin
+    if names is None:
+        raise ValueError(
+            f"PoseMetric: dataset_meta has no keypoint names ('keypoint_id2name' or 'keypoints') and "
+            f"dataset_name {name!r} is not a built-in keypoint set ({vocab.keypoint_sets()})"
+        )
+    sig = dm.get("sigmas")
+    return meta_from_dict(
+        {
+            "dataset_name": name or "dataset_meta",
+            "keypoints": names,
+            "sigmas": None if sig is None else [float(v) for v in np.asarray(sig).reshape(-1)],
+            "parts": dm.get("parts") or {},
+            "whole_name": dm.get("whole_name") or "wholebody",
+        },
+        "dataset_meta",
+    )
 
 
 def _field(obj, *path):
@@ -57,8 +101,34 @@ class PoseMetric(BaseMetric):
         **evaluator_kwargs,
     ) -> None:
         super().__init__(collect_device=collect_device, prefix=prefix)
+        self._ann_file = ann_file
+        self._kwargs = dict(evaluator_kwargs)
+        self._explicit_meta = evaluator_kwargs.get("meta") is not None
         self.evaluator = PoseEvaluator(gt=ann_file, **evaluator_kwargs)
         self.last_conventions: dict = {}
+
+    @property
+    def dataset_meta(self):
+        """The dataset's meta; setting it sets the keypoint vocabulary unless ``meta`` was given."""
+        return self._dataset_meta
+
+    @dataset_meta.setter
+    def dataset_meta(self, dataset_meta) -> None:
+        self._dataset_meta = dataset_meta
+        if not dataset_meta:
+            return
+        theirs = meta_from_dataset_meta(dict(dataset_meta))
+        ours = self.evaluator.meta
+        if self._explicit_meta:
+            if theirs.num_keypoints != ours.num_keypoints or theirs.names != ours.names:
+                raise ValueError(
+                    f"PoseMetric: meta={ours.name!r} ({ours.num_keypoints} keypoints) disagrees with the "
+                    f"dataset's dataset_meta {theirs.name!r} ({theirs.num_keypoints} keypoints"
+                    f"{', other names' if theirs.num_keypoints == ours.num_keypoints else ''}); "
+                    "drop meta= to use the dataset's vocabulary, or fix one of them"
+                )
+            return
+        self.evaluator = PoseEvaluator(gt=self._ann_file, **{**self._kwargs, "meta": theirs})
 
     def process(self, data_batch, data_samples) -> None:
         """Add each sample's predicted instances (and GT from ``raw_ann_info`` when no ann_file)."""
@@ -68,6 +138,13 @@ class PoseMetric(BaseMetric):
             if kps is None or ks is None:
                 raise KeyError(f"PoseMetric: data sample {n} lacks pred_instances.keypoints/keypoint_scores")
             kps, ks = np.asarray(kps, np.float64), np.asarray(ks, np.float64)
+            k = self.evaluator.meta.num_keypoints
+            if kps.ndim == 3 and kps.shape[1] != k and not self._explicit_meta and not self._dataset_meta:
+                raise ValueError(
+                    f"PoseMetric: data sample {n} has {kps.shape[1]} keypoints but the metric uses "
+                    f"{self.evaluator.meta.name} ({k}): no meta= was given and no dataset_meta was set; "
+                    f"pass meta=NAME (built in: {vocab.keypoint_sets()}) or a metadata JSON"
+                )
             num = kps.shape[0]
             bs = _field(s, "pred_instances", "bbox_scores")
             if bs is None:

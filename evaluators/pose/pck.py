@@ -4,8 +4,12 @@ Conventions (recorded in ``PoseEvaluator.conventions``):
 
 * only labelled GT keypoints count (visibility ``v > 0``); each prediction is compared with the GT
   of its own sample (top-down pairing with the GT box, no matching, before OKS-NMS);
-* ``PCK@t``: fraction of the counted keypoints with ``|pred - gt| < t * max(w, h)`` of the GT box
-  (strict; mmpose's ``PCKAccuracy(norm_item='bbox')`` normaliser), pooled over keypoints;
+* a keypoint is a hit at ``t`` when ``|pred - gt| < t * max(w, h)`` of the GT box (strict; mmpose's
+  ``PCKAccuracy(norm_item='bbox')`` normaliser);
+* ``PCK@t`` (the default, as mmpose's ``PCKAccuracy`` / ``keypoint_pck_accuracy``): the hit rate of
+  each keypoint type over the instances that label it, then the mean over the keypoint types that
+  are labelled at least once; ``PCK@t_pooled``: hits over all counted (instance, keypoint) pairs.
+  The two agree when every keypoint is labelled in every instance;
 * ``EPE``: mean ``|pred - gt|`` over the counted keypoints, in pixels of the 1024 x 768 (h x w)
   top-down crop of the GT box, i.e. each instance's error times ``1024 / H`` where ``H`` is the
   crop height in image pixels: the GT box widened to aspect 3:4 (w:h) and padded by 1.25
@@ -18,7 +22,7 @@ Example:
     >>> gt = np.array([[[10.0, 10, 2], [50, 90, 2], [0, 0, 0]]])  # third keypoint unlabelled
     >>> pred = np.array([[[12.0, 10], [50, 80], [99, 99]]])
     >>> st = instance_point_stats(pred, gt, np.array([[10.0, 10, 40, 80]]), {"wholebody": None})
-    >>> pck_metrics(st.sum(0), ["wholebody"])["PCK@0.05"]  # errors 2 and 10 px, box side 80 -> 4 px
+    >>> pck_metrics(st.sum(0), ["wholebody"])["PCK@0.05_pooled"]  # errors 2 and 10 px, box side 80 -> 4 px
     0.5
 """
 
@@ -52,7 +56,11 @@ def crop_scale(bboxes: np.ndarray) -> np.ndarray:
 
 
 def instance_point_stats(
-    pred_xy: np.ndarray, gt_xyv: np.ndarray, gt_bboxes: np.ndarray, groups: dict[str, list[int] | None]
+    pred_xy: np.ndarray,
+    gt_xyv: np.ndarray,
+    gt_bboxes: np.ndarray,
+    groups: dict[str, list[int] | None],
+    per_keypoint: bool = False,
 ) -> np.ndarray:
     """Per-instance sums ``N x G x len(STAT_COLUMNS)`` for the keypoint groups.
 
@@ -61,6 +69,7 @@ def instance_point_stats(
         gt_xyv: N x K x 3 GT keypoints (x, y, visibility).
         gt_bboxes: N x 4 GT boxes (x, y, w, h).
         groups: group name -> keypoint ids (None: all keypoints), e.g. ``meta.groups()``.
+        per_keypoint: return ``N x K x S`` (one row per keypoint, ``groups`` unused) instead.
 
     Returns:
         float64 array: counted keypoints, hits per PCK threshold, sum of crop-scaled errors.
@@ -73,6 +82,8 @@ def instance_point_stats(
     planes += [counted & (dist < t * side[:, None]) for t in PCK_THRESHOLDS]
     planes.append(np.where(counted, dist * np.nan_to_num(scale)[:, None], 0.0))
     stats = np.stack(planes, -1).astype(np.float64)  # N x K x S
+    if per_keypoint:
+        return stats
     out = np.zeros((pred_xy.shape[0], len(groups), len(STAT_COLUMNS)))
     for g, ids in enumerate(groups.values()):
         out[:, g] = (stats if ids is None else stats[:, ids]).sum(1)
@@ -80,30 +91,57 @@ def instance_point_stats(
 
 
 def pck_metrics(sums: np.ndarray, group_names: list[str]) -> dict[str, float]:
-    """``PCK@t`` and ``EPE`` from ``G x S`` summed statistics (``wholebody`` unprefixed, parts ``part/``)."""
+    """Pooled ``PCK@t_pooled`` and ``EPE`` from ``G x S`` summed statistics (parts prefixed ``part/``)."""
     out = {}
     for g, name in enumerate(group_names):
         prefix = "" if name == "wholebody" else name + "/"
         n = sums[g, 0]
         for j, t in enumerate(PCK_THRESHOLDS):
-            out[f"{prefix}PCK@{t}"] = float(sums[g, 1 + j] / n) if n > 0 else float("nan")
+            out[f"{prefix}PCK@{t}_pooled"] = float(sums[g, 1 + j] / n) if n > 0 else float("nan")
         out[f"{prefix}EPE"] = float(sums[g, -1] / n) if n > 0 else float("nan")
     return out
 
 
-def pck_keys(group_names: list[str]) -> list[str]:
-    """The keys :func:`pck_metrics` returns for these groups."""
-    return list(pck_metrics(np.ones((len(group_names), len(STAT_COLUMNS))), group_names))
+def keypoint_point_stats(pred_xy: np.ndarray, gt_xyv: np.ndarray, gt_bboxes: np.ndarray) -> np.ndarray:
+    """Per-instance, per-keypoint ``N x K x len(STAT_COLUMNS)`` statistics (0/1 flags, crop-scaled error)."""
+    return instance_point_stats(pred_xy, gt_xyv, gt_bboxes, {}, per_keypoint=True)
 
 
-def resampled_pck(sums: np.ndarray, group_names: list[str], keys: list[str]) -> dict[str, np.ndarray]:
-    """``pck_metrics`` on ``R x G x S`` resampled sums, for ``keys`` (R values each)."""
+def _group_values(sums: np.ndarray, groups: dict[str, list[int] | None]) -> dict[str, np.ndarray]:
+    """Both PCK averages and EPE from ``... x K x S`` sums (any leading shape)."""
     out = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        for g, name in enumerate(group_names):
+        for name, ids in groups.items():
             prefix = "" if name == "wholebody" else name + "/"
-            n = np.where(sums[:, g, 0] > 0, sums[:, g, 0], np.nan)
+            sub = sums if ids is None else sums[..., ids, :]
+            counted = sub[..., 0]
+            pooled_n = counted.sum(-1)
+            pooled_n = np.where(pooled_n > 0, pooled_n, np.nan)
+            per_type_n = np.where(counted > 0, counted, np.nan)
+            types = (counted > 0).sum(-1)
             for j, t in enumerate(PCK_THRESHOLDS):
-                out[f"{prefix}PCK@{t}"] = sums[:, g, 1 + j] / n
-            out[f"{prefix}EPE"] = sums[:, g, -1] / n
+                rate = sub[..., 1 + j] / per_type_n  # NaN for types never labelled
+                mean = np.where(types > 0, np.nansum(rate, -1) / np.maximum(types, 1), np.nan)
+                out[f"{prefix}PCK@{t}"] = mean
+                out[f"{prefix}PCK@{t}_pooled"] = sub[..., 1 + j].sum(-1) / pooled_n
+            out[f"{prefix}EPE"] = sub[..., -1].sum(-1) / pooled_n
+    return out
+
+
+def pck_metrics_by_keypoint(sums: np.ndarray, groups: dict[str, list[int] | None]) -> dict[str, float]:
+    """``PCK@t`` (mean over keypoint types), ``PCK@t_pooled`` and ``EPE`` from ``K x S`` sums."""
+    return {k: float(v) for k, v in _group_values(sums, groups).items()}
+
+
+def pck_keys(group_names: list[str]) -> list[str]:
+    """The keys :func:`pck_metrics_by_keypoint` returns for these groups."""
+    groups = {g: None for g in group_names}
+    return list(pck_metrics_by_keypoint(np.ones((1, len(STAT_COLUMNS))), groups))
+
+
+def resampled_pck(
+    sums: np.ndarray, groups: dict[str, list[int] | None], keys: list[str]
+) -> dict[str, np.ndarray]:
+    """The PCK/EPE keys on ``R x K x S`` resampled per-keypoint sums (R values each)."""
+    out = _group_values(sums, groups)
     return {k: out[k] for k in keys}

@@ -7,12 +7,15 @@ native size; evaluators resize predictions to the ground truth, as the official 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from sapiens2.reference import seg_classes29
 from sapiens2.registry import DATASETS
+from sapiens2.utils_io import read_json
+from sapiens2.vocab import LabelSet, VocabError, label_set, label_sets
 
 from .base import ManifestDataset, to_chw
 from .io import DatasetError, check_same_size, read_label, read_map, read_mask, read_npy, where
@@ -22,16 +25,20 @@ CANONICAL_FOCAL_LENGTH = 768.0
 
 @DATASETS.register_module()
 class SegDataset(ManifestDataset):
-    """Image + single-channel label PNG (29 classes by default, 255 = ignore).
+    """Image + single-channel label PNG in the classes of a label set (Sapiens2's 29 by default).
 
-    Sample keys: ``index``, ``id``, ``image`` (3 x H x W float32 in [0, 1]), ``label``
+    The label set is ``label_set=`` or the manifest's ``"label_set"`` (a built-in name such as
+    ``lip20``, a JSON path relative to the manifest, or an inline list of class names); a manifest
+    that names none is read as Sapiens2's 29 classes, and a value outside them is an error that
+    says so. Sample keys: ``index``, ``id``, ``image`` (3 x H x W float32 in [0, 1]), ``label``
     (H x W int64), ``image_path``, ``orig_size``.
 
     Args:
         ann_file: manifest JSON (records: ``id``, ``image``, ``label``).
         data_root: folder the record paths are relative to (default: the manifest's folder).
-        num_classes: number of classes (default from ``seg_classes29.json``).
-        ignore_index: label value that is ignored (default 255).
+        num_classes: number of classes (default: the label set's); must agree with the label set.
+        ignore_index: label value that is ignored (default: the label set's, 255).
+        label_set: overrides the manifest's label set (must then agree with it).
     """
 
     task = "seg"
@@ -44,19 +51,55 @@ class SegDataset(ManifestDataset):
         num_classes: int | None = None,
         ignore_index: int | None = None,
         check_files: bool = True,
+        label_set=None,
     ) -> None:
         super().__init__(ann_file, data_root, check_files)
-        ref = seg_classes29()
-        self.num_classes = int(num_classes if num_classes is not None else ref["num_classes"])
-        self.ignore_index = int(ignore_index if ignore_index is not None else ref["ignore_index"])
-        self.class_names = (
-            [c["name"] for c in ref["classes"]] if self.num_classes == ref["num_classes"] else None
-        )
+        declared = read_json(self.ann_file).get("label_set")
+        self.label_set_declared = declared is not None or label_set is not None
+        ls = self._label_set(label_set, declared, num_classes)
+        self.label_set = ls
+        self.num_classes = ls.num_classes
+        self.ignore_index = int(ignore_index if ignore_index is not None else ls.ignore_index)
+        self.class_names = list(ls.names) if ls.name != "custom_count" else None
+
+    def _label_set(self, given, declared, num_classes):
+        try:
+            if declared is not None and isinstance(declared, str) and declared.lower().endswith(".json"):
+                p = Path(declared)
+                declared = str(p if p.is_absolute() else self.ann_file.parent / p)
+            mine = label_set(declared) if declared is not None else None
+            ls = label_set(given) if given is not None else mine
+        except VocabError as e:
+            raise DatasetError(f"{self.ann_file}: label_set: {e}") from None
+        if mine is not None and given is not None and mine.names != ls.names:
+            raise DatasetError(
+                f"{self.ann_file}: the manifest's label set {mine.name} ({mine.num_classes} classes) "
+                f"disagrees with label_set={ls.name} ({ls.num_classes})"
+            )
+        if ls is None:
+            ref = seg_classes29()
+            if num_classes is None or int(num_classes) == ref["num_classes"]:
+                return label_set("sapiens2_29")
+            return LabelSet("custom_count", tuple(str(i) for i in range(int(num_classes))))
+        if num_classes is not None and int(num_classes) != ls.num_classes:
+            raise DatasetError(
+                f"{self.ann_file}: num_classes={num_classes} disagrees with label set {ls.name} "
+                f"({ls.num_classes} classes)"
+            )
+        return ls
 
     def __getitem__(self, index: int) -> dict:
         rec, sample, img = self._base_sample(index)
         path = self.path(rec, "label")
-        label = read_label(path, self.num_classes, self.ignore_index, self._rec(rec))
+        try:
+            label = read_label(path, self.num_classes, self.ignore_index, self._rec(rec))
+        except DatasetError as e:
+            if self.label_set_declared or "outside" not in str(e):
+                raise
+            raise DatasetError(
+                f"{e}; the manifest names no label_set, so labels are read as Sapiens2's 29 classes: add "
+                f'"label_set": NAME (built in: {label_sets()}) or a JSON file to the manifest'
+            ) from None
         check_same_size(img.shape, label.shape, path, self._rec(rec), "label map")
         sample["label"] = torch.from_numpy(label)
         return sample

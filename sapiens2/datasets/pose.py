@@ -16,9 +16,9 @@ import torch
 from scipy import ndimage
 from torch.utils.data import Dataset
 
-from sapiens2.reference import keypoints308
 from sapiens2.registry import DATASETS, TRANSFORMS
 from sapiens2.utils_io import read_json
+from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set
 
 from .base import to_chw
 from .io import DatasetError, read_rgb, where
@@ -118,15 +118,19 @@ class PoseTopdownDataset(Dataset):
         data_root: folder the images' ``file_name`` are relative to (default: the JSON's folder).
         input_size: crop size (w, h); default (768, 1024), i.e. 1024 x 768 (H x W).
         padding: box padding factor (1.25).
-        num_keypoints: expected K (default: the 308 vocabulary).
+        num_keypoints: expected K (default: the keypoint set's).
         skip_empty: drop crowd annotations and those with no labelled keypoint.
         check_files: check at construction that every image exists.
+        keypoint_set: the vocabulary (name, JSON path or dict); default: the JSON's top-level
+            ``keypoint_set`` (what ``data import`` writes), else the 308 set, or, with only
+            ``num_keypoints``, a set of that many unnamed keypoints.
 
     Sample keys: ``index``, ``id`` (``"<image_id>_<ann_id>"``), ``image_id``, ``ann_id``, ``image``
     (3 x h x w crop, float32 [0, 1]), ``keypoints`` (K x 2, crop pixels), ``visibility`` (K,
     int64 COCO flags 0/1/2), ``keypoints_image`` (K x 2, image pixels), ``bbox`` (4, xywh image
     pixels), ``bbox_score``, ``area``, ``crop`` (center, scale, input_size, affine 2 x 3 image->crop,
-    inv_affine crop->image), ``image_path``, ``orig_size`` (H, W).
+    inv_affine crop->image), ``image_path``, ``orig_size`` (H, W), and ``head_size`` (MPII's head
+    size, when annotations carry one).
     """
 
     task = "pose"
@@ -140,10 +144,10 @@ class PoseTopdownDataset(Dataset):
         num_keypoints: int | None = None,
         skip_empty: bool = True,
         check_files: bool = True,
+        keypoint_set: str | os.PathLike | dict | KeypointSet | None = None,
     ) -> None:
         self.ann_file = Path(ann_file)
         self.data_root = Path(data_root) if data_root is not None else self.ann_file.parent
-        self.num_keypoints = int(num_keypoints or keypoints308()["num_keypoints"])
         self.transform = TopdownAffineUDP(input_size, padding)
         self.input_size = self.transform.input_size
         coco = read_json(self.ann_file)
@@ -154,6 +158,14 @@ class PoseTopdownDataset(Dataset):
         ):
             raise DatasetError(f"{self.ann_file}: COCO JSON needs 'images' and 'annotations' lists")
         self.coco = coco
+        self.keypoint_set = self._keypoint_set(keypoint_set, coco.get("keypoint_set"), num_keypoints)
+        self.num_keypoints = self.keypoint_set.num_keypoints
+        self._hint = (
+            ""
+            if keypoint_set is not None or coco.get("keypoint_set") is not None
+            else '; the JSON names no "keypoint_set" (sapiens2-bench data import writes one), so it is read '
+            "as keypoints308: declare it or pass keypoint_set="
+        )
         self.images = {}
         for im in coco["images"]:
             if "id" not in im or "file_name" not in im:
@@ -170,8 +182,13 @@ class PoseTopdownDataset(Dataset):
             if names is not None and len(names) != self.num_keypoints:
                 raise DatasetError(
                     f"{self.ann_file}: category {cat.get('id')} lists {len(names)} keypoint names, "
-                    f"expected {self.num_keypoints}"
+                    f"expected {self.num_keypoints} ({self.keypoint_set.name}){self._hint}"
                 )
+            if names is not None and not self._hint and not self.keypoint_set.name.startswith("unnamed"):
+                try:
+                    self.keypoint_set.check_names(names, f"{self.ann_file}: category {cat.get('id')}")
+                except VocabError as e:
+                    raise DatasetError(str(e)) from None
         self.anns = []
         for ann in coco["annotations"]:
             self._check_ann(ann)
@@ -179,6 +196,27 @@ class PoseTopdownDataset(Dataset):
             if skip_empty and (ann.get("iscrowd", 0) or not (kps[:, 2] > 0).any()):
                 continue
             self.anns.append(ann)
+
+    def _keypoint_set(self, given, declared, num_keypoints) -> KeypointSet:
+        spec = given if given is not None else declared
+        if isinstance(spec, str) and spec.lower().endswith(".json") and not Path(spec).is_absolute():
+            spec = str(self.ann_file.parent / spec)
+        if spec is None and num_keypoints is not None:
+            ks = keypoint_set("keypoints308")
+            if int(num_keypoints) == ks.num_keypoints:
+                return ks
+            k = int(num_keypoints)
+            return KeypointSet(f"unnamed{k}", tuple(f"k{i}" for i in range(k)), np.full(k, 0.05))
+        try:
+            ks = keypoint_set(spec)
+        except VocabError as e:
+            raise DatasetError(f"{self.ann_file}: keypoint_set: {e}") from None
+        if num_keypoints is not None and int(num_keypoints) != ks.num_keypoints:
+            raise DatasetError(
+                f"{self.ann_file}: num_keypoints={num_keypoints} disagrees with keypoint set {ks.name} "
+                f"({ks.num_keypoints})"
+            )
+        return ks
 
     def _image_path(self, im: dict) -> Path:
         p = Path(im["file_name"])
@@ -189,13 +227,20 @@ class PoseTopdownDataset(Dataset):
         for key in ("id", "image_id", "keypoints", "bbox"):
             if key not in ann:
                 raise DatasetError(f"{rec}: missing {key!r}")
+        split = [f for f in WHOLEBODY_SPLIT_SIZES if f != "keypoints" and f in ann]
+        if split:
+            raise DatasetError(
+                f"{rec}: COCO-WholeBody split layout ({', '.join(split)} next to 'keypoints'): read as "
+                f"{self.num_keypoints} keypoints it would ignore those parts; import it with "
+                "`sapiens2-bench data import coco-wholebody SRC --out DIR`"
+            )
         if ann["image_id"] not in self.images:
             raise DatasetError(f"{rec}: image_id {ann['image_id']!r} is not in 'images'")
         n = len(ann["keypoints"])
         if n != 3 * self.num_keypoints:
             raise DatasetError(
                 f"{rec}: {n} keypoint values = {n / 3:g} keypoints, expected {self.num_keypoints} "
-                "(x, y, v triples)"
+                f"(x, y, v triples){self._hint}"
             )
         bbox = ann["bbox"]
         if len(bbox) != 4 or not (float(bbox[2]) > 0 and float(bbox[3]) > 0):
@@ -230,7 +275,7 @@ class PoseTopdownDataset(Dataset):
             )
             for k, v in res["crop"].items()
         }
-        return {
+        sample = {
             "index": index,
             "id": f"{im['id']}_{ann['id']}",
             "image_id": int(im["id"]) if isinstance(im["id"], int) else im["id"],
@@ -246,3 +291,6 @@ class PoseTopdownDataset(Dataset):
             "image_path": str(path),
             "orig_size": (int(img.shape[0]), int(img.shape[1])),
         }
+        if "head_size" in ann:
+            sample["head_size"] = float(ann["head_size"])
+        return sample

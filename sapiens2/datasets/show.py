@@ -27,12 +27,15 @@ def _depth_range(z: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
     return float(lo), float(max(hi, lo + 1e-6))
 
 
-def _footer(width: int) -> np.ndarray:
-    """The legends row: the 29 part classes and the normal colour key, ``width`` wide."""
+def _footer(width: int, labels=None) -> np.ndarray:
+    """The legends row: the part classes (the split's label set; default the 29) and the normal colour key."""
     from sapiens2.models.legends import legend_panel, normal_key_panel
     from sapiens2.models.visualize import seg_legend_entries
 
-    entries = seg_legend_entries()
+    if labels is None or labels.name == "sapiens2_29" or not labels.palette:
+        entries = seg_legend_entries()
+    else:
+        entries = [(n, tuple(c)) for n, c in zip(labels.names, labels.palette)]
     font = 11.0
     ncol = max(1, min(8, (width - 160) // 170))
     rows = -(-len(entries) // ncol)
@@ -47,10 +50,13 @@ def _footer(width: int) -> np.ndarray:
     return row[:, :width] if row.shape[1] > width else row
 
 
-def _draw_pose(img: np.ndarray, anns: list[dict], scale: float) -> np.ndarray:
+def _draw_pose(img: np.ndarray, anns: list[dict], scale: float, ks=None) -> np.ndarray:
     from PIL import Image, ImageDraw
 
     kp = keypoints308()
+    if ks is not None and ks.name != "keypoints308":  # another vocabulary: its links, one colour
+        kp = {"skeleton": [{"link": list(p), "color": [0, 200, 255]} for p in ks.skeleton],
+              "parts": {"face": ks.parts.get("face", [])}}
     im = Image.fromarray(img)
     d = ImageDraw.Draw(im)
     for ann in anns:
@@ -106,7 +112,9 @@ def contact_sheet(
                          "(a file inside it would change the split's content hash)")
     tasks = available_tasks(split_dir)
     readers = {t: open_split(split_dir, t) for t in tasks if t != "pose"}
-    coco = open_split(split_dir, "pose").coco if "pose" in tasks else None
+    pose_ds = open_split(split_dir, "pose") if "pose" in tasks else None
+    coco = pose_ds.coco if pose_ds is not None else None
+    labels = getattr(readers.get("seg"), "label_set", None)
     ids = next(iter(readers.values())).records if readers else []
     if coco is not None and not ids:
         ids = [{"id": im["id"], "image": im["file_name"]} for im in coco["images"]]
@@ -114,9 +122,10 @@ def contact_sheet(
         raise ValueError(f"{split_dir}: no images to show")
     from sapiens2.models.legends import colorbar_panel, depth_rgb
 
-    palette = np.array(
-        [c["color"] for c in seg_classes29()["classes"]] + [[255, 255, 255]] * 227, dtype=np.uint8
-    )
+    colours = [c["color"] for c in seg_classes29()["classes"]]
+    if labels is not None and labels.name != "sapiens2_29" and labels.palette:
+        colours = [list(c) for c in labels.palette]
+    palette = np.array(colours + [[255, 255, 255]] * (256 - len(colours)), dtype=np.uint8)
     rows = []
     for row in range(min(n, len(ids))):
         tiles = {}
@@ -152,7 +161,7 @@ def contact_sheet(
             file_name = Path(ids[row]["image"]).name
             im_ids = [im["id"] for im in coco["images"] if Path(im["file_name"]).name == file_name]
             anns = [a for a in coco["annotations"] if im_ids and a["image_id"] == im_ids[0]]
-            first = _draw_pose(first, anns, scale)
+            first = _draw_pose(first, anns, scale, pose_ds.keypoint_set)
         cells, starts = [], []
         for name in COLUMNS:
             starts.append(sum(c.shape[1] for c in cells))
@@ -168,7 +177,7 @@ def contact_sheet(
     width = max(r.shape[1] for r in rows)
     rows = [np.pad(r, ((0, 0), (0, width - r.shape[1]), (0, 0)), constant_values=255) for r in rows]
     header = np.full((24, width, 3), 255, dtype=np.uint8)
-    sheet = Image.fromarray(np.concatenate([header] + rows + [_footer(width)], axis=0))
+    sheet = Image.fromarray(np.concatenate([header] + rows + [_footer(width, labels)], axis=0))
     draw = ImageDraw.Draw(sheet)
     for x, name in zip(starts, COLUMNS):
         draw.text((x + 6, 6), name, fill=(0, 0, 0))
