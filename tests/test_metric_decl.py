@@ -37,7 +37,7 @@ def _dense_input(task: str, n: int = 3):
     return ev, (pred, gt, mask), {}
 
 
-def _pose_input(ev, n: int = 4):
+def _pose_input(ev, n: int = 4, head_sizes: bool = False):
     rng = np.random.default_rng(3)
     k = ev.meta.num_keypoints
     gt_xy = rng.uniform(50, 150, (n, 1, 2)) + rng.normal(0, 20, (n, k, 2))
@@ -45,8 +45,9 @@ def _pose_input(ev, n: int = 4):
     boxes = np.concatenate([lo, hi - lo], 1)
     gt = np.concatenate([gt_xy, np.full((n, k, 1), 2.0)], 2)
     pred = gt_xy + rng.normal(0, 2, (n, k, 2))
+    extra = {"gt_head_sizes": rng.uniform(20, 40, n)} if head_sizes else {}
     ev.update(pred, rng.uniform(0.3, 1, (n, k)), [1, 1, 2, 3][:n], index=np.arange(n), gt_keypoints=gt,
-              gt_bboxes=boxes)
+              gt_bboxes=boxes, **extra)
 
 
 def _computed_keys(res: dict) -> set[str]:
@@ -63,6 +64,7 @@ SETTINGS = [
     ("pointmap", {"shift_aligned": True}),
     ("pointmap", {"aligned": False, "distance_thresholds": (0.5,), "angle_thresholds": (15.0,)}),
     ("seg", {"num_classes": 4}),
+    ("pose", {"meta": "mpii16"}),  # MPII with GT head sizes: PCKh too
 ]
 
 
@@ -76,7 +78,7 @@ def test_computed_keys_equal_declared_keys(task, kwargs):
         ev.update(*args, index=list(range(args[0].shape[0])), **extra)
     else:
         ev = build_evaluator(task, **kwargs)
-        _pose_input(ev)
+        _pose_input(ev, head_sizes=kwargs.get("meta") == "mpii16")
     declared = [d.key for d in ev.declared_metrics()]
     assert len(declared) == len(set(declared))
     assert _computed_keys(ev.compute()) == set(declared)
