@@ -26,9 +26,9 @@ from leaderboard.protocols import protocol_infos
 from leaderboard.report_html import build_html
 from leaderboard.report_md import build_markdown
 from leaderboard.report_view import banner, breakdown_view, paper_views, summary_view, table_view
-from leaderboard.results import load_records
 from leaderboard.tables import GroupTable, combine, group_tables, paper_tables, records_to_frame
 from sapiens2.errors import BenchError
+from sapiens2.records.results import load_records
 from sapiens2.utils_io import atomic_write, write_text_atomic
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

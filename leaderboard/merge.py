@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from leaderboard.catalog import canonical_model_key
-from leaderboard.integrity import record_hash
 from leaderboard.paper import protocol_key
+from sapiens2.records.integrity import record_hash
 
 
 class DuplicateRunError(ValueError):

@@ -264,7 +264,7 @@ def test_pose_image_ids_are_the_resampled_images():
 
 
 def test_schema_checks_the_new_interval_fields():
-    from leaderboard.schema import validate
+    from sapiens2.records.schema import validate
 
     ev = seg_evaluator(seg_items(N, 0))
     iv = bootstrap_intervals_field(ev, KEYS, resamples=10, level=0.95, seed=0)

@@ -79,8 +79,8 @@ def _build(args) -> int:
 
 
 def _validate(args) -> int:
-    from leaderboard.integrity import RECORD_HASH_FIELD
-    from leaderboard.results import RecordError, find_result_files, read_record
+    from sapiens2.records.integrity import RECORD_HASH_FIELD
+    from sapiens2.records.results import RecordError, find_result_files, read_record
 
     bad = 0
     for f in find_result_files(args.results):
@@ -102,7 +102,7 @@ def _validate(args) -> int:
 def _schema(args) -> int:
     import json
 
-    from leaderboard.schema import RESULT_SCHEMA
+    from sapiens2.records.schema import RESULT_SCHEMA
     from sapiens2.utils_io import write_json_atomic
 
     if args.out:

@@ -184,7 +184,7 @@ def _print_comparison(paths, task, table: str | None = None) -> None:
     from leaderboard.catalog import TASK_METRICS, canonical_metric, canonical_model_key
     from leaderboard.paper import load_paper_results
     from leaderboard.report_md import fmt
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     paper = load_paper_results()
     print(f"\n{'model':<16} {'task':<9} {'metric':<22} {'reproduced':>11} {'reported':>9} {'delta':>9}  "

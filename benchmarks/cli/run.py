@@ -220,7 +220,7 @@ def _mediapipe(data, out, quick: bool) -> None:
 def _print_summary(results) -> None:
     """The probe records under ``results``: headline metric per task with its 95% interval and n."""
     from benchmarks.probe.summary import summary_table
-    from leaderboard.results import load_records
+    from sapiens2.records.results import load_records
 
     records = load_records([results], skip_foreign=True)
     if any((r.get("protocol") or {}).get("kind") == "probe" for r in records):
@@ -233,7 +233,7 @@ def _comparisons(results, pairs, failed: dict, tasks: str, protocol_id: str) -> 
     if not pairs:
         return [], []
     from benchmarks.probe.compare import comparisons_from_records
-    from leaderboard.results import load_records
+    from sapiens2.records.results import load_records
 
     records = load_records([results], skip_foreign=True)
     comps, skipped = [], []

@@ -36,9 +36,9 @@ from benchmarks.probe.runkey import run_identity, run_mismatch, weights_sha256
 from benchmarks.probe.sidefile import side_path
 from benchmarks.probe.tasks import build_task
 from benchmarks.probe.train import fit_task_shortcut, train_decoder
-from leaderboard.results import make_record, read_record, write_record
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
+from sapiens2.records.results import make_record, read_record, write_record
 
 __all__ = ["ORACLE", "RecordConflictError", "run_probe"]
 

@@ -30,7 +30,7 @@ import numpy as np
 from benchmarks.probe.headline import PROBE_HEADLINE, Headline, format_interval
 from benchmarks.probe.sidefile import content_sha256, images_sha256, read_side_file
 from evaluators.bootstrap import percentile_interval
-from leaderboard.results import load_records
+from sapiens2.records.results import load_records
 from sapiens2.tasks import task_names
 
 TITLE = "paired comparisons ({pct}% paired bootstrap of the difference, same test images)"
@@ -89,7 +89,7 @@ def paired_distributions(rec_a: dict, rec_b: dict, metric: str) -> tuple[np.ndar
     """The resampled ``metric`` of two records over the same resampled test images.
 
     Args:
-        rec_a: a probe record (with ``_path``, as :func:`leaderboard.results.load_records` gives it).
+        rec_a: a probe record (with ``_path``, as :func:`sapiens2.records.results.load_records` gives it).
         rec_b: the other one.
         metric: the metric key.
 

@@ -60,8 +60,8 @@ def main(argv=None) -> int:
     from benchmarks.probe.api import run_probe
     from benchmarks.probe.headline import PROBE_HEADLINE
     from benchmarks.probe.protocol import body_protocol, default_protocol
-    from leaderboard.results import read_record
     from sapiens2.datasets.synth import ensure_default_split
+    from sapiens2.records.results import read_record
 
     if args.backbones == "main":
         names = list(DEFAULT_BACKBONES)
