@@ -25,6 +25,7 @@ from functools import lru_cache
 import pandas as pd
 
 from leaderboard.catalog import canonical_model_key
+from sapiens2.records.view import protocol_key
 from sapiens2.reference import paper_results_path
 
 #: protocol id of the paper's (unpublished) Table 2 probing protocol; never ranked with ours.
@@ -75,13 +76,6 @@ COLUMNS = [
     "protocol_key", "dataset", "metric", "value", "value_printed", "factor", "paper_metric",
     "higher_is_better", "notes", "source_url",
 ]
-
-
-def protocol_key(kind: str, protocol_id: str | None) -> str:
-    """The grouping key of a protocol: results with different keys are never ranked together."""
-    if kind == "eval":
-        return f"eval:{protocol_id}" if protocol_id else "eval"
-    return f"probe:{protocol_id}"
 
 
 @lru_cache(maxsize=4)

@@ -79,13 +79,13 @@ def _build(args) -> int:
 
 
 def _validate(args) -> int:
-    from sapiens2.records.integrity import RECORD_HASH_FIELD
     from sapiens2.records.results import RecordError, find_result_files, read_record
+    from sapiens2.records.view import RecordView
 
     bad = 0
     for f in find_result_files(args.results):
         try:
-            rec = read_record(f)
+            rec = RecordView.of(read_record(f))
         except RecordError as e:
             bad += 1
             print(f"INVALID  {e}")
@@ -94,8 +94,8 @@ def _validate(args) -> int:
             bad += 1
             print(f"INVALID  {f}: unreadable ({type(e).__name__}: {e})")
             continue
-        sealed = "" if RECORD_HASH_FIELD in rec else "; schema v1: no record hash, edits cannot be detected"
-        print(f"ok       {f}  ({rec['task']}, {rec['model']['name']}, {rec['protocol']['kind']}{sealed})")
+        sealed = "" if rec.record_hash else "; schema v1: no record hash, edits cannot be detected"
+        print(f"ok       {f}  ({rec.task}, {rec.model.name}, {rec.protocol.kind}{sealed})")
     return 1 if bad else 0
 
 

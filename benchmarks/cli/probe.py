@@ -171,9 +171,10 @@ def _print_summary(paths) -> None:
     """The records written: headline metric per task with its 95% interval and n, then the files."""
     from benchmarks.probe.summary import summary_table
     from sapiens2.records.results import read_record
+    from sapiens2.records.view import RecordView
 
-    records = [read_record(p) for p in paths]
-    tasks = [t for t in task_names() if any(r["task"] == t for r in records)]
+    records = [RecordView.of(read_record(p)) for p in paths]
+    tasks = [t for t in task_names() if any(r.task == t for r in records)]
     print(summary_table(records, tasks))
     for p in paths:
         print(f"  {p}")

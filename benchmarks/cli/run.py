@@ -221,9 +221,10 @@ def _print_summary(results) -> None:
     """The probe records under ``results``: headline metric per task with its 95% interval and n."""
     from benchmarks.probe.summary import summary_table
     from sapiens2.records.results import load_records
+    from sapiens2.records.view import record_views
 
-    records = load_records([results], skip_foreign=True)
-    if any((r.get("protocol") or {}).get("kind") == "probe" for r in records):
+    records = record_views(load_records([results], skip_foreign=True))
+    if any(r.protocol.kind == "probe" for r in records):
         print("\n" + summary_table(records, list(task_names())))
 
 

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 
 from leaderboard.catalog import summary_metrics
+from sapiens2.records.view import Record, record_views
 from sapiens2.tasks import task_names
 
 
@@ -92,7 +93,7 @@ def format_interval(spec: Headline, value, bounds=None, n: int | None = None) ->
 _T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
-def seed_intervals(records: list[dict]) -> dict | None:
+def seed_intervals(records: list[Record]) -> dict | None:
     """The ``intervals`` of the mean over the seeds' ``records``.
 
     The seeds' bootstrap interval when every seed has the same value of every bounded metric (nothing
@@ -109,22 +110,23 @@ def seed_intervals(records: list[dict]) -> dict | None:
         >>> seed_intervals(recs[:1] * 2)["method"]
         'bootstrap'
     """
-    ivs = [r.get("intervals") for r in records]
+    views = record_views(records)
+    ivs = [r.intervals for r in views]
     if any(iv is None for iv in ivs):
         return None
-    keys = sorted(set.intersection(*(set(iv["bounds"]) for iv in ivs)))
-    if all(r["metrics"].get(k) == records[0]["metrics"].get(k) for r in records for k in keys):
-        return ivs[0]
-    k = len(records)
-    if ivs[0]["level"] != 0.95 or k - 1 not in _T975:
+    keys = sorted(set.intersection(*(set(iv.bounds) for iv in ivs)))
+    if all(r.metric(k) == views[0].metric(k) for r in views for k in keys):
+        return ivs[0].as_dict()
+    k = len(views)
+    if ivs[0].level != 0.95 or k - 1 not in _T975:
         return None
     bounds = {}
     for key in keys:
-        vals = [r["metrics"][key] for r in records]
+        vals = [r.metric(key) for r in views]
         if any(v is None for v in vals):
             continue
         m = sum(vals) / k
         half = _T975[k - 1] * math.sqrt(sum((v - m) ** 2 for v in vals) / (k - 1)) / math.sqrt(k)
         bounds[key] = [m - half, m + half]
-    return {"level": 0.95, "method": "seeds", "resamples": None, "seed": None, "n": ivs[0]["n"],
+    return {"level": 0.95, "method": "seeds", "resamples": None, "seed": None, "n": ivs[0].n,
             "bounds": bounds}

@@ -29,7 +29,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Union
 
 from sapiens2.records.integrity import record_hash
 
@@ -64,7 +64,7 @@ class ModelRef:
     weights: str | None = None
     checkpoint_path: str | None = None
     checkpoint_sha256: str | None = None
-    _raw: Mapping[str, Any] = field(default=_EMPTY, repr=False, compare=False)
+    _raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> ModelRef:
@@ -91,7 +91,7 @@ class DatasetRef:
     content_hash: str | None = None
     num_samples: int | None = None
     root: str | None = None
-    _raw: Mapping[str, Any] = field(default=_EMPTY, repr=False, compare=False)
+    _raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> DatasetRef:
@@ -119,7 +119,7 @@ class ProtocolRef:
     kind: str
     id: str | None = None
     description: str | None = None
-    _raw: Mapping[str, Any] = field(default=_EMPTY, repr=False, compare=False)
+    _raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> ProtocolRef:
@@ -158,7 +158,7 @@ class Intervals:
     side_file: str | None = None
     images_sha256: str | None = None
     bootstrap_sha256: str | None = None
-    _raw: Mapping[str, Any] = field(default=_EMPTY, repr=False, compare=False)
+    _raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> Intervals:
@@ -355,6 +355,10 @@ class RecordView:
         return {k: copy.deepcopy(v) for k, v in self._rec.items() if k != PATH_KEY}
 
 
-def record_views(records: Iterable[RecordView | Mapping[str, Any]]) -> list[RecordView]:
+#: what a reader accepts: a validated record dict or its view
+Record = Union[RecordView, Mapping[str, Any]]
+
+
+def record_views(records: Iterable[Record]) -> list[RecordView]:
     """:meth:`RecordView.of` of each record."""
     return [RecordView.of(r) for r in records]
