@@ -37,24 +37,10 @@ def register(sub) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def known_protocol_names() -> dict[str, str]:
-    """Names of the probing protocols this version defines, shown in reports beside their short hash.
-
-    Example:
-        >>> sorted(known_protocol_names().values())
-        ['probe v4 (default: closed-form linear probe)', 'probe v4 quick', 'probe v4 trained body']
-    """
-    from benchmarks.probe.protocol import body_protocol, default_protocol, quick_protocol
-
-    default, quick, body = default_protocol(), quick_protocol(), body_protocol()
-    return {default.protocol_id(): f"probe v{default.version} (default: closed-form linear probe)",
-            quick.protocol_id(): f"probe v{quick.version} quick",
-            body.protocol_id(): f"probe v{body.version} trained body"}
-
-
 def _build(args) -> int:
     import sys
 
+    from benchmarks.mainjob import known_protocol_names
     from leaderboard.build import build_site, summary_lines
 
     skipped: list[str] | None = [] if args.skip_unreadable else None

@@ -112,20 +112,6 @@ def list_backbones() -> str:
     return "\n".join(lines)
 
 
-# Scenes of the default synthetic split; the protocol holds out every 4th (test), the rest train.
-# 384 -> 96 test scenes (and their pose crops): docs/probing.md says why (interval widths).
-DEFAULT_SPLIT_IMAGES = 384
-QUICK_SPLIT_IMAGES = 96
-
-
-def default_data_dir(protocol, quick: bool = False) -> str:
-    """The cached embedded synthetic split at the protocol's input size (``quick``: the small one)."""
-    from sapiens2.datasets.synth import ensure_default_split
-
-    n = QUICK_SPLIT_IMAGES if quick else DEFAULT_SPLIT_IMAGES
-    return str(ensure_default_split("probe", n, tuple(protocol.input_size), 0))
-
-
 def run(args) -> int:
     """Run the probe; returns the exit code."""
     import json
@@ -146,6 +132,7 @@ def run(args) -> int:
     weights = _weights(args)
     if args.backbone != ORACLE:
         resolve_backbone_cfg(args.backbone)  # an unknown name or a bad module:Class fails before any work
+    from benchmarks.mainjob import default_data_dir
     from benchmarks.probe.api import run_probe
 
     with dist_utils.process_group(args.device):

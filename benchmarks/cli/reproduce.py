@@ -159,7 +159,7 @@ def _table2(args, sizes) -> int:
     if args.data_root:
         data = args.data_root
     else:
-        from benchmarks.cli.probe import default_data_dir
+        from benchmarks.mainjob import default_data_dir
 
         data = default_data_dir(protocol)
     out = Path(args.out)

@@ -56,7 +56,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from benchmarks.cli.run import DEFAULT_BACKBONES, _parse_weights
+    from benchmarks.mainjob import DEFAULT_BACKBONES, parse_weights
     from benchmarks.probe.api import run_probe
     from benchmarks.probe.headline import PROBE_HEADLINE
     from benchmarks.probe.protocol import body_protocol, default_protocol
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
         names = list(DEFAULT_BACKBONES)
     else:
         names = [b for b in (args.backbones or args.backbone or "sapiens2_0.1b").split(",") if b]
-    weights = _parse_weights(args.weights)
+    weights = parse_weights(args.weights)
     h, w = (int(v) for v in args.size.lower().split("x"))
     protocol = (body_protocol() if args.variant == "body" else default_protocol()).replace(input_size=(h, w))
     if args.iterations:
