@@ -188,7 +188,10 @@ def run_main_job(
     t0 = time.perf_counter()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     protocol = quick_protocol() if quick else default_protocol()
-    names = list(backbones or (QUICK_BACKBONES if quick else DEFAULT_BACKBONES))
+    default = QUICK_BACKBONES if quick else DEFAULT_BACKBONES
+    names = list(default if backbones is None else backbones)
+    if not names:
+        raise ValueError("backbones: none given (None runs the default backbones)")
     import_paths(list(include))
     for name in names:  # an unknown name or a bad module:Class fails before any work
         if name != ORACLE:

@@ -89,6 +89,8 @@ def test_main_job_refuses_bad_pairs_and_weights_before_any_work(tmp_path):
 
     with pytest.raises(ValueError, match="not pairs of two different backbones"):
         run_main_job(tmp_path, quick=True, backbones=["pixels"], compare=[("pixels", "gt-oracle")], log=print)
+    with pytest.raises(ValueError, match="none given"):
+        run_main_job(tmp_path, backbones=[], log=print)
     with pytest.raises(ValueError, match="backbones not in the run"):
         run_main_job(tmp_path, quick=True, backbones=["pixels"], weights={"other": "x"}, log=print)
     assert not any(tmp_path.iterdir())
