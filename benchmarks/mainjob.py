@@ -3,14 +3,14 @@ the records, compare twins paired, build the leaderboard.
 
 ``sapiens2-bench run`` only parses its flags and calls :func:`run_main_job`; scripts (speed, analysis,
 reproduction) use the same defaults from here (:data:`DEFAULT_BACKBONES`, :func:`default_data_dir`,
-:func:`parse_weights`), never from the CLI.
+:func:`parse_weights`), never from the CLI. Progress goes to stdout, as the command prints it.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,8 +29,6 @@ TASKS = ",".join(task_names())
 DEFAULT_SPLIT_IMAGES = 384
 QUICK_SPLIT_IMAGES = 96
 
-#: what the main job's comparisons.json says about its method
-COMPARISON_METHOD = "paired percentile bootstrap of a - b over the same resampled test images"
 
 
 def default_data_dir(protocol, quick: bool = False) -> str:
@@ -74,10 +72,6 @@ def known_protocol_names() -> dict[str, str]:
             body.protocol_id(): f"probe v{body.version} trained body"}
 
 
-def _print(line: str) -> None:
-    print(line, flush=True)
-
-
 @dataclass
 class MainJobResult:
     """What the main job made.
@@ -104,21 +98,6 @@ class MainJobResult:
         return 1 if self.failed else 0
 
 
-def _weights_state(name: str, weights: Mapping[str, str]) -> str:
-    from benchmarks.probe.backbones import ORACLE, weight_free
-    from sapiens2.weights import SHIPPED, weights_path
-
-    if name in weights:
-        return f"weights {weights[name]}"
-    if name == ORACLE:
-        return "features = ground truth: the ceiling of decoder + evaluation"
-    if weight_free(name):
-        return "a backbone without weights"
-    if name in SHIPPED:
-        return f"shipped pretrained weights {weights_path(name)}"
-    return "no weights given: seeded random init"
-
-
 def run_main_job(
     out: str | os.PathLike = "sapiens2-bench-out",
     *,
@@ -134,7 +113,6 @@ def run_main_job(
     mediapipe: bool = True,
     device: str = "cpu",
     keep_going: bool = False,
-    log: Callable[[str], None] = _print,
 ) -> MainJobResult:
     """Probe ``backbones`` on ``tasks`` under the default (or quick) protocol, compare, build the report.
 
@@ -156,7 +134,6 @@ def run_main_job(
         mediapipe: evaluate the MediaPipe reference system when it is installed.
         device: torch device.
         keep_going: continue with the next backbone when one fails (its error is kept in ``failed``).
-        log: where progress lines go (one string per call; default: printed and flushed).
 
     Returns:
         The :class:`MainJobResult` (``exit_code`` 1 when a backbone failed).
@@ -179,11 +156,12 @@ def run_main_job(
     import torch
 
     from benchmarks.probe.api import run_probe
-    from benchmarks.probe.backbones import ORACLE, import_paths, resolve_backbone_cfg
+    from benchmarks.probe.backbones import ORACLE, import_paths, resolve_backbone_cfg, weight_free
     from benchmarks.probe.backbones.presets import twin_pairs
     from benchmarks.probe.protocol import default_protocol, quick_protocol
     from leaderboard.build import build_site
     from sapiens2.errors import BenchError
+    from sapiens2.weights import SHIPPED, weights_path
 
     t0 = time.perf_counter()
     torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -209,15 +187,27 @@ def run_main_job(
     out = Path(out)
     results = out / "results"
 
-    log(f"[1/3] data: {f'using {data}' if data else 'embedded synthetic split (rendered once, cached)'}")
-    data = data or default_data_dir(protocol, quick=quick)
-    log(f"      {data}")
-    log(f"[2/3] probing {len(names)} backbone(s) x tasks {tasks} x seeds {seeds} under protocol "
-        f"{protocol.protocol_id()}")
+    source = f"using {data}" if data is not None else "embedded synthetic split (rendered once, cached)"
+    print(f"[1/3] data: {source}")
+    if data is None:
+        data = default_data_dir(protocol, quick=quick)
+    print(f"      {data}")
+    print(f"[2/3] probing {len(names)} backbone(s) x tasks {tasks} x seeds {seeds} under protocol "
+          f"{protocol.protocol_id()}")
     failed: dict[str, str] = {}
     for i, name in enumerate(names, 1):
         tb = time.perf_counter()
-        log(f"  ({i}/{len(names)}) {name} [{_weights_state(name, weights)}]")
+        if name in weights:
+            state = f"weights {weights[name]}"
+        elif name == ORACLE:
+            state = "features = ground truth: the ceiling of decoder + evaluation"
+        elif weight_free(name):
+            state = "a backbone without weights"
+        elif name in SHIPPED:
+            state = f"shipped pretrained weights {weights_path(name)}"
+        else:
+            state = "no weights given: seeded random init"
+        print(f"  ({i}/{len(names)}) {name} [{state}]", flush=True)
         try:
             run_probe(name, tasks, data, results, seeds=seeds, protocol=protocol,
                       checkpoint=weights.get(name), device=device)
@@ -225,57 +215,58 @@ def run_main_job(
             if not keep_going:
                 raise
             failed[name] = f"{type(e).__name__}: {e}"
-            log(f"      FAILED: {failed[name]}")
+            print(f"      FAILED: {failed[name]}")
             continue
-        log(f"      done in {time.perf_counter() - tb:.0f}s")
+        print(f"      done in {time.perf_counter() - tb:.0f}s")
     if mediapipe:
-        _mediapipe(data, results / "mediapipe", quick, log)
-    log("[3/3] building the leaderboard")
-    comps, skipped = paired_comparisons_of_run(results, pairs, failed, tasks, protocol.protocol_id())
-    site = build_site([results], out / "site", include_paper=include_paper,
-                      title="sapiens2-bench leaderboard (synthetic data, probing)",
-                      protocol_names=known_protocol_names(), comparisons=comps)
-    log_probe_summary(results, log)
-    job = MainJobResult(results, site, comps, skipped, failed=failed)
+        _mediapipe(data, results / "mediapipe", quick)
+    print("[3/3] building the leaderboard")
+    comps, skipped = _comparisons(results, pairs, failed, tasks, protocol.protocol_id())
+    paths = build_site([results], out / "site", include_paper=include_paper,
+                       title="sapiens2-bench leaderboard (synthetic data, probing)",
+                       protocol_names=known_protocol_names(), comparisons=comps)
+    print_probe_summary(results)
+    job = MainJobResult(results, paths, comps, skipped, failed=failed)
     if pairs:
         from benchmarks.probe.compare import format_comparisons
         from sapiens2.utils_io import write_json_atomic
 
-        log("\n" + format_comparisons(comps))
+        print("\n" + format_comparisons(comps))
         for s in skipped:
-            log(f"  not compared: {s['a']} vs {s['b']}: {s['reason']}")
-        job.comparisons_file = write_json_atomic(
-            out / "comparisons.json", {"method": COMPARISON_METHOD, "comparisons": comps, "skipped": skipped})
-        log(f"comparisons: {job.comparisons_file}")
-    log(f"\nrecords:  {results}")
-    log(f"markdown: {site['markdown']}")
-    log(f"report:   {site['html']}   (open it in a browser; self-contained, works offline)")
-    log(f"total {time.perf_counter() - t0:.0f}s")
+            print(f"  not compared: {s['a']} vs {s['b']}: {s['reason']}")
+        method = "paired percentile bootstrap of a - b over the same resampled test images"
+        job.comparisons_file = write_json_atomic(out / "comparisons.json",
+                                                 {"method": method, "comparisons": comps, "skipped": skipped})
+        print(f"comparisons: {out / 'comparisons.json'}")
+    print(f"\nrecords:  {results}")
+    print(f"markdown: {paths['markdown']}")
+    print(f"report:   {paths['html']}   (open it in a browser; self-contained, works offline)")
+    print(f"total {time.perf_counter() - t0:.0f}s")
     if failed:
-        log("backbones that failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
+        print("backbones that failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
     return job
 
 
-def _mediapipe(data, out, quick: bool, log: Callable[[str], None]) -> None:
+def _mediapipe(data, out, quick: bool) -> None:
     """Evaluate the MediaPipe reference system (``sapiens2-bench system mediapipe``) when installed."""
     try:
         from benchmarks.systems import mediapipe_system as M
     except ImportError as e:  # pragma: no cover - the module is part of the package
-        log(f"  mediapipe reference: skipped ({e})")
+        print(f"  mediapipe reference: skipped ({e})")
         return
     try:
         M.require_mediapipe()
     except RuntimeError as e:
-        log(f"  mediapipe reference: skipped ({e})")
+        print(f"  mediapipe reference: skipped ({e})")
         return
     from benchmarks.systems.mediapipe_records import run_mediapipe
 
-    log("  mediapipe reference system (pretrained, shared keypoints / person mask)")
+    print("  mediapipe reference system (pretrained, shared keypoints / person mask)", flush=True)
     for p in run_mediapipe(out, data=data, n=8 if quick else None, input_size_hw=(256, 192)):
-        log(f"wrote {p}")
+        print(f"wrote {p}")
 
 
-def log_probe_summary(results, log: Callable[[str], None] = _print) -> None:
+def print_probe_summary(results) -> None:
     """The probe records under ``results``: headline metric per task with its 95% interval and n."""
     from benchmarks.probe.summary import summary_table
     from sapiens2.records.results import load_records
@@ -283,11 +274,10 @@ def log_probe_summary(results, log: Callable[[str], None] = _print) -> None:
 
     records = record_views(load_records([results], skip_foreign=True))
     if any(r.protocol.kind == "probe" for r in records):
-        log("\n" + summary_table(records, list(task_names())))
+        print("\n" + summary_table(records, list(task_names())))
 
 
-def paired_comparisons_of_run(results, pairs, failed: Mapping[str, str], tasks: str,
-                              protocol_id: str) -> tuple[list[dict], list[dict]]:
+def _comparisons(results, pairs, failed: dict, tasks: str, protocol_id: str) -> tuple[list[dict], list[dict]]:
     """Paired comparisons of ``pairs`` under ``protocol_id``, and the pairs that could not be paired
     (``{"a", "b", "reason"}``: a backbone failed, or the records refuse to pair)."""
     if not pairs:

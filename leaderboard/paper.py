@@ -25,7 +25,6 @@ from functools import lru_cache
 import pandas as pd
 
 from leaderboard.catalog import canonical_model_key
-from sapiens2.records.view import protocol_key
 from sapiens2.reference import paper_results_path
 
 #: protocol id of the paper's (unpublished) Table 2 probing protocol; never ranked with ours.
@@ -76,6 +75,16 @@ COLUMNS = [
     "protocol_key", "dataset", "metric", "value", "value_printed", "factor", "paper_metric",
     "higher_is_better", "notes", "source_url",
 ]
+
+
+def protocol_key(kind: str, protocol_id: str | None) -> str:
+    """The grouping key of a protocol: results with different keys are never ranked together.
+
+    One rule for records and the paper's rows alike: :func:`sapiens2.records.view.protocol_key`.
+    """
+    from sapiens2.records.view import protocol_key as record_protocol_key
+
+    return record_protocol_key(kind, protocol_id)
 
 
 @lru_cache(maxsize=4)

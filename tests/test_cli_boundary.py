@@ -67,15 +67,14 @@ def test_the_scan_sees_every_form(tmp_path):
                      "benchmarks.cli.leaderboard"]
 
 
-def test_main_job_is_a_library_function(tmp_path):
+def test_main_job_is_a_library_function(tmp_path, capsys):
     """run_main_job end to end on toy data (no CLI): records, the report, the paired comparison."""
     from benchmarks.mainjob import MainJobResult, run_main_job
 
-    lines: list[str] = []
     data = make_toy_data(tasks=("seg",), seed=0)
     job = run_main_job(tmp_path / "o", quick=True, backbones=["gt-oracle", "pixels"], tasks="seg", data=data,
-                       compare=[("gt-oracle", "pixels")], include_paper=False, mediapipe=False,
-                       log=lines.append)
+                       compare=[("gt-oracle", "pixels")], include_paper=False, mediapipe=False)
+    lines = capsys.readouterr().out.splitlines()
     assert isinstance(job, MainJobResult) and job.exit_code == 0 and not job.failed
     assert sorted(p.parent.parent.parent.name for p in job.records_dir.rglob("seed0.json")) == \
         ["gt-oracle", "pixels"]
@@ -88,9 +87,9 @@ def test_main_job_refuses_bad_pairs_and_weights_before_any_work(tmp_path):
     from benchmarks.mainjob import run_main_job
 
     with pytest.raises(ValueError, match="not pairs of two different backbones"):
-        run_main_job(tmp_path, quick=True, backbones=["pixels"], compare=[("pixels", "gt-oracle")], log=print)
+        run_main_job(tmp_path, quick=True, backbones=["pixels"], compare=[("pixels", "gt-oracle")])
     with pytest.raises(ValueError, match="none given"):
-        run_main_job(tmp_path, backbones=[], log=print)
+        run_main_job(tmp_path, backbones=[])
     with pytest.raises(ValueError, match="backbones not in the run"):
-        run_main_job(tmp_path, quick=True, backbones=["pixels"], weights={"other": "x"}, log=print)
+        run_main_job(tmp_path, quick=True, backbones=["pixels"], weights={"other": "x"})
     assert not any(tmp_path.iterdir())

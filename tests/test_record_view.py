@@ -164,7 +164,8 @@ def test_view_refuses_what_is_not_a_record():
 def test_protocol_key_is_one_function():
     from leaderboard import paper
 
-    assert paper.protocol_key is protocol_key
+    for kind, pid in (("eval", None), ("eval", "eval-custom-1"), ("probe", "probe-v4-0123456789ab")):
+        assert paper.protocol_key(kind, pid) == protocol_key(kind, pid)
     assert protocol_key("eval", None) == "eval" and protocol_key("eval", "x") == "eval:x"
 
 

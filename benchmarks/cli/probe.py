@@ -116,6 +116,7 @@ def run(args) -> int:
     """Run the probe; returns the exit code."""
     import json
 
+    from benchmarks.mainjob import default_data_dir
     from benchmarks.probe.backbones import ORACLE, import_paths, resolve_backbone_cfg
     from sapiens2 import distributed as dist_utils
 
@@ -132,7 +133,6 @@ def run(args) -> int:
     weights = _weights(args)
     if args.backbone != ORACLE:
         resolve_backbone_cfg(args.backbone)  # an unknown name or a bad module:Class fails before any work
-    from benchmarks.mainjob import default_data_dir
     from benchmarks.probe.api import run_probe
 
     with dist_utils.process_group(args.device):

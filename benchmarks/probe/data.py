@@ -14,8 +14,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from leaderboard.results import dataset_content_hash
 from sapiens2.datasets import open_split
-from sapiens2.records.results import dataset_content_hash
 
 
 class MemoryData:

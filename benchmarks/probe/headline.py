@@ -20,7 +20,6 @@ import math
 from dataclasses import dataclass
 
 from leaderboard.catalog import summary_metrics
-from sapiens2.records.view import Record, record_views
 from sapiens2.tasks import task_names
 
 
@@ -93,7 +92,7 @@ def format_interval(spec: Headline, value, bounds=None, n: int | None = None) ->
 _T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
-def seed_intervals(records: list[Record]) -> dict | None:
+def seed_intervals(records: list[dict]) -> dict | None:
     """The ``intervals`` of the mean over the seeds' ``records``.
 
     The seeds' bootstrap interval when every seed has the same value of every bounded metric (nothing
@@ -110,6 +109,8 @@ def seed_intervals(records: list[Record]) -> dict | None:
         >>> seed_intervals(recs[:1] * 2)["method"]
         'bootstrap'
     """
+    from sapiens2.records.view import record_views
+
     views = record_views(records)
     ivs = [r.intervals for r in views]
     if any(iv is None for iv in ivs):
