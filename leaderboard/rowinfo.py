@@ -20,10 +20,9 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 from leaderboard.catalog import canonical_metric
-from sapiens2.records.view import ModelRef, Record, RecordView
+from sapiens2.records.view import Record, RecordView
 
 ORACLE_NAMES = ("gt-oracle",)
 ORACLE_BACKBONES = ("GroundTruthOracle",)
@@ -43,20 +42,18 @@ KIND_LABELS = {
 SOURCE_LABELS = {"reproduced": "measured", "reported": "reported"}
 
 
-def row_kind(model: ModelRef | Mapping, config: Mapping | None) -> str:
-    """The kind of a record's row (see the module docstring); ``model`` is a record's model (or its dict)."""
-    if not isinstance(model, ModelRef):
-        model = ModelRef.of(model)
-    if model.name in ORACLE_NAMES or model.backbone in ORACLE_BACKBONES:
+def row_kind(model: dict, config: dict | None) -> str:
+    """The kind of a record's row (see the module docstring)."""
+    if model.get("name") in ORACLE_NAMES or model.get("backbone") in ORACLE_BACKBONES:
         return "oracle"
-    if isinstance(config, Mapping) and config.get("system"):
+    if isinstance(config, dict) and config.get("system"):
         return "reference"
-    weights = str(model.weights or "").strip().lower()
+    weights = str(model.get("weights") or "").strip().lower()
     if weights == "none":
         return "weight-free"
     if weights.startswith("random"):
         return "random-init"
-    if model.checkpoint_path or weights:
+    if model.get("checkpoint") or weights:
         return "pretrained"
     return "unknown"
 
@@ -78,7 +75,7 @@ def record_provenance(rec: Record) -> dict:
     if n is None and intervals is not None and intervals.n is not None:
         n = intervals.n
     return {
-        "kind": row_kind(model, view.config),
+        "kind": row_kind(model.as_dict(), dict(view.config)),
         "commit": commit,
         "weights_sha": (model.checkpoint_sha256 or "")[:12],
         "weights": str(model.weights or ""),

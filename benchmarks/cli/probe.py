@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from benchmarks.mainjob import default_data_dir
 from sapiens2.tasks import task_names
 
 
@@ -116,7 +117,6 @@ def run(args) -> int:
     """Run the probe; returns the exit code."""
     import json
 
-    from benchmarks.mainjob import default_data_dir
     from benchmarks.probe.backbones import ORACLE, import_paths, resolve_backbone_cfg
     from sapiens2 import distributed as dist_utils
 
