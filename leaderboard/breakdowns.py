@@ -12,8 +12,8 @@ import pandas as pd
 
 from leaderboard.catalog import task_metrics
 from leaderboard.merge import model_name_key
-from leaderboard.paper import protocol_key
 from leaderboard.tables import GroupTable
+from sapiens2.records.view import Record, record_views
 
 NA = "n/a"
 #: breakdowns of these tasks are fractions; the report shows them in percent
@@ -26,7 +26,7 @@ def _seg_class_names() -> dict[str, str]:
     return {str(c["id"]): c["name"] for c in seg_classes29()["classes"]}
 
 
-def record_breakdowns(records: list[dict]) -> dict[tuple[str, str], dict[str, pd.DataFrame]]:
+def record_breakdowns(records: list[Record]) -> dict[tuple[str, str], dict[str, pd.DataFrame]]:
     """Per-class / per-part breakdowns, averaged over seeds, per (task, protocol_key).
 
     Returns:
@@ -35,10 +35,9 @@ def record_breakdowns(records: list[dict]) -> dict[tuple[str, str], dict[str, pd
         (``name (random init)``).
     """
     acc: dict[tuple[str, str], dict[str, dict[str, list[dict]]]] = {}
-    for rec in records:
-        bd = rec.get("breakdowns") or {}
-        key = (rec["task"], protocol_key(rec["protocol"]["kind"], rec["protocol"].get("protocol_id")))
-        for name, items in bd.items():
+    for rec in record_views(records):
+        key = (rec.task, rec.protocol.key)
+        for name, items in rec.breakdowns.items():
             acc.setdefault(key, {}).setdefault(name, {}).setdefault(model_name_key(rec)[0], []).append(items)
     names = _seg_class_names()
     out: dict[tuple[str, str], dict[str, pd.DataFrame]] = {}

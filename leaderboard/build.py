@@ -26,9 +26,10 @@ from leaderboard.protocols import protocol_infos
 from leaderboard.report_html import build_html
 from leaderboard.report_md import build_markdown
 from leaderboard.report_view import banner, breakdown_view, paper_views, summary_view, table_view
-from leaderboard.results import load_records
 from leaderboard.tables import GroupTable, combine, group_tables, paper_tables, records_to_frame
 from sapiens2.errors import BenchError
+from sapiens2.records.results import load_records
+from sapiens2.records.view import RecordView, record_views
 from sapiens2.utils_io import atomic_write, write_text_atomic
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -56,13 +57,13 @@ def csv_safe(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _render_figures(t: GroupTable, breakdowns, records: list[dict]) -> list[Figure]:
+def _render_figures(t: GroupTable, breakdowns, records: list[RecordView]) -> list[Figure]:
     try:
         return figures_for(t, breakdowns)
     except Exception as e:  # any drawing failure is reported with the records involved
         run_ids = {r for ids in t.rows["run_ids"] for r in str(ids).split()}
-        where = "; ".join(f"{rec['model']['name']!r} ({rec.get('_path') or rec['run_id']})"
-                          for rec in records if rec["run_id"] in run_ids) or "reported rows only"
+        where = "; ".join(f"{rec.model.name!r} ({rec.path or rec.run_id})"
+                          for rec in records if rec.run_id in run_ids) or "reported rows only"
         raise FigureError(f"figure of table {t.task} [{t.protocol_key}] failed: {type(e).__name__}: {e}; "
                           f"records: {where}") from e
 
@@ -104,8 +105,8 @@ def build_site(
     """
     inputs = [str(p) for p in inputs]
     compared = comparisons_view(comparisons)  # bad comparison data fails before anything is read
-    records, notes = dedupe_records(load_records(inputs, skip_foreign=True, skipped=skipped))
-    long = records_to_frame(records)
+    records, notes = dedupe_records(record_views(load_records(inputs, skip_foreign=True, skipped=skipped)))
+    long = records_to_frame(records, deduped=True)
     if not len(long):
         raise ValueError(f"no result records found in {', '.join(inputs) or '(no inputs)'}")
     reported = None

@@ -19,29 +19,28 @@ from __future__ import annotations
 from collections import defaultdict
 
 from leaderboard.catalog import canonical_model_key
-from leaderboard.integrity import record_hash
-from leaderboard.paper import protocol_key
+from sapiens2.records.view import Record, RecordView
 
 
 class DuplicateRunError(ValueError):
     """Two different records that carry the same run id."""
 
 
-def model_name_key(rec: dict) -> tuple[str, str]:
+def model_name_key(rec: Record) -> tuple[str, str]:
     """(display name, matching key) of a record's model; random-init models never match the published one."""
-    name, key = rec["model"]["name"], canonical_model_key(rec["model"]["name"])
-    if str(rec["model"].get("weights") or "").startswith("random"):
+    model = RecordView.of(rec).model
+    name, key = model.name, canonical_model_key(model.name)
+    if model.random_init:
         name, key = f"{name} (random init)", f"{key}@random"
     return name, key
 
 
-def dataset_key(rec: dict) -> str:
+def dataset_key(rec: Record) -> str:
     """The identity of a record's dataset: its content hash, or ``name/split`` when it has none."""
-    ds = rec["dataset"]
-    return f"sha256:{ds['content_hash']}" if ds.get("content_hash") else f"name:{ds['name']}/{ds['split']}"
+    return RecordView.of(rec).dataset.key
 
 
-def dataset_labels(records: list[dict]) -> dict[str, str]:
+def dataset_labels(records: list[Record]) -> dict[str, str]:
     """A display label per dataset key, distinct for distinct keys.
 
     Returns:
@@ -50,8 +49,8 @@ def dataset_labels(records: list[dict]) -> dict[str, str]:
     """
     names: dict[str, set[str]] = defaultdict(set)
     for rec in records:
-        ds = rec["dataset"]
-        names[dataset_key(rec)].add(f"{ds['name']}/{ds['split']}")
+        ds = RecordView.of(rec).dataset
+        names[ds.key].add(ds.label)
     labels = {key: " = ".join(sorted(n)) for key, n in names.items()}
     count: dict[str, int] = defaultdict(int)
     for label in labels.values():
@@ -63,63 +62,57 @@ def dataset_labels(records: list[dict]) -> dict[str, str]:
     return labels
 
 
-def _created(rec: dict) -> tuple[str, float]:
-    stamp = rec.get("created_utc", "").rstrip("Z")
+def _created(rec: RecordView) -> tuple[str, float]:
+    stamp = rec.created_utc.rstrip("Z")
     whole, _, frac = stamp.partition(".")
     return whole, float(f"0.{frac}") if frac.isdigit() else 0.0
 
 
-def _where(rec: dict) -> str:
-    return rec.get("_path") or f"run {rec['run_id']}"
-
-
-def dedupe_records(records: list[dict]) -> tuple[list[dict], list[tuple[str, str, str]]]:
-    """Drop repeated runs and repeated seeds (see the module docstring).
+def dedupe_records(records: list[Record]) -> tuple[list[Record], list[tuple[str, str, str]]]:
+    """Drop repeated runs and repeated seeds (see the module docstring): the leaderboard's one de-duplication.
 
     Args:
-        records: validated records (``_path`` set by ``load_records`` where read from files).
+        records: validated records or their views (``_path`` set by ``load_records`` where read from files).
 
     Returns:
-        (kept records in their input order, notes as ``(task, protocol_key, text)``).
+        (kept records, the given objects in their input order; notes as ``(task, protocol_key, text)``).
 
     Raises:
         DuplicateRunError: two records with one run id but different content (both named).
     """
     notes: list[tuple[str, str, str]] = []
-    by_run: dict[str, dict] = {}
-    copies: dict[str, list[dict]] = defaultdict(list)
-    for rec in records:
-        first = by_run.get(rec["run_id"])
+    views = [(r, RecordView.of(r)) for r in records]
+    by_run: dict[str, tuple[Record, RecordView]] = {}
+    copies: dict[str, list[RecordView]] = defaultdict(list)
+    for rec, view in views:
+        first = by_run.get(view.run_id)
         if first is None:
-            by_run[rec["run_id"]] = rec
-        elif record_hash(first) != record_hash(rec):
+            by_run[view.run_id] = (rec, view)
+        elif first[1].content_hash() != view.content_hash():
             raise DuplicateRunError(
-                f"{_where(rec)}: run id {rec['run_id']!r} is also the run id of {_where(first)}, but the "
+                f"{view.where}: run id {view.run_id!r} is also the run id of {first[1].where}, but the "
                 "two records differ (a copied and edited record?); keep one of them"
             )
         else:
-            copies[rec["run_id"]].append(rec)
+            copies[view.run_id].append(view)
     for run_id, extra in copies.items():
-        rec = by_run[run_id]
-        where = ", ".join(_where(r) for r in [rec, *extra])
-        notes.append((rec["task"], _pkey(rec), f"run {run_id} was read {1 + len(extra)} times ({where}); "
-                                               "counted once"))
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for rec in by_run.values():
-        key = (model_name_key(rec)[1], rec["task"], _pkey(rec), dataset_key(rec), tuple(sorted(rec["seeds"])))
-        groups[key].append(rec)
+        view = by_run[run_id][1]
+        where = ", ".join(v.where for v in [view, *extra])
+        notes.append((view.task, view.protocol.key,
+                      f"run {run_id} was read {1 + len(extra)} times ({where}); counted once"))
+    groups: dict[tuple, list[RecordView]] = defaultdict(list)
+    for _, view in by_run.values():
+        key = (model_name_key(view)[1], view.task, view.protocol.key, view.dataset.key,
+               tuple(sorted(view.seeds)))
+        groups[key].append(view)
     keep = set()
-    for (_, task, pkey, _, seeds), recs in groups.items():
-        newest = max(recs, key=_created)
+    for (_, task, pkey, _, seeds), views_ in groups.items():
+        newest = max(views_, key=_created)
         keep.add(id(newest))
-        if len(recs) > 1:
-            others = "; ".join(_where(r) for r in recs if r is not newest)
+        if len(views_) > 1:
+            others = "; ".join(v.where for v in views_ if v is not newest)
             seed_text = f"seed(s) {', '.join(map(str, seeds))}" if seeds else "no seed"
-            notes.append((task, pkey, f"{model_name_key(newest)[0]}: {len(recs)} runs with {seed_text} are "
-                                      f"one seed, not {len(recs)}: only the newest ({_where(newest)}) is "
+            notes.append((task, pkey, f"{model_name_key(newest)[0]}: {len(views_)} runs with {seed_text} are "
+                                      f"one seed, not {len(views_)}: only the newest ({newest.where}) is "
                                       f"used; ignored: {others}"))
-    return [r for r in by_run.values() if id(r) in keep], notes
-
-
-def _pkey(rec: dict) -> str:
-    return protocol_key(rec["protocol"]["kind"], rec["protocol"].get("protocol_id"))
+    return [rec for rec, view in by_run.values() if id(view) in keep], notes

@@ -83,10 +83,13 @@ COLUMNS = [
 
 
 def protocol_key(kind: str, protocol_id: str | None) -> str:
-    """The grouping key of a protocol: results with different keys are never ranked together."""
-    if kind == "eval":
-        return f"eval:{protocol_id}" if protocol_id else "eval"
-    return f"probe:{protocol_id}"
+    """The grouping key of a protocol: results with different keys are never ranked together.
+
+    One rule for records and the paper's rows alike: :func:`sapiens2.records.view.protocol_key`.
+    """
+    from sapiens2.records.view import protocol_key as record_protocol_key
+
+    return record_protocol_key(kind, protocol_id)
 
 
 def _factor(task: str, metric: str, factor) -> float:

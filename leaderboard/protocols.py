@@ -20,7 +20,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from leaderboard.paper import PAPER_PROBE_PROTOCOL_ID, protocol_key
+from leaderboard.paper import PAPER_PROBE_PROTOCOL_ID
+from sapiens2.records.view import Record, RecordView, record_views
 
 #: config keys that describe one run rather than its protocol (left out of the knob list)
 RUN_KEYS = ("backbone", "seed", "run", "task", "num_train_samples", "shortcut", "model_files", "data",
@@ -70,8 +71,8 @@ def flatten(obj, prefix: str = "") -> dict[str, str]:
     return out
 
 
-def _knobs(rec: dict) -> dict[str, str]:
-    cfg = rec.get("config") or {}
+def _knobs(rec: RecordView) -> dict[str, str]:
+    cfg = rec.config
     if isinstance(cfg.get("protocol"), Mapping):
         return flatten(cfg["protocol"])
     return flatten({k: v for k, v in cfg.items() if k not in RUN_KEYS})
@@ -94,11 +95,11 @@ def _auto_label(kind: str, pid: str | None, knobs: dict[str, str]) -> str:
     return f"probe v{version}" + (f" ({', '.join(parts)})" if parts else "")
 
 
-def protocol_infos(records: list[dict], names: Mapping[str, str] | None = None) -> dict[str, ProtocolInfo]:
+def protocol_infos(records: list[Record], names: Mapping[str, str] | None = None) -> dict[str, ProtocolInfo]:
     """A ``ProtocolInfo`` for every protocol key of ``records``.
 
     Args:
-        records: result records.
+        records: result records (or their views).
         names: optional protocol id (or key) -> name, for the protocols the caller knows
             (``{"probe-v3-4c3b8eda1ef1": "probe v3 quick"}``).
 
@@ -109,10 +110,9 @@ def protocol_infos(records: list[dict], names: Mapping[str, str] | None = None) 
     names = dict(names or {})
     values: dict[str, dict[str, set[str]]] = {}
     meta: dict[str, tuple[str, str | None, str]] = {}
-    for rec in records:
-        proto = rec["protocol"]
-        key = protocol_key(proto["kind"], proto.get("protocol_id"))
-        meta.setdefault(key, (proto["kind"], proto.get("protocol_id"), proto.get("description") or ""))
+    for rec in record_views(records):
+        proto, key = rec.protocol, rec.protocol.key
+        meta.setdefault(key, (proto.kind, proto.id, proto.description or ""))
         for k, v in _knobs(rec).items():
             values.setdefault(key, {}).setdefault(k, set()).add(v)
     infos = {}

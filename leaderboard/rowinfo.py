@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from leaderboard.catalog import canonical_metric
+from sapiens2.records.view import Record, RecordView
 
 ORACLE_NAMES = ("gt-oracle",)
 ORACLE_BACKBONES = ("GroundTruthOracle",)
@@ -57,7 +58,7 @@ def row_kind(model: dict, config: dict | None) -> str:
     return "unknown"
 
 
-def record_provenance(rec: dict) -> dict:
+def record_provenance(rec: Record) -> dict:
     """Short provenance fields of one record for display.
 
     Returns:
@@ -65,48 +66,46 @@ def record_provenance(rec: dict) -> dict:
         when the tree had uncommitted changes), the checkpoint's sha256 (12 hex), the weights text,
         the creation date (``YYYY-MM-DD``), and the number of test samples (``None`` when unknown).
     """
-    prov = rec.get("provenance") or {}
-    commit = (prov.get("git_commit") or "")[:10]
-    if commit and prov.get("git_dirty"):
+    view = RecordView.of(rec)
+    prov, model, intervals = view.provenance, view.model, view.intervals
+    commit = (prov.git_commit or "")[:10]
+    if commit and prov.git_dirty:
         commit += "+dirty"
-    ckpt = rec["model"].get("checkpoint") or {}
-    n = rec["dataset"].get("num_samples")
-    intervals = rec.get("intervals") or {}
-    if n is None and intervals.get("n") is not None:
-        n = intervals["n"]
+    n = view.dataset.num_samples
+    if n is None and intervals is not None and intervals.n is not None:
+        n = intervals.n
     return {
-        "kind": row_kind(rec["model"], rec.get("config")),
+        "kind": row_kind(model.as_dict(), dict(view.config)),
         "commit": commit,
-        "weights_sha": (ckpt.get("sha256") or "")[:12],
-        "weights": str(rec["model"].get("weights") or ""),
-        "created": str(rec.get("created_utc") or "")[:10],
+        "weights_sha": (model.checkpoint_sha256 or "")[:12],
+        "weights": str(model.weights or ""),
+        "created": view.created_utc[:10],
         "n": None if n is None else int(n),
     }
 
 
-def record_intervals(rec: dict) -> dict[str, dict]:
+def record_intervals(rec: Record) -> dict[str, dict]:
     """The record's confidence intervals by leaderboard metric name.
 
     Returns:
         ``{metric: {"low", "high", "level", "method", "resamples", "n"}}`` (empty without ``intervals``).
 
     Example:
-        >>> rec = {"task": "pose", "intervals": {"level": 0.95, "method": "bootstrap", "resamples": 1000,
-        ...        "seed": 0, "n": 40, "bounds": {"AP": [0.3, 0.5]}}}
+        >>> rec = {"task": "pose", "metrics": {"AP": 0.4}, "intervals": {"level": 0.95, "method": "bootstrap",
+        ...        "resamples": 1000, "seed": 0, "n": 40, "bounds": {"AP": [0.3, 0.5]}}}
         >>> record_intervals(rec)["wholebody/AP"]["high"]
         0.5
     """
-    iv = rec.get("intervals") or {}
+    view = RecordView.of(rec)
     out = {}
-    for raw, bounds in (iv.get("bounds") or {}).items():
-        low, high = (float(b) for b in bounds)
-        if not (math.isfinite(low) and math.isfinite(high)):
+    for raw, iv in view.metric_intervals().items():
+        if not (math.isfinite(iv.lo) and math.isfinite(iv.hi)):
             continue
-        metric, alias = canonical_metric(rec["task"], raw)
+        metric, alias = canonical_metric(view.task, raw)
         if metric in out and alias:  # an explicit name wins over an alias
             continue
-        out[metric] = {"low": low, "high": high, "level": iv.get("level"), "method": iv.get("method"),
-                       "resamples": iv.get("resamples"), "n": iv.get("n")}
+        out[metric] = {"low": iv.lo, "high": iv.hi, "level": iv.level, "method": iv.method,
+                       "resamples": iv.resamples, "n": iv.n}
     return out
 
 

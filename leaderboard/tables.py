@@ -22,9 +22,9 @@ from leaderboard.catalog import (
     headline_ok_metrics,
     is_nonfinite_count,
 )
-from leaderboard.merge import dataset_key, dataset_labels, dedupe_records, model_name_key
-from leaderboard.paper import protocol_key
+from leaderboard.merge import dataset_labels, dedupe_records, model_name_key
 from leaderboard.rowinfo import record_intervals, record_provenance
+from sapiens2.records.view import Record, record_views
 from sapiens2.tasks import task_names
 
 LONG_COLUMNS = [
@@ -37,43 +37,47 @@ _JOINED = ("commit", "weights_sha", "weights", "created")
 TASK_ORDER = list(task_names())
 
 
-def records_to_frame(records: list[dict], notes: list[tuple[str, str, str]] | None = None) -> pd.DataFrame:
+def records_to_frame(records: list[Record], notes: list[tuple[str, str, str]] | None = None,
+                     deduped: bool = False) -> pd.DataFrame:
     """One row per (record, metric), then seeds merged: mean over single-seed records, std across them.
 
     Records are first deduplicated (``leaderboard.merge``: a run counts once, repeated seeds are
-    one seed, datasets are told apart by content hash). Aggregate records (several seeds,
-    ``metrics_std``) are used only when no single-seed record of the same group exists, so a seed
-    is never counted twice.
+    one seed, datasets are told apart by content hash) unless the caller did it (``deduped``).
+    Aggregate records (several seeds, ``metrics_std``) are used only when no single-seed record of
+    the same group exists, so a seed is never counted twice.
 
     Args:
-        records: validated result records.
+        records: validated result records (or their views).
         notes: when given, ``(task, protocol_key, text)`` notes about dropped repeats are appended.
+        deduped: the records are the output of :func:`~leaderboard.merge.dedupe_records` already.
 
     Returns:
         The long frame (``LONG_COLUMNS``).
     """
-    records, merge_notes = dedupe_records(records)
-    if notes is not None:
-        notes.extend(merge_notes)
-    labels = dataset_labels(records)
+    if not deduped:
+        records, merge_notes = dedupe_records(records)
+        if notes is not None:
+            notes.extend(merge_notes)
+    views = record_views(records)
+    labels = dataset_labels(views)
     rows = []
-    for rec in records:
-        proto = rec["protocol"]
+    for rec in views:
+        proto = rec.protocol
         name, key = model_name_key(rec)
         base = {
             "source": "reproduced", "table": "", "model": name,
-            "model_key": key, "params": rec["model"].get("params"),
-            "task": rec["task"], "protocol_kind": proto["kind"], "protocol_id": proto.get("protocol_id"),
-            "protocol_key": protocol_key(proto["kind"], proto.get("protocol_id")),
-            "dataset": labels[dataset_key(rec)], "seeds": tuple(rec["seeds"]),
-            "aggregate": len(rec["seeds"]) > 1, "run_id": rec["run_id"], "path": rec.get("_path", ""),
+            "model_key": key, "params": rec.model.params,
+            "task": rec.task, "protocol_kind": proto.kind, "protocol_id": proto.id,
+            "protocol_key": proto.key,
+            "dataset": labels[rec.dataset.key], "seeds": rec.seeds,
+            "aggregate": len(rec.seeds) > 1, "run_id": rec.run_id, "path": rec.path or "",
         }
         base.update(record_provenance(rec))
         intervals = record_intervals(rec)
-        std = rec.get("metrics_std", {})
+        std = rec.metrics_std
         metrics: dict[str, tuple] = {}
-        for raw, value in rec["metrics"].items():
-            metric, alias = canonical_metric(rec["task"], raw)
+        for raw, value in rec.metrics.items():
+            metric, alias = canonical_metric(rec.task, raw)
             if metric not in metrics or not alias:  # an explicit name wins over an alias
                 metrics[metric] = (value, std.get(raw))
         for metric, (value, sd) in metrics.items():

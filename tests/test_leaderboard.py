@@ -16,7 +16,7 @@ from leaderboard.results import (
     read_record,
     write_record,
 )
-from leaderboard.schema import SCHEMA_ID, SCHEMA_VERSION, config_hash, validate
+from sapiens2.records.schema import SCHEMA_ID, SCHEMA_VERSION, config_hash, validate
 
 DATASET = {"name": "synth", "split": "test", "content_hash": "0" * 64, "num_samples": 8}
 

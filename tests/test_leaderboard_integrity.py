@@ -19,10 +19,10 @@ import pytest
 from benchmarks.cli.main import main
 from benchmarks.probe.protocol import ProbeProtocol, quick_protocol
 from leaderboard.build import build_site
-from leaderboard.integrity import RECORD_HASH_FIELD, protocol_id, record_hash
 from leaderboard.results import RecordError, load_records, make_record, read_record, write_record
-from leaderboard.schema import SCHEMA_FILE, validate
 from leaderboard.tables import group_tables, records_to_frame
+from sapiens2.records.integrity import RECORD_HASH_FIELD, protocol_id, record_hash
+from sapiens2.records.schema import SCHEMA_FILE, validate
 
 DATA = {"name": "synth", "split": "test", "content_hash": "a" * 64}
 
@@ -76,7 +76,7 @@ def test_protocol_id_is_checked_against_the_config(tmp_path, edit, reason):
     with pytest.raises(RecordError, match="record_hash: does not match"):
         read_record(path)
     # even with the record hash recomputed, the id no longer matches the protocol it was made with
-    from leaderboard.schema import config_hash
+    from sapiens2.records.schema import config_hash
 
     edited["config_hash"] = config_hash(edited["config"])
     path.write_text(json.dumps(_reseal(edited)))

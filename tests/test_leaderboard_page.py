@@ -22,7 +22,7 @@ IV = {"level": 0.95, "method": "bootstrap", "resamples": 1000, "seed": 0, "n": 1
 
 
 def _rec(model, task, metrics, weights="random(seed=0)", params=1_000_000, intervals=None, **model_extra):
-    from leaderboard.integrity import protocol_id
+    from sapiens2.records.integrity import protocol_id
 
     pid = protocol_id("probe", 3, PROTOCOL)
     return make_record(model={"name": model, "params": params, "weights": weights, **model_extra}, task=task,
@@ -248,4 +248,5 @@ def test_templates_are_autoescaped_package_data():
     for f in files:
         rel = f.relative_to(ROOT / "leaderboard").as_posix()
         assert any(fnmatch.fnmatch(rel, g) for g in globs), f"{rel} would not ship in a wheel"
-    assert json.loads((ROOT / "leaderboard" / "result.schema.json").read_text())["properties"]["intervals"]
+    schema = ROOT / "sapiens2" / "records" / "result.schema.json"
+    assert json.loads(schema.read_text())["properties"]["intervals"]

@@ -86,7 +86,7 @@ def test_reproduce_table1_prints_every_row(tmp_path, capsys):
 
 
 def test_reproduce_table1_out_is_written_and_reused(tmp_path, monkeypatch, capsys):
-    from benchmarks.cli import model_card
+    from benchmarks.reproduce import model_card
 
     real, calls = model_card.compute_rows, []
 

@@ -92,7 +92,7 @@ def test_model_card_cli(tmp_path, capsys):
 
 
 def test_flops_note_states_every_difference():
-    from benchmarks.cli.model_card import flops_note
+    from benchmarks.reproduce.model_card import flops_note
 
     def row(arch, flops, paper, diff, attention):
         return {"arch": arch, "flops": flops, "flops_paper_t": paper, "flops_diff_pct": diff,

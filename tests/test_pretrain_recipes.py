@@ -64,7 +64,7 @@ def test_pretraining_seed_is_disjoint_from_the_probe_splits(monkeypatch, tmp_pat
     """The probe's embedded splits (default and quick protocol, i.e. the main job's data) use another
     scene seed than every recipe's pretraining data; scenes are seeded by SeedSequence([seed, i])."""
     import sapiens2.datasets.synth as synth
-    from benchmarks.cli.probe import default_data_dir
+    from benchmarks.mainjob import default_data_dir
     from benchmarks.probe.protocol import default_protocol, quick_protocol
 
     seen = []

@@ -264,7 +264,7 @@ def test_pose_image_ids_are_the_resampled_images():
 
 
 def test_schema_checks_the_new_interval_fields():
-    from leaderboard.schema import validate
+    from sapiens2.records.schema import validate
 
     ev = seg_evaluator(seg_items(N, 0))
     iv = bootstrap_intervals_field(ev, KEYS, resamples=10, level=0.95, seed=0)
@@ -288,12 +288,12 @@ def test_run_and_compare_cli_pair_the_probes_records(tmp_path, capsys, monkeypat
     """``run --compare`` end to end on the toy split (the data folder is swapped for in-memory data):
     side files beside the records, the table printed, ``comparisons.json`` and the report section;
     then ``compare`` reads the same records."""
-    import benchmarks.cli.probe as cli_probe
+    import benchmarks.mainjob as mainjob
     import benchmarks.probe.api as api
 
     real = api.run_probe
     data = make_toy_data(tasks=("seg",), seed=0)
-    monkeypatch.setattr(cli_probe, "default_data_dir", lambda protocol, quick=False: "toy")
+    monkeypatch.setattr(mainjob, "default_data_dir", lambda protocol, quick=False: "toy")
     monkeypatch.setattr(api, "run_probe",
                         lambda name, tasks, _data, out, **kw: real(name, tasks, data, out, **kw))
     out = tmp_path / "o"

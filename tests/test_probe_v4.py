@@ -136,7 +136,7 @@ def test_terminal_table_shows_value_interval_and_n(tmp_path, capsys):
 
 
 def test_main_job_probes_pretrained_beside_its_twin_and_the_references():
-    from benchmarks.cli.run import DEFAULT_BACKBONES
+    from benchmarks.mainjob import DEFAULT_BACKBONES
     from benchmarks.probe.backbones import ORACLE, build_probe_backbone, resolve_backbone_cfg
 
     names = list(DEFAULT_BACKBONES)

@@ -107,7 +107,7 @@ def test_every_registered_evaluator_is_some_tasks_and_merges(type_name):
 def test_every_task_has_a_probe_task_catalog_metrics_and_a_schema_entry():
     from benchmarks.probe.tasks import TASK_CLASSES
     from leaderboard.catalog import TASK_METRICS
-    from leaderboard.schema import RESULT_SCHEMA
+    from sapiens2.records.schema import RESULT_SCHEMA
 
     assert tuple(TASK_CLASSES) == task_names()
     assert tuple(TASK_METRICS) == task_names()

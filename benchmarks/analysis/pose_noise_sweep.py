@@ -39,7 +39,7 @@ class GivenKeypointsTask(PoseTask):
 
 def load_pose_split(data: str | None, split: str, protocol) -> list[dict]:
     """The pose samples of ``split`` (``all``: train and test) from ``data`` or the default split."""
-    from benchmarks.cli.probe import default_data_dir
+    from benchmarks.mainjob import default_data_dir
     from benchmarks.probe.data import as_data_source
     from benchmarks.probe.tasks import build_task
 

@@ -37,24 +37,10 @@ def register(sub) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def known_protocol_names() -> dict[str, str]:
-    """Names of the probing protocols this version defines, shown in reports beside their short hash.
-
-    Example:
-        >>> sorted(known_protocol_names().values())
-        ['probe v4 (default: closed-form linear probe)', 'probe v4 quick', 'probe v4 trained body']
-    """
-    from benchmarks.probe.protocol import body_protocol, default_protocol, quick_protocol
-
-    default, quick, body = default_protocol(), quick_protocol(), body_protocol()
-    return {default.protocol_id(): f"probe v{default.version} (default: closed-form linear probe)",
-            quick.protocol_id(): f"probe v{quick.version} quick",
-            body.protocol_id(): f"probe v{body.version} trained body"}
-
-
 def _build(args) -> int:
     import sys
 
+    from benchmarks.mainjob import known_protocol_names
     from leaderboard.build import build_site, summary_lines
 
     skipped: list[str] | None = [] if args.skip_unreadable else None
@@ -79,13 +65,13 @@ def _build(args) -> int:
 
 
 def _validate(args) -> int:
-    from leaderboard.integrity import RECORD_HASH_FIELD
-    from leaderboard.results import RecordError, find_result_files, read_record
+    from sapiens2.records.results import RecordError, find_result_files, read_record
+    from sapiens2.records.view import RecordView
 
     bad = 0
     for f in find_result_files(args.results):
         try:
-            rec = read_record(f)
+            rec = RecordView.of(read_record(f))
         except RecordError as e:
             bad += 1
             print(f"INVALID  {e}")
@@ -94,15 +80,15 @@ def _validate(args) -> int:
             bad += 1
             print(f"INVALID  {f}: unreadable ({type(e).__name__}: {e})")
             continue
-        sealed = "" if RECORD_HASH_FIELD in rec else "; schema v1: no record hash, edits cannot be detected"
-        print(f"ok       {f}  ({rec['task']}, {rec['model']['name']}, {rec['protocol']['kind']}{sealed})")
+        sealed = "" if rec.record_hash else "; schema v1: no record hash, edits cannot be detected"
+        print(f"ok       {f}  ({rec.task}, {rec.model.name}, {rec.protocol.kind}{sealed})")
     return 1 if bad else 0
 
 
 def _schema(args) -> int:
     import json
 
-    from leaderboard.schema import RESULT_SCHEMA
+    from sapiens2.records.schema import RESULT_SCHEMA
     from sapiens2.utils_io import write_json_atomic
 
     if args.out:

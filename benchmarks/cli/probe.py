@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from benchmarks.mainjob import default_data_dir
 from sapiens2.tasks import task_names
 
 
@@ -112,20 +113,6 @@ def list_backbones() -> str:
     return "\n".join(lines)
 
 
-# Scenes of the default synthetic split; the protocol holds out every 4th (test), the rest train.
-# 384 -> 96 test scenes (and their pose crops): docs/probing.md says why (interval widths).
-DEFAULT_SPLIT_IMAGES = 384
-QUICK_SPLIT_IMAGES = 96
-
-
-def default_data_dir(protocol, quick: bool = False) -> str:
-    """The cached embedded synthetic split at the protocol's input size (``quick``: the small one)."""
-    from sapiens2.datasets.synth import ensure_default_split
-
-    n = QUICK_SPLIT_IMAGES if quick else DEFAULT_SPLIT_IMAGES
-    return str(ensure_default_split("probe", n, tuple(protocol.input_size), 0))
-
-
 def run(args) -> int:
     """Run the probe; returns the exit code."""
     import json
@@ -170,10 +157,11 @@ def run(args) -> int:
 def _print_summary(paths) -> None:
     """The records written: headline metric per task with its 95% interval and n, then the files."""
     from benchmarks.probe.summary import summary_table
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
+    from sapiens2.records.view import RecordView
 
-    records = [read_record(p) for p in paths]
-    tasks = [t for t in task_names() if any(r["task"] == t for r in records)]
+    records = [RecordView.of(read_record(p)) for p in paths]
+    tasks = [t for t in task_names() if any(r.task == t for r in records)]
     print(summary_table(records, tasks))
     for p in paths:
         print(f"  {p}")

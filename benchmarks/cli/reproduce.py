@@ -111,15 +111,16 @@ def _task_table(args, sizes) -> int:
     settings = _arch_settings(args.arch_settings)
     from benchmarks.cli.convert import parse_hw
     from benchmarks.reproduce.tables import is_4k, official_input
+    from sapiens2.records.view import ProtocolRef
 
     out = Path(args.out)
     records = []
     for job in jobs:
         input_size = parse_hw(args.input_size) if args.input_size else official_input(job.size)
-        proto = protocol_for(input_size, settings, job.size)
-        if proto.get("protocol_id"):
-            print(f"note: {job.model_name}: non-official setup -> protocol {proto['protocol_id']} "
-                  f"({proto['description']}); never ranked with the paper's numbers")
+        proto = ProtocolRef.of(protocol_for(input_size, settings, job.size))
+        if proto.id:
+            print(f"note: {job.model_name}: non-official setup -> protocol {proto.id} "
+                  f"({proto.description}); never ranked with the paper's numbers")
         if is_4k(job.size):
             print(f"note: {job.model_name}: config {job.config_name}")
         records.append(evaluate_job(job, args.data_root, out / "results", settings, input_size,
@@ -158,7 +159,7 @@ def _table2(args, sizes) -> int:
     if args.data_root:
         data = args.data_root
     else:
-        from benchmarks.cli.probe import default_data_dir
+        from benchmarks.mainjob import default_data_dir
 
         data = default_data_dir(protocol)
     out = Path(args.out)
@@ -184,23 +185,24 @@ def _print_comparison(paths, task, table: str | None = None) -> None:
     from leaderboard.catalog import TASK_METRICS, canonical_metric, canonical_model_key
     from leaderboard.paper import load_paper_results
     from leaderboard.report_md import fmt
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
+    from sapiens2.records.view import RecordView
 
     paper = load_paper_results()
     print(f"\n{'model':<16} {'task':<9} {'metric':<22} {'reproduced':>11} {'reported':>9} {'delta':>9}  "
           "source")
     for path in paths:
-        rec = read_record(path)
-        key = canonical_model_key(rec["model"]["name"])
-        rows = paper[(paper["model_key"] == key) & (paper["task"] == rec["task"])]
+        rec = RecordView.of(read_record(path))
+        key = canonical_model_key(rec.model.name)
+        rows = paper[(paper["model_key"] == key) & (paper["task"] == rec.task)]
         rows = rows[rows["table"] == table] if table else rows[rows["protocol_key"] == "eval"]
-        same_protocol = table is None and not rec["protocol"].get("protocol_id")
+        same_protocol = table is None and not rec.protocol.id
         metrics = {}
-        for raw, v in rec["metrics"].items():
-            name, alias = canonical_metric(rec["task"], raw)
+        for raw, v in rec.metrics.items():
+            name, alias = canonical_metric(rec.task, raw)
             if name not in metrics or not alias:
                 metrics[name] = v
-        for spec in TASK_METRICS[rec["task"]]:
+        for spec in TASK_METRICS[rec.task]:
             value = metrics.get(spec.key)
             ref = rows[rows["metric"] == spec.key]
             if value is None and not len(ref):
@@ -209,7 +211,7 @@ def _print_comparison(paths, task, table: str | None = None) -> None:
             rep = ref["value"].iloc[0] * spec.scale if len(ref) else None
             delta = ours - rep if (same_protocol and ours is not None and rep is not None) else None
             src = ref["table"].iloc[0] if len(ref) else "-"
-            print(f"{rec['model']['name']:<16} {rec['task']:<9} {spec.label:<22} {fmt(ours):>11} "
+            print(f"{rec.model.name:<16} {rec.task:<9} {spec.label:<22} {fmt(ours):>11} "
                   f"{fmt(rep):>9} "
                   f"{fmt(delta, signed=True):>9}  {src}")
 

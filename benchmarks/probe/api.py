@@ -84,7 +84,9 @@ def _done_record(path: Path, identity: dict) -> dict | None:
         if dist_utils.is_main():
             print(f"probe: {path} is not a readable record ({e}); computing it again", file=sys.stderr)
         return None
-    why = run_mismatch((rec.get("config") or {}).get("run"), identity)
+    from sapiens2.records.view import RecordView
+
+    why = run_mismatch(RecordView.of(rec).config.get("run"), identity)
     if why is not None:
         raise RecordConflictError(
             f"{path} holds a record of another run: {why}. It is not overwritten: pass another --out, "
@@ -348,35 +350,38 @@ def _write_mean(path: Path, records: list[dict]) -> Path:
     (``side_file``: the first seed's ``.bootstrap.npz``, in the same folder); otherwise the
     t-interval of the mean over seeds (``method: "seeds"``, see :func:`seed_intervals`).
     """
-    keys = sorted(set.intersection(*(set(r["metrics"]) for r in records)))
+    from sapiens2.records.view import record_views
+
+    views = record_views(records)
+    keys = sorted(set.intersection(*(set(r.metrics) for r in views)))
     mean, std = {}, {}
     for k in keys:
-        vals = [r["metrics"][k] for r in records if r["metrics"][k] is not None]
+        vals = [r.metric(k) for r in views if r.metric(k) is not None]
         if not vals:
             mean[k] = std[k] = None
             continue
         m = sum(vals) / len(vals)
         mean[k], std[k] = m, math.sqrt(sum((v - m) ** 2 for v in vals) / len(vals))
-    r0 = records[0]
-    seeds = [s for r in records for s in r["seeds"]]
-    intervals = seed_intervals(records)
+    r0 = views[0]
+    seeds = [s for r in views for s in r.seeds]
+    intervals = seed_intervals(views)
     if intervals and "side_file" in intervals and len(
-        {(r.get("intervals") or {}).get("bootstrap_sha256") for r in records}
+        {r.intervals.bootstrap_sha256 if r.intervals else None for r in views}
     ) != 1:  # equal values but other resampled values: no single side file stands for the mean
         intervals = {k: v for k, v in intervals.items() if k not in ("side_file", "bootstrap_sha256")}
     rec = make_record(
-        model=r0["model"],
-        task=r0["task"],
-        dataset=r0["dataset"],
-        protocol=r0["protocol"],
+        model=r0.model.as_dict(),
+        task=r0.task,
+        dataset=r0.dataset.as_dict(),
+        protocol=r0.protocol.as_dict(),
         metrics=mean,
         metrics_std=std,
         intervals=intervals,
-        config={**r0["config"], "seed": seeds},
-        conventions=r0["conventions"],
+        config={**r0.config, "seed": seeds},
+        conventions=r0.conventions,
         seeds=seeds,
-        timings={k: sum(r["timings"].get(k, 0.0) for r in records) for k in r0["timings"]},
-        device=r0["device"]["type"],
+        timings={k: sum(r.timings.get(k, 0.0) for r in views) for k in r0.timings},
+        device=r0.device_type,
         notes=f"mean and std over seeds {seeds}",
     )
     if dist_utils.is_main():

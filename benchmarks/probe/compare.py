@@ -30,7 +30,8 @@ import numpy as np
 from benchmarks.probe.headline import PROBE_HEADLINE, Headline, format_interval
 from benchmarks.probe.sidefile import content_sha256, images_sha256, read_side_file
 from evaluators.bootstrap import percentile_interval
-from leaderboard.results import load_records
+from sapiens2.records.results import load_records
+from sapiens2.records.view import Record, RecordView, record_views
 from sapiens2.tasks import task_names
 
 TITLE = "paired comparisons ({pct}% paired bootstrap of the difference, same test images)"
@@ -57,39 +58,39 @@ def paired_difference(dist_a, dist_b, level: float = 0.95) -> tuple[float, float
     return percentile_interval(a - b, level)
 
 
-def _where(rec: dict) -> str:
-    return str(rec.get("_path") or f"record {rec.get('run_id')}")
+def _where(rec: RecordView) -> str:
+    return rec.path or f"record {rec.run_id}"
 
 
-def _side(rec: dict, other: dict) -> tuple[dict[str, np.ndarray], Path]:
+def _side(rec: RecordView, other: RecordView) -> tuple[dict[str, np.ndarray], Path]:
     """The record's resampled values, checked against the record (ids and content hashes)."""
-    iv = rec.get("intervals") or {}
-    name = iv.get("side_file")
+    iv = rec.intervals
+    name = iv.side_file if iv else None
     pair = f"(pairing {_where(rec)} with {_where(other)})"
-    if iv.get("method") != "bootstrap" or not name:
+    if iv is None or iv.method != "bootstrap" or not name:
         raise ValueError(f"{_where(rec)} names no bootstrap side file (intervals.side_file) {pair}: a record "
                          "made before paired comparisons, or a mean over seeds that disagree; probe it again")
-    if not rec.get("_path"):
+    if not rec.path:
         raise ValueError(f"{_where(rec)}: the record's file is unknown, so its side file {name} "
                          "cannot be found")
-    path = Path(rec["_path"]).parent / name
+    path = Path(rec.path).parent / name
     try:
         dists, ids = read_side_file(path)
     except FileNotFoundError as e:
         raise ValueError(f"{path}: missing bootstrap side file of {_where(rec)} {pair}") from e
-    if images_sha256(ids) != iv.get("images_sha256"):
+    if images_sha256(ids) != iv.images_sha256:
         raise ValueError(f"{path}: its image ids do not match intervals.images_sha256 of {_where(rec)}")
-    if content_sha256(dists, ids) != iv.get("bootstrap_sha256"):
+    if content_sha256(dists, ids) != iv.bootstrap_sha256:
         raise ValueError(f"{path}: its values do not match intervals.bootstrap_sha256 of {_where(rec)} "
                          "(a side file of another run?)")
     return dists, path
 
 
-def paired_distributions(rec_a: dict, rec_b: dict, metric: str) -> tuple[np.ndarray, np.ndarray]:
+def paired_distributions(rec_a: Record, rec_b: Record, metric: str) -> tuple[np.ndarray, np.ndarray]:
     """The resampled ``metric`` of two records over the same resampled test images.
 
     Args:
-        rec_a: a probe record (with ``_path``, as :func:`leaderboard.results.load_records` gives it).
+        rec_a: a probe record (with ``_path``, as :func:`sapiens2.records.results.load_records` gives it).
         rec_b: the other one.
         metric: the metric key.
 
@@ -101,15 +102,16 @@ def paired_distributions(rec_a: dict, rec_b: dict, metric: str) -> tuple[np.ndar
             or test-image ids, or a side file is missing, unreadable, or not the record's own, or lacks
             ``metric`` (the message names both records or the file).
     """
+    rec_a, rec_b = RecordView.of(rec_a), RecordView.of(rec_b)
     both = f"{_where(rec_a)} and {_where(rec_b)}"
     checks = [
-        ("protocol id", lambda r: (r.get("protocol") or {}).get("protocol_id")),
-        ("task", lambda r: r.get("task")),
-        ("dataset content", lambda r: (r.get("dataset") or {}).get("content_hash")),
-        ("n (test images)", lambda r: (r.get("intervals") or {}).get("n")),
-        ("bootstrap seed", lambda r: (r.get("intervals") or {}).get("seed")),
-        ("bootstrap resamples", lambda r: (r.get("intervals") or {}).get("resamples")),
-        ("test images (images_sha256)", lambda r: (r.get("intervals") or {}).get("images_sha256")),
+        ("protocol id", lambda r: r.protocol.id),
+        ("task", lambda r: r.task),
+        ("dataset content", lambda r: r.dataset.content_hash),
+        ("n (test images)", lambda r: r.intervals and r.intervals.n),
+        ("bootstrap seed", lambda r: r.intervals and r.intervals.seed),
+        ("bootstrap resamples", lambda r: r.intervals and r.intervals.resamples),
+        ("test images (images_sha256)", lambda r: r.intervals and r.intervals.images_sha256),
     ]
     for what, get in checks:
         va, vb = get(rec_a), get(rec_b)
@@ -134,7 +136,7 @@ def _verdict(spec: Headline, low: float, high: float, a: str, b: str, level: flo
     return None, f"within the {pct}% interval"
 
 
-def compare_records(rec_a: dict, rec_b: dict, level: float = 0.95) -> dict:
+def compare_records(rec_a: Record, rec_b: Record, level: float = 0.95) -> dict:
     """One task's paired comparison of two probe records on its probe headline metric.
 
     Returns:
@@ -144,35 +146,36 @@ def compare_records(rec_a: dict, rec_b: dict, level: float = 0.95) -> dict:
         ``"b"`` or None), ``verdict`` (text) and ``display`` (the table's text cells ``metric, value_a,
         value_b, difference`` in display units, for reports that format nothing themselves).
     """
-    task = rec_a["task"]
+    rec_a, rec_b = RecordView.of(rec_a), RecordView.of(rec_b)
+    task = rec_a.task
     spec = PROBE_HEADLINE[task]
     da, db = paired_distributions(rec_a, rec_b, spec.key)
     low, high = paired_difference(da, db, level)
-    va, vb = rec_a["metrics"].get(spec.key), rec_b["metrics"].get(spec.key)
-    a, b = rec_a["model"]["name"], rec_b["model"]["name"]
+    va, vb = rec_a.metric(spec.key), rec_b.metric(spec.key)
+    a, b = rec_a.model.name, rec_b.model.name
     winner, verdict = _verdict(spec, low, high, a, b, level)
-    iv = rec_a["intervals"]
+    iv = rec_a.intervals
     out = {
         "task": task, "metric": spec.key, "label": spec.label, "higher_is_better": spec.higher_is_better,
         "scale": spec.scale, "a": a, "b": b, "value_a": va, "value_b": vb,
         "difference": None if va is None or vb is None else va - vb,
         "low": low if math.isfinite(low) else None, "high": high if math.isfinite(high) else None,
-        "level": level, "n": iv["n"], "resamples": iv["resamples"], "bootstrap_seed": iv["seed"],
-        "protocol_id": rec_a["protocol"]["protocol_id"],
-        "seed_a": rec_a["seeds"][0], "seed_b": rec_b["seeds"][0],
+        "level": level, "n": iv.n, "resamples": iv.resamples, "bootstrap_seed": iv.seed,
+        "protocol_id": rec_a.protocol.id,
+        "seed_a": rec_a.seeds[0], "seed_b": rec_b.seeds[0],
         "record_a": _where(rec_a), "record_b": _where(rec_b), "winner": winner, "verdict": verdict,
     }
     out["display"] = dict(zip(("metric", "value_a", "value_b", "difference"), comparison_cells(out)[1:5]))
     return out
 
 
-def _pick(recs_a: list[dict], recs_b: list[dict], a: str, b: str, task: str,
-          protocol_id: str | None) -> tuple[dict, dict]:
+def _pick(recs_a: list[RecordView], recs_b: list[RecordView], a: str, b: str, task: str,
+          protocol_id: str | None) -> tuple[RecordView, RecordView]:
     """The one-seed records of A and B to pair: the common protocol, then the lowest common seed."""
     def by_pid(recs):
-        out: dict[str, list[dict]] = {}
+        out: dict[str, list[RecordView]] = {}
         for r in recs:
-            out.setdefault(r["protocol"]["protocol_id"], []).append(r)
+            out.setdefault(r.protocol.id, []).append(r)
         return out
 
     pa, pb = by_pid(recs_a), by_pid(recs_b)
@@ -189,9 +192,9 @@ def _pick(recs_a: list[dict], recs_b: list[dict], a: str, b: str, task: str,
         raise ValueError(f"{a} and {b} on {task} have records under several protocols {pids}: "
                          "name one (protocol_id / --protocol)")
     def by_seed(recs, name):
-        out: dict[int, dict] = {}
+        out: dict[int, RecordView] = {}
         for r in recs:
-            seed = r["seeds"][0]
+            seed = r.seeds[0]
             if seed in out:
                 raise ValueError(f"two {task} records of {name} under {pids[0]} for seed {seed}: "
                                  f"{_where(out[seed])} and {_where(r)}; compare a folder that holds one")
@@ -205,8 +208,9 @@ def _pick(recs_a: list[dict], recs_b: list[dict], a: str, b: str, task: str,
     return seeds_a[min(seeds_a)], seeds_b[min(seeds_b)]
 
 
-def comparisons_from_records(records: list[dict], a: str, b: str, tasks=None, protocol_id: str | None = None,
-                             level: float = 0.95, where: str = "the records") -> list[dict]:
+def comparisons_from_records(records: list[Record], a: str, b: str, tasks=None,
+                             protocol_id: str | None = None, level: float = 0.95,
+                             where: str = "the records") -> list[dict]:
     """:func:`compare_records` per task for backbones ``a`` and ``b`` among loaded ``records``.
 
     Only one-seed probe records are paired (a mean over seeds points to its first seed's side file).
@@ -218,15 +222,14 @@ def comparisons_from_records(records: list[dict], a: str, b: str, tasks=None, pr
     """
     if a == b:
         raise ValueError(f"compare: a backbone is compared with another one, got {a!r} twice")
-    probe = [r for r in records if (r.get("protocol") or {}).get("kind") == "probe"
-             and len(r.get("seeds") or []) == 1]
-    mine = {name: [r for r in probe if r["model"]["name"] == name] for name in (a, b)}
+    probe = [r for r in record_views(records) if r.protocol.kind == "probe" and len(r.seeds) == 1]
+    mine = {name: [r for r in probe if r.model.name == name] for name in (a, b)}
     for name, recs in mine.items():
         if not recs:
-            known = sorted({r["model"]["name"] for r in probe})
+            known = sorted({r.model.name for r in probe})
             raise ValueError(f"no one-seed probe record of backbone {name!r} in {where} "
                              f"(backbones there: {known})")
-    have = {name: {r["task"] for r in recs} for name, recs in mine.items()}
+    have = {name: {r.task for r in recs} for name, recs in mine.items()}
     if tasks is None:
         tasks = [t for t in task_names() if t in have[a] and t in have[b]]
         if not tasks:
@@ -240,7 +243,7 @@ def comparisons_from_records(records: list[dict], a: str, b: str, tasks=None, pr
                                      f"(its tasks: {sorted(have[name])})")
     out = []
     for t in tasks:
-        rec_a, rec_b = _pick([r for r in mine[a] if r["task"] == t], [r for r in mine[b] if r["task"] == t],
+        rec_a, rec_b = _pick([r for r in mine[a] if r.task == t], [r for r in mine[b] if r.task == t],
                              a, b, t, protocol_id)
         out.append(compare_records(rec_a, rec_b, level))
     return out

@@ -136,22 +136,25 @@ def seed_intervals(records: list[dict]) -> dict | None:
         >>> seed_intervals(recs[:1] * 2)["method"]
         'bootstrap'
     """
-    ivs = [r.get("intervals") for r in records]
+    from sapiens2.records.view import record_views
+
+    views = record_views(records)
+    ivs = [r.intervals for r in views]
     if any(iv is None for iv in ivs):
         return None
-    keys = sorted(set.intersection(*(set(iv["bounds"]) for iv in ivs)))
-    if all(r["metrics"].get(k) == records[0]["metrics"].get(k) for r in records for k in keys):
-        return ivs[0]
-    k = len(records)
-    if ivs[0]["level"] != 0.95 or k - 1 not in _T975:
+    keys = sorted(set.intersection(*(set(iv.bounds) for iv in ivs)))
+    if all(r.metric(k) == views[0].metric(k) for r in views for k in keys):
+        return ivs[0].as_dict()
+    k = len(views)
+    if ivs[0].level != 0.95 or k - 1 not in _T975:
         return None
     bounds = {}
     for key in keys:
-        vals = [r["metrics"][key] for r in records]
+        vals = [r.metric(key) for r in views]
         if any(v is None for v in vals):
             continue
         m = sum(vals) / k
         half = _T975[k - 1] * math.sqrt(sum((v - m) ** 2 for v in vals) / (k - 1)) / math.sqrt(k)
         bounds[key] = [m - half, m + half]
-    return {"level": 0.95, "method": "seeds", "resamples": None, "seed": None, "n": ivs[0]["n"],
+    return {"level": 0.95, "method": "seeds", "resamples": None, "seed": None, "n": ivs[0].n,
             "bounds": bounds}

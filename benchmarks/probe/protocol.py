@@ -20,8 +20,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderboard.integrity import protocol_id
 from sapiens2.errors import UnknownNameError
+from sapiens2.records.integrity import protocol_id
 from sapiens2.tasks import task_names
 
 PROTOCOL_VERSION = 4
@@ -297,7 +297,7 @@ class ProbeProtocol:
     def protocol_id(self) -> str:
         """``probe-v<version>-<12 hex>``: SHA-256 of the canonical JSON of every field.
 
-        The formula lives in :func:`leaderboard.integrity.protocol_id`, which record validation uses
+        The formula lives in :func:`sapiens2.records.integrity.protocol_id`, which record validation uses
         to check the id a record stores against the protocol dict in its config.
         """
         return protocol_id("probe", self.version, self.to_dict())

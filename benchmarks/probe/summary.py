@@ -13,21 +13,22 @@ Example:
 from __future__ import annotations
 
 from benchmarks.probe.headline import PROBE_HEADLINE, format_interval
+from sapiens2.records.view import Record, RecordView, record_views
 
 
-def _pick(records: list[dict]) -> dict[tuple[str, str, str], dict]:
+def _pick(records: list[Record]) -> dict[tuple[str, str, str], RecordView]:
     """One record per (backbone, protocol id, task): the mean over seeds when there is one."""
-    out: dict[tuple[str, str, str], dict] = {}
-    for r in records:
-        if (r.get("protocol") or {}).get("kind") != "probe":
+    out: dict[tuple[str, str, str], RecordView] = {}
+    for r in record_views(records):
+        if r.protocol.kind != "probe":
             continue
-        key = (r["model"]["name"], r["protocol"]["protocol_id"], r["task"])
-        if key not in out or len(r.get("seeds") or []) > len(out[key].get("seeds") or []):
+        key = (r.model.name, r.protocol.id, r.task)
+        if key not in out or len(r.seeds) > len(out[key].seeds):
             out[key] = r
     return out
 
 
-def summary_table(records: list[dict], tasks) -> str:
+def summary_table(records: list[Record], tasks) -> str:
     """Rows of backbones x the probe headline of each of ``tasks``: ``value [low, high] n=N``.
 
     A cell without an interval shows the value alone; a missing record shows ``-``.
@@ -44,9 +45,9 @@ def summary_table(records: list[dict], tasks) -> str:
                 cells.append("-")
                 continue
             spec = PROBE_HEADLINE[t]
-            iv = rec.get("intervals") or {}
-            bounds = (iv.get("bounds") or {}).get(spec.key)
-            cells.append(format_interval(spec, rec["metrics"].get(spec.key), bounds, iv.get("n")))
+            iv = rec.interval(spec.key)
+            n = rec.intervals.n if rec.intervals else None
+            cells.append(format_interval(spec, rec.metric(spec.key), iv and (iv.lo, iv.hi), n))
         table.append(cells)
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table)

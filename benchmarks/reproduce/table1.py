@@ -78,7 +78,7 @@ def reproduce_table1(out_dir, json_path=None, force: bool = False) -> int:
     """
     import time
 
-    from benchmarks.cli.model_card import CARD_UNITS, card_text, compute_rows
+    from benchmarks.reproduce.model_card import CARD_UNITS, card_text, compute_rows
     from sapiens2.models.flops import CARD_CONVENTION
     from sapiens2.utils_io import write_json_atomic
 

@@ -230,8 +230,8 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
     from benchmarks.reproduce.evaluate import updates, vocabulary_adapter
     from evaluators.registry import build_evaluator
     from evaluators.runner import run_evaluation
-    from leaderboard.results import dataset_content_hash, make_record, write_record
     from sapiens2.datasets.split import open_split, split_info
+    from sapiens2.records.results import dataset_content_hash, make_record, write_record
 
     input_size = tuple(input_size or official_input(job.size))
     t0 = time.perf_counter()

@@ -56,18 +56,19 @@ def main(argv=None) -> int:
 
     import torch
 
-    from benchmarks.cli.run import DEFAULT_BACKBONES, _parse_weights
+    from benchmarks.mainjob import DEFAULT_BACKBONES, parse_weights
     from benchmarks.probe.api import run_probe
     from benchmarks.probe.headline import PROBE_HEADLINE
     from benchmarks.probe.protocol import body_protocol, default_protocol
-    from leaderboard.results import read_record
     from sapiens2.datasets.synth import ensure_default_split
+    from sapiens2.records.results import read_record
+    from sapiens2.records.view import RecordView
 
     if args.backbones == "main":
         names = list(DEFAULT_BACKBONES)
     else:
         names = [b for b in (args.backbones or args.backbone or "sapiens2_0.1b").split(",") if b]
-    weights = _parse_weights(args.weights)
+    weights = parse_weights(args.weights)
     h, w = (int(v) for v in args.size.lower().split("x"))
     protocol = (body_protocol() if args.variant == "body" else default_protocol()).replace(input_size=(h, w))
     if args.iterations:
@@ -88,14 +89,14 @@ def main(argv=None) -> int:
         stages: dict[str, float] = {}
         rows = []
         for p in paths:
-            rec = read_record(p)
-            for k, v in rec["timings"].items():
+            rec = RecordView.of(read_record(p))
+            for k, v in rec.timings.items():
                 stages[k] = round(stages.get(k, 0.0) + v, 1)
-            spec = PROBE_HEADLINE[rec["task"]]
-            iv = rec.get("intervals") or {}
-            rows.append({"task": rec["task"], **{k: round(v, 1) for k, v in rec["timings"].items()},
-                         spec.key: rec["metrics"].get(spec.key),
-                         "interval": (iv.get("bounds") or {}).get(spec.key), "n": iv.get("n")})
+            spec = PROBE_HEADLINE[rec.task]
+            iv = rec.interval(spec.key)
+            rows.append({"task": rec.task, **{k: round(v, 1) for k, v in rec.timings.items()},
+                         spec.key: rec.metric(spec.key), "interval": iv and [iv.lo, iv.hi],
+                         "n": rec.intervals.n if rec.intervals else None})
         runs.append({"backbone": name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                      "stages_s": stages, "tasks": rows})
         print(json.dumps(runs[-1]), flush=True)

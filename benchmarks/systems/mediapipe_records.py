@@ -16,8 +16,8 @@ SYSTEM_TASKS = ("pose", "seg")
 
 
 def _dataset(data: Path, n: int | None, num_samples: int) -> dict:
-    from leaderboard.results import dataset_content_hash
     from sapiens2.datasets import split_info
+    from sapiens2.records.results import dataset_content_hash
 
     info = split_info(data)
     return {"name": str(info.get("name") or data.name), "split": "all" if n is None else f"first{n}",
@@ -41,7 +41,7 @@ def run_mediapipe(out, data=None, n: int | None = None, input_size_hw: tuple[int
     Returns:
         The record paths written.
     """
-    from leaderboard.results import make_record, write_record
+    from sapiens2.records.results import make_record, write_record
 
     tasks = list(tasks)
     unknown = sorted(set(tasks) - set(SYSTEM_TASKS))

@@ -1,11 +1,11 @@
 """The versioned JSON Schema of a result record, and the validator built on it.
 
 A result record is one evaluation of one model on one task, dataset and protocol. Its schema is
-published as a JSON Schema (draft 2020-12) file, ``leaderboard/result.schema.json``, so that other
+published as a JSON Schema (draft 2020-12) file, ``sapiens2/records/result.schema.json``, so that other
 tools can check our records with any JSON Schema library (``sapiens2-bench leaderboard schema``
 prints it). ``validate`` checks a record with the ``jsonschema`` library and then the rules JSON
 Schema cannot express: the config hash and the record hash match the content, a probe protocol
-id matches the protocol stored in the config (:mod:`leaderboard.integrity`), numbers are finite,
+id matches the protocol stored in the config (:mod:`sapiens2.records.integrity`), numbers are finite,
 ``metrics_std`` and the optional ``intervals.bounds`` have no key without a metric, and every
 interval has ``low <= high`` (an interval need not contain the metric's value: a bootstrap
 percentile interval of a skewed statistic may not).
@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from leaderboard.integrity import RECORD_HASH_FIELD, canonical_json, check_protocol_id, record_hash
+from sapiens2.records.integrity import RECORD_HASH_FIELD, canonical_json, check_protocol_id, record_hash
 from sapiens2.tasks import task_names
 
 SCHEMA_ID = "sapiens2-bench/result"
