@@ -54,7 +54,7 @@ def test_list_backbones_lists_every_probe_variant(monkeypatch):
 
 def test_model_card_covers_the_official_sapiens2_variants(monkeypatch):
     import sapiens2.models.flops as flops
-    from benchmarks.cli.model_card import compute_rows
+    from benchmarks.reproduce.model_card import compute_rows
 
     def fake(arch, img_size=None):  # the card's arithmetic is tested elsewhere; here: which rows
         return {"params": 1, "img_size": list(get_variant(arch).constructor["img_size"]), "flops": 1,
