@@ -71,7 +71,10 @@ class FolderData:
 
     def load(self, task: str, split: str, protocol) -> list[dict]:
         folder, holdout = self._split_dir(split)
-        kwargs = {"input_size": (protocol.input_size[1], protocol.input_size[0])} if task == "pose" else {}
+        from benchmarks.probe.tasks import probe_task_class  # the task modules need not load the readers
+
+        crops = probe_task_class(task).crops  # top-down crops are cut at the protocol's input size
+        kwargs = {"input_size": (protocol.input_size[1], protocol.input_size[0])} if crops else {}
         try:
             reader = open_split(folder, task, **kwargs)
         except ValueError as e:  # DatasetError
