@@ -40,16 +40,21 @@ def register(sub) -> None:
 def known_protocol_names() -> dict[str, str]:
     """Names of the probing protocols this version defines, shown in reports beside their short hash.
 
+    Each task has its own protocol id, so every protocol names one id per task.
+
     Example:
-        >>> sorted(known_protocol_names().values())
+        >>> sorted(set(known_protocol_names().values()))
         ['probe v4 (default: closed-form linear probe)', 'probe v4 quick', 'probe v4 trained body']
     """
     from benchmarks.probe.protocol import body_protocol, default_protocol, quick_protocol
 
     default, quick, body = default_protocol(), quick_protocol(), body_protocol()
-    return {default.protocol_id(): f"probe v{default.version} (default: closed-form linear probe)",
-            quick.protocol_id(): f"probe v{quick.version} quick",
-            body.protocol_id(): f"probe v{body.version} trained body"}
+    names: dict[str, str] = {}
+    for protocol, name in ((default, "(default: closed-form linear probe)"), (quick, "quick"),
+                           (body, "trained body")):
+        for pid in protocol.protocol_ids().values():
+            names.setdefault(pid, f"probe v{protocol.version} {name}")
+    return names
 
 
 def _build(args) -> int:
@@ -102,14 +107,14 @@ def _validate(args) -> int:
 def _schema(args) -> int:
     import json
 
-    from leaderboard.schema import RESULT_SCHEMA
+    from leaderboard.schema import result_schema
     from sapiens2.utils_io import write_json_atomic
 
     if args.out:
-        write_json_atomic(args.out, RESULT_SCHEMA)
+        write_json_atomic(args.out, result_schema())
         print(f"wrote {args.out}")
     else:
-        print(json.dumps(RESULT_SCHEMA, indent=2))
+        print(json.dumps(result_schema(), indent=2))
     return 0
 
 

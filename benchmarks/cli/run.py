@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         data = default_data_dir(protocol, quick=args.quick)
     print(f"      {data}")
     print(f"[2/3] probing {len(names)} backbone(s) x tasks {args.tasks} x seeds {seeds} under protocol "
-          f"{protocol.protocol_id()}")
+          f"ids {', '.join(f'{t} {i}' for t, i in protocol.protocol_ids().items())}")
     failed: dict[str, str] = {}
     for i, name in enumerate(names, 1):
         tb = time.perf_counter()
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     print("[3/3] building the leaderboard")
     from benchmarks.cli.leaderboard import known_protocol_names
 
-    comps, skipped = _comparisons(results, pairs, failed, args.tasks, protocol.protocol_id())
+    comps, skipped = _comparisons(results, pairs, failed, args.tasks, protocol.protocol_ids())
     paths = build_site([results], out / "site", include_paper=not args.no_paper,
                        title="sapiens2-bench leaderboard (synthetic data, probing)",
                        protocol_names=known_protocol_names(), comparisons=comps)
@@ -227,8 +227,8 @@ def _print_summary(results) -> None:
         print("\n" + summary_table(records, list(task_names())))
 
 
-def _comparisons(results, pairs, failed: dict, tasks: str, protocol_id: str) -> tuple[list[dict], list[dict]]:
-    """Paired comparisons of ``pairs`` under ``protocol_id``, and the pairs that could not be paired
+def _comparisons(results, pairs, failed: dict, tasks: str, protocol_id: dict) -> tuple[list[dict], list[dict]]:
+    """Paired comparisons of ``pairs`` under ``protocol_id`` (``{task: id}``), and the pairs that could not be paired
     (``{"a", "b", "reason"}``: a backbone failed, or the records refuse to pair)."""
     if not pairs:
         return [], []
