@@ -11,9 +11,10 @@ A probe's ``protocol_id`` is derived from the protocol dict stored in ``config["
 (:func:`protocol_id`); it is recomputed on read, so a record cannot be moved to another protocol's
 table by editing its id. A record stores its own task's protocol (``ProbeProtocol.task_protocol``:
 ``tasks`` holds that task alone), so the id it carries is its task's; records of protocol v4 and
-older may store the whole protocol of every task, hashed as one. These checks catch accidents (a hand edit, a merge gone wrong, a file
-copied over another); they are no defence against an attacker, who can recompute the hashes with
-this very code.
+older may store the whole protocol of every task, hashed as one.
+
+These checks catch accidents (a hand edit, a merge gone wrong, a file copied over another); they
+are no defence against an attacker, who can recompute the hashes with this very code.
 
 Example:
     >>> protocol_id("probe", 3, {"version": 3, "lr": 0.001})

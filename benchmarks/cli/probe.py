@@ -66,7 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print every backbone name with its family, parameter count and whether it needs weights",
     )
-    p.add_argument("--show-protocol", action="store_true", help="print the protocol, each task's protocol id and the knobs it covers, and exit")
+    p.add_argument("--show-protocol", action="store_true",
+                   help="print the protocol, each task's protocol id and the knobs it covers, and exit")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(func=run)
 

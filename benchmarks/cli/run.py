@@ -227,9 +227,9 @@ def _print_summary(results) -> None:
         print("\n" + summary_table(records, list(task_names())))
 
 
-def _comparisons(results, pairs, failed: dict, tasks: str, protocol_id: dict) -> tuple[list[dict], list[dict]]:
-    """Paired comparisons of ``pairs`` under ``protocol_id`` (``{task: id}``), and the pairs that could not be paired
-    (``{"a", "b", "reason"}``: a backbone failed, or the records refuse to pair)."""
+def _comparisons(results, pairs, failed: dict, tasks: str, protocol_id: dict) -> tuple[list, list]:
+    """Paired comparisons of ``pairs`` under ``protocol_id`` (``{task: id}``), and the pairs that could
+    not be paired (``{"a", "b", "reason"}``: a backbone failed, or the records refuse to pair)."""
     if not pairs:
         return [], []
     from benchmarks.probe.compare import comparisons_from_records

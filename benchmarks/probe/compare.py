@@ -246,8 +246,10 @@ def comparisons_from_records(records: list[dict], a: str, b: str, tasks=None, pr
     if tasks is None:
         tasks = [t for t in task_names() if t in have[a] and t in have[b]]
         if protocol_id is not None:  # only the tasks whose records carry one of the ids
-            tasks = [t for t in tasks if _wanted_ids(protocol_id, t) & set(_by_pid(
-                [r for r in mine[a] if r["task"] == t])) & set(_by_pid([r for r in mine[b] if r["task"] == t]))]
+            def ids(name, t):
+                return set(_by_pid([r for r in mine[name] if r["task"] == t]))
+
+            tasks = [t for t in tasks if _wanted_ids(protocol_id, t) & ids(a, t) & ids(b, t)]
         if not tasks:
             raise ValueError(f"{a} ({sorted(have[a])}) and {b} ({sorted(have[b])}) share no task in {where}")
     else:

@@ -350,7 +350,9 @@ SHARED_FIELDS = (
 )
 # The closed-form shortcut's knobs (both read-outs fit it; the oracle's features are laid out at
 # the stage stride) and those only a trained body reads (optimiser, schedule, widths, loss grid).
-_SHORTCUT_FIELDS = ("shortcut", "ridge_alphas", "ridge_holdout_every", "ridge_product_dtype", "decoder_stage_stride")
+_SHORTCUT_FIELDS = (
+    "shortcut", "ridge_alphas", "ridge_holdout_every", "ridge_product_dtype", "decoder_stage_stride",
+)
 _BODY_FIELDS = (
     "decoder_channels", "decoder_min_channels", "loss_stride", "optimizer", "lr", "weight_decay", "betas",
     "schedule", "warmup_iters", "min_lr_ratio", "iterations", "batch_size", "grad_clip",
