@@ -17,7 +17,7 @@ import torch
 from PIL import Image
 
 from benchmarks.probe.losses import LOSSES, register_loss
-from benchmarks.probe.protocol import TaskSettings
+from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks import ProbeTask, register_probe_task, unregister_probe_task
 from benchmarks.probe.tasks.base import loss_grid, per_sample_masked_mean, resize_to, subsample
 from evaluators.base import Evaluator

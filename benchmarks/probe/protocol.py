@@ -27,8 +27,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
+from benchmarks.probe.settings import TaskSettings
+from benchmarks.probe.tasks import probe_task_class, probe_task_names
 from leaderboard.integrity import protocol_id
 from sapiens2.errors import UnknownNameError
 
@@ -40,39 +42,12 @@ _DTYPE_CHOICES = {
 }
 
 
-@dataclass(frozen=True)
-class TaskSettings:
-    """Per-task decoder, output resolution and loss (the base of every task's settings).
-
-    Args:
-        decoder: ``"linear"`` (the closed-form ridge shortcut alone: a 1x1 map from the tapped
-            features to ``out * R^2`` channels + PixelShuffle(R), nothing trained) or
-            ``"pixelshuffle"`` (that shortcut plus a trained body on its residual: 1x1 reduction,
-            conv3x3 + PixelShuffle(2) stages to the stage stride, a zero-initialised prediction conv).
-        output_stride: stride of the decoder output w.r.t. the input (pose heatmaps are at this stride;
-            dense predictions are bilinearly resized from it to the full target size).
-        loss: name of a loss registered for the task (:mod:`benchmarks.probe.losses`).
-        loss_weights: weights of the loss terms, by term name (a term left out keeps the loss's
-            default weight; an unknown term is an error).
-    """
-
-    decoder: str = "linear"
-    output_stride: int = 4
-    loss: str = ""
-    loss_weights: dict = field(default_factory=dict)
-
-    # fields only a trained body reads: the closed-form linear read-out's protocol id leaves them out
-    BODY_ONLY_FIELDS: ClassVar[tuple[str, ...]] = ("loss", "loss_weights")
-
-
 def settings_class(name: str) -> type[TaskSettings]:
     """The settings class task ``name`` registered (``ProbeTask.settings_class``).
 
     Raises:
         UnknownNameError: no probe task of that name is registered.
     """
-    from benchmarks.probe.tasks import probe_task_class  # the task modules import this module
-
     return probe_task_class(name).settings_class
 
 
@@ -83,8 +58,6 @@ def default_task_settings(decoder: str = "linear") -> dict[str, TaskSettings]:
     and the body's knobs apply to ``decoder="pixelshuffle"`` (the body-trained variant,
     :func:`body_protocol`).
     """
-    from benchmarks.probe.tasks import probe_task_names
-
     return {name: settings_class(name)(decoder=decoder) for name in probe_task_names()}
 
 

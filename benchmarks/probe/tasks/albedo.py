@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import torch
 
 from benchmarks.probe.losses import register_loss
-from benchmarks.probe.protocol import TaskSettings
+from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     ProbeTask,
     gradient_l1,

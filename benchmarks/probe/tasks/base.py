@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.losses import get_loss
-from benchmarks.probe.protocol import TaskSettings
 from benchmarks.probe.registry import PROBE_TASKS
+from benchmarks.probe.settings import TaskSettings
 
 
 def per_sample_masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

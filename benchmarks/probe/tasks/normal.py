@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.losses import register_loss
-from benchmarks.probe.protocol import TaskSettings
+from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     ProbeTask,
     loss_grid,

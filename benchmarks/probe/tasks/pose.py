@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from benchmarks.probe.losses import register_loss
-from benchmarks.probe.protocol import TaskSettings
+from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import ProbeTask, register_probe_task
 from evaluators.pose.evaluator import PoseEvaluator
 from sapiens2.codecs.udp import udp_decode, udp_encode
