@@ -31,7 +31,8 @@ import re
 from typing import Any
 
 RECORD_HASH_FIELD = "record_hash"
-# the last probe protocol version whose records may store (and hash) the protocol of every task
+# the last probe protocol version whose records may store (and hash) the protocol of every task; its
+# records are read as they were written (the id is checked against whatever protocol they store)
 LAST_WHOLE_PROTOCOL_VERSION = 4
 _PROBE_ID = re.compile(r"^probe-v(\d+)-[0-9a-f]{12}$")
 
@@ -118,12 +119,11 @@ def check_protocol_id(record: dict) -> list[str]:
                         f"config.protocol.version is {version!r}")
         return problems
     tasks = stored.get("tasks")
-    if isinstance(tasks, dict) and list(tasks) != [record["task"]]:
-        whole = record["task"] in tasks and int(version) <= LAST_WHOLE_PROTOCOL_VERSION
-        if not whole:
-            problems.append(f"record.config.protocol.tasks: {sorted(tasks)}, but a {record['task']} record "
-                            f"of protocol v{version} stores its own task's protocol alone")
-            return problems
+    own = not isinstance(tasks, dict) or list(tasks) == [record["task"]]
+    if int(version) > LAST_WHOLE_PROTOCOL_VERSION and not own:
+        problems.append(f"record.config.protocol.tasks: {sorted(tasks)}, but a {record['task']} record "
+                        f"of protocol v{version} stores its own task's protocol alone")
+        return problems
     expected = protocol_id("probe", version, stored)
     if expected != pid:
         problems.append(f"record.protocol.protocol_id: {pid!r} does not match config.protocol "

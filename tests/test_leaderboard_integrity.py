@@ -71,10 +71,13 @@ def test_a_v4_record_of_the_whole_protocol_still_validates():
     with pytest.raises(RecordError, match=r"tasks: \['albedo', .*\], but a seg record of protocol v5 stores"):
         _probe_record(protocol={"kind": "probe", "protocol_id": protocol_id("probe", 5, later)},
                       config={"protocol": later, "task": "seg", "seed": 0})
-    pose = p.task_protocol("pose")
+    pose = {**p.task_protocol("pose"), "version": 5}
     with pytest.raises(RecordError, match=r"config.protocol.tasks: \['pose'\], but a seg record"):
-        _probe_record(protocol={"kind": "probe", "protocol_id": protocol_id("probe", 4, pose)},
+        _probe_record(protocol={"kind": "probe", "protocol_id": protocol_id("probe", 5, pose)},
                       config={"protocol": pose, "task": "seg", "seed": 0})
+    seg = {**p.task_protocol("seg"), "version": 5}
+    assert validate(_probe_record(protocol={"kind": "probe", "protocol_id": protocol_id("probe", 5, seg)},
+                                  config={"protocol": seg, "task": "seg", "seed": 0})) == []
 
 
 @pytest.mark.parametrize(
