@@ -60,16 +60,21 @@ def parse_weights(items: Iterable[str]) -> dict[str, str]:
 def known_protocol_names() -> dict[str, str]:
     """Names of the probing protocols this version defines, shown in reports beside their short hash.
 
+    Each task has its own protocol id, so every protocol names one id per task.
+
     Example:
-        >>> sorted(known_protocol_names().values())
+        >>> sorted(set(known_protocol_names().values()))
         ['probe v4 (default: closed-form linear probe)', 'probe v4 quick', 'probe v4 trained body']
     """
     from benchmarks.probe.protocol import body_protocol, default_protocol, quick_protocol
 
     default, quick, body = default_protocol(), quick_protocol(), body_protocol()
-    return {default.protocol_id(): f"probe v{default.version} (default: closed-form linear probe)",
-            quick.protocol_id(): f"probe v{quick.version} quick",
-            body.protocol_id(): f"probe v{body.version} trained body"}
+    names: dict[str, str] = {}
+    for protocol, name in ((default, "(default: closed-form linear probe)"), (quick, "quick"),
+                           (body, "trained body")):
+        for pid in protocol.protocol_ids().values():
+            names.setdefault(pid, f"probe v{protocol.version} {name}")
+    return names
 
 
 @dataclass
@@ -193,7 +198,7 @@ def run_main_job(
         data = default_data_dir(protocol, quick=quick)
     print(f"      {data}")
     print(f"[2/3] probing {len(names)} backbone(s) x tasks {tasks} x seeds {seeds} under protocol "
-          f"{protocol.protocol_id()}")
+          f"ids {', '.join(f'{t} {i}' for t, i in protocol.protocol_ids().items())}")
     failed: dict[str, str] = {}
     for i, name in enumerate(names, 1):
         tb = time.perf_counter()
@@ -221,7 +226,7 @@ def run_main_job(
     if mediapipe:
         _mediapipe(data, results / "mediapipe", quick)
     print("[3/3] building the leaderboard")
-    comps, skipped = _comparisons(results, pairs, failed, tasks, protocol.protocol_id())
+    comps, skipped = _comparisons(results, pairs, failed, tasks, protocol.protocol_ids())
     paths = build_site([results], out / "site", include_paper=include_paper,
                        title="sapiens2-bench leaderboard (synthetic data, probing)",
                        protocol_names=known_protocol_names(), comparisons=comps)
@@ -277,9 +282,9 @@ def print_probe_summary(results) -> None:
         print("\n" + summary_table(records, list(task_names())))
 
 
-def _comparisons(results, pairs, failed: dict, tasks: str, protocol_id: str) -> tuple[list[dict], list[dict]]:
-    """Paired comparisons of ``pairs`` under ``protocol_id``, and the pairs that could not be paired
-    (``{"a", "b", "reason"}``: a backbone failed, or the records refuse to pair)."""
+def _comparisons(results, pairs, failed: dict, tasks: str, protocol_id: dict) -> tuple[list, list]:
+    """Paired comparisons of ``pairs`` under ``protocol_id`` (``{task: id}``), and the pairs that could
+    not be paired (``{"a", "b", "reason"}``: a backbone failed, or the records refuse to pair)."""
     if not pairs:
         return [], []
     from benchmarks.probe.compare import comparisons_from_records

@@ -4,7 +4,9 @@ The package imports lazily (module ``__getattr__``): ``import evaluators`` or
 ``import evaluators.pose.cli`` loads neither torch nor mmengine, so the NumPy-only pose scoring
 from files starts fast. The dense evaluators, ``EVALUATORS`` and the mmengine adapters load on
 first use; the ``METRICS`` registry's ``locations`` import the adapter modules
-(``evaluators.mm_metrics``, ``evaluators.pose.mm_metric``) themselves.
+(``evaluators.mm_metrics``, ``evaluators.pose.mm_metric``) themselves. An evaluator class
+(``evaluators.SegEvaluator``) is looked up in ``EVALUATORS`` by its registered name, so nothing
+here lists them.
 
 mmengine configs: ``custom_imports = dict(imports=["evaluators.registry"])`` creates the
 ``sapiens2`` metric scope, so that ``type="sapiens2.SegMetric"`` (or ``PoseMetric``...) resolves.
@@ -23,27 +25,25 @@ from __future__ import annotations
 import importlib
 import sys
 
-_LAZY = {
-    "AlbedoEvaluator": "evaluators.albedo",
-    "Evaluator": "evaluators.base",
-    "NormalEvaluator": "evaluators.normal",
-    "PointmapEvaluator": "evaluators.pointmap",
-    "PoseEvaluator": "evaluators.pose.evaluator",
-    "SegEvaluator": "evaluators.seg",
-}
-
 # The registry and its look-ups (evaluators.registry needs mmengine, not torch).
 _FROM_REGISTRY = ("EVALUATORS", "build_evaluator", "evaluator_class")
 
-__all__ = [*_FROM_REGISTRY, *sorted(_LAZY)]
+__all__ = [*_FROM_REGISTRY, "Evaluator"]
 
 
 def __getattr__(name: str):
-    """Import the evaluator class (or the registry's names) on first access."""
+    """Import the registry's names, the base class or a registered evaluator class on first access."""
     if name in _FROM_REGISTRY:
         value = getattr(importlib.import_module("evaluators.registry"), name)
-    elif name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name == "Evaluator":
+        value = importlib.import_module("evaluators.base").Evaluator
+    elif name.endswith("Evaluator") and not name.startswith("_"):
+        registry = importlib.import_module("evaluators.registry").EVALUATORS
+        registry.import_from_location()
+        value = registry.module_dict.get(name)
+        if value is None:
+            raise AttributeError(f"module 'evaluators' has no attribute {name!r} "
+                                 f"(registered evaluators: {sorted(registry.module_dict)})")
     else:
         raise AttributeError(f"module 'evaluators' has no attribute {name!r}")
     globals()[name] = value

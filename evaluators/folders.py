@@ -28,9 +28,9 @@ from sapiens2.tasks import get_task
 
 
 def default_mask(task: str, gt: torch.Tensor) -> torch.Tensor:
-    """Valid pixels without a mask file: finite GT (normals: also of non-zero length)."""
+    """Valid pixels without a mask file: finite GT (direction maps, normals: also of non-zero length)."""
     ok = torch.isfinite(gt).all(0)
-    if task == "normal":
+    if get_task(task).value_kind == "normal":
         ok &= gt.norm(dim=0) > 0
     return ok
 

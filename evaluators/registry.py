@@ -4,8 +4,12 @@
 name our metrics with the ``sapiens2.`` prefix; ``locations`` imports the two adapter modules on
 first use, which registers every metric adapter.
 
-``EVALUATORS``: the streaming evaluators by class name. The task table (``sapiens2.tasks``) names
-each task's evaluator by this type name, so the bottom layer never imports this one;
+``EVALUATORS``: the streaming evaluators by class name. Each evaluator class registers itself where
+it is defined; ``locations`` are the modules of this package that do so, found by their decorator
+(:func:`_registering_modules`: nothing lists them, so a new evaluator module is found as it is
+added), and a plug-in registers its evaluator when it is imported. The task table
+(``sapiens2.tasks``) names each task's evaluator by this type name, so the bottom layer never imports
+this one;
 :func:`build_evaluator` turns a task name (or a type name) into an evaluator with the task's
 official settings.
 
@@ -22,8 +26,27 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mmengine.registry import METRICS as MM_METRICS
 from mmengine.registry import Registry
+
+_PACKAGE = Path(__file__).resolve().parent
+_DECORATOR = "@EVALUATORS.register_module("
+
+
+def _registering_modules() -> list[str]:
+    """The modules of this package that register an evaluator (their source uses the decorator).
+
+    Read as text, not imported: the registry imports them on first use (``locations``).
+    """
+    found = []
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        if path.name != "registry.py" and _DECORATOR in path.read_text(encoding="utf-8"):
+            rel = path.relative_to(_PACKAGE.parent).with_suffix("")
+            found.append(".".join(p for p in rel.parts if p != "__init__"))
+    return found
+
 
 METRICS = Registry(
     "metric",
@@ -31,18 +54,7 @@ METRICS = Registry(
     scope="sapiens2",
     locations=["evaluators.mm_metrics", "evaluators.pose.mm_metric"],
 )
-# Each evaluator class registers itself where it is defined; the locations import those modules.
-EVALUATORS = Registry(
-    "evaluator",
-    scope="sapiens2",
-    locations=[
-        "evaluators.seg",
-        "evaluators.normal",
-        "evaluators.pointmap",
-        "evaluators.albedo",
-        "evaluators.pose.evaluator",
-    ],
-)
+EVALUATORS = Registry("evaluator", scope="sapiens2", locations=_registering_modules())
 
 
 def evaluator_class(name: str) -> type:

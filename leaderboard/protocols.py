@@ -110,8 +110,10 @@ def protocol_infos(records: list[Record], names: Mapping[str, str] | None = None
     names = dict(names or {})
     values: dict[str, dict[str, set[str]]] = {}
     meta: dict[str, tuple[str, str | None, str]] = {}
+    tasks: dict[str, set[str]] = {}
     for rec in record_views(records):
         proto, key = rec.protocol, rec.protocol.key
+        tasks.setdefault(key, set()).add(rec.task)
         meta.setdefault(key, (proto.kind, proto.id, proto.description or ""))
         for k, v in _knobs(rec).items():
             values.setdefault(key, {}).setdefault(k, set()).add(v)
@@ -125,7 +127,9 @@ def protocol_infos(records: list[Record], names: Mapping[str, str] | None = None
     probes = [i for i in infos.values() if i.key.startswith("probe:")]
     for info in probes:
         mine = dict(info.knobs)
-        for other in probes:
+        for other in probes:  # a probe protocol is a task's: compared with those of the same task
+            if not tasks[info.key] & tasks[other.key]:
+                continue
             theirs = dict(other.knobs)
             info.differs |= {k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k)}
     return infos

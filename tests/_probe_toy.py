@@ -8,6 +8,7 @@ import math
 import torch
 
 from benchmarks.probe.data import MemoryData
+from benchmarks.probe.tasks import probe_task_class, probe_task_names
 
 
 def _scene(index: int, size: tuple[int, int], gen: torch.Generator) -> dict:
@@ -56,11 +57,11 @@ def _scene(index: int, size: tuple[int, int], gen: torch.Generator) -> dict:
     }
 
 
-def make_toy_data(
-    n_train=8, n_test=4, size=(64, 48), seed=0, tasks=("pose", "seg", "normal", "pointmap", "albedo")
-):
-    """MemoryData with the same scenes for every task."""
+def make_toy_data(n_train=8, n_test=4, size=(64, 48), seed=0, tasks=None):
+    """MemoryData with the same scenes for every task (None: every probe task the scenes have GT for)."""
     gen = torch.Generator().manual_seed(seed)
     train = [_scene(i, size, gen) for i in range(n_train)]
     test = [_scene(1000 + i, size, gen) for i in range(n_test)]
+    if tasks is None:
+        tasks = [t for t in probe_task_names() if set(probe_task_class(t).required_keys) <= set(train[0])]
     return MemoryData({t: {"train": train, "test": test} for t in tasks}, name="toy")

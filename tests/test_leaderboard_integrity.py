@@ -27,11 +27,11 @@ from sapiens2.records.schema import SCHEMA_FILE, validate
 DATA = {"name": "synth", "split": "test", "content_hash": "a" * 64}
 
 
-def _probe_record(protocol: ProbeProtocol | None = None, **kw):
-    p = protocol or quick_protocol()
+def _probe_record(probe: ProbeProtocol | None = None, **kw):
+    p = probe or quick_protocol()
     args = dict(model={"name": "sapiens2_0.1b", "params": 114_000_000}, task="seg", dataset=DATA,
-                protocol={"kind": "probe", "protocol_id": p.protocol_id()}, metrics={"mIoU": 40.0},
-                config={"protocol": p.to_dict(), "task": "seg", "seed": 0}, seeds=[0])
+                protocol={"kind": "probe", "protocol_id": p.protocol_id("seg")}, metrics={"mIoU": 40.0},
+                config={"protocol": p.task_protocol("seg"), "task": "seg", "seed": 0}, seeds=[0])
     args.update(kw)
     return make_record(**args)
 
@@ -53,14 +53,37 @@ def _reseal(rec):
 
 def test_protocol_id_formula_is_shared():
     p = ProbeProtocol()
-    assert p.protocol_id() == protocol_id("probe", p.version, p.to_dict())
-    assert quick_protocol().protocol_id() != p.protocol_id()
+    for task in p.tasks:
+        assert p.protocol_id(task) == protocol_id("probe", p.version, p.task_protocol(task))
+        assert quick_protocol().protocol_id(task) != p.protocol_id(task)
+
+
+def test_a_v4_record_of_the_whole_protocol_still_validates():
+    """Records made before the ids were per task hash the protocol of every task as one."""
+    p = quick_protocol()
+    whole = protocol_id("probe", 4, p.to_dict())
+    assert p.version == 4 and whole == "probe-v4-ec9031eee36e"  # quick_protocol()'s id before
+    rec = _probe_record(protocol={"kind": "probe", "protocol_id": whole},
+                        config={"protocol": p.to_dict(), "task": "seg", "seed": 0})
+    assert validate(rec) == []
+    # a later version stores its own task's protocol alone, and so does any record of another task
+    later = {**p.to_dict(), "version": 5}
+    with pytest.raises(RecordError, match=r"tasks: \['albedo', .*\], but a seg record of protocol v5 stores"):
+        _probe_record(protocol={"kind": "probe", "protocol_id": protocol_id("probe", 5, later)},
+                      config={"protocol": later, "task": "seg", "seed": 0})
+    pose = {**p.task_protocol("pose"), "version": 5}
+    with pytest.raises(RecordError, match=r"config.protocol.tasks: \['pose'\], but a seg record"):
+        _probe_record(protocol={"kind": "probe", "protocol_id": protocol_id("probe", 5, pose)},
+                      config={"protocol": pose, "task": "seg", "seed": 0})
+    seg = {**p.task_protocol("seg"), "version": 5}
+    assert validate(_probe_record(protocol={"kind": "probe", "protocol_id": protocol_id("probe", 5, seg)},
+                                  config={"protocol": seg, "task": "seg", "seed": 0})) == []
 
 
 @pytest.mark.parametrize(
     "edit, reason",
     [
-        (lambda r: r["protocol"].__setitem__("protocol_id", ProbeProtocol().protocol_id()),
+        (lambda r: r["protocol"].__setitem__("protocol_id", ProbeProtocol().protocol_id("seg")),
          "does not match config.protocol"),
         (lambda r: r["protocol"].__setitem__("kind", "eval"), "is a probe protocol id"),
         (lambda r: r["config"]["protocol"].__setitem__("lr", 0.5), "does not match config.protocol"),
@@ -69,7 +92,7 @@ def test_protocol_id_formula_is_shared():
 def test_protocol_id_is_checked_against_the_config(tmp_path, edit, reason):
     rec = _probe_record()
     path = write_record(tmp_path / "r.json", rec)
-    assert read_record(path)["protocol"]["protocol_id"] == quick_protocol().protocol_id()
+    assert read_record(path)["protocol"]["protocol_id"] == quick_protocol().protocol_id("seg")
     edited = copy.deepcopy(rec)
     edit(edited)
     path.write_text(json.dumps(edited))
@@ -129,7 +152,15 @@ def test_version1_records_still_read_but_flagged(tmp_path, capsys):
 def test_schema_file_works_with_any_json_schema_validator(capsys):
     import jsonschema
 
-    schema = json.loads(SCHEMA_FILE.read_text())
+    from sapiens2.tasks import task_names
+
+    # the published schema is the file with the task table's tasks as the task enum
+    assert main(["leaderboard", "schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["properties"]["task"]["enum"] == list(task_names())
+    on_file = json.loads(SCHEMA_FILE.read_text())
+    assert "enum" not in on_file["properties"]["task"]
+    assert {**on_file["properties"]["task"], "enum": list(task_names())} == schema["properties"]["task"]
     jsonschema.Draft202012Validator.check_schema(schema)
     rec = _probe_record()
     jsonschema.validate(rec, schema)
@@ -139,8 +170,6 @@ def test_schema_file_works_with_any_json_schema_validator(capsys):
         mutate(bad)
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
-    assert main(["leaderboard", "schema"]) == 0
-    assert json.loads(capsys.readouterr().out) == schema
 
 
 # ---- item 12: runs, seeds and datasets merged by identity ---------------------------------------

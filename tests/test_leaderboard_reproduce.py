@@ -212,10 +212,12 @@ def test_run_quick_end_to_end(tmp_path, capsys):
     assert all(r["protocol"]["kind"] == "eval" and r["protocol"]["protocol_id"] for r in mp_recs)
     from benchmarks.probe.protocol import quick_protocol
 
-    ids = {r["model"]["name"]: r["protocol"]["protocol_id"] for r in probes}
+    ids = {(r["model"]["name"], r["task"]): r["protocol"]["protocol_id"] for r in probes}
     # the oracle (the ceiling row) is probed under the same protocol as the real backbones: one table
-    assert ids["pixels"] == quick_protocol().protocol_id() and ids["gt-oracle"] == ids["pixels"]
+    # per task, under that task's id
     page = (out / "site" / "index.html").read_text(encoding="utf-8")
-    for pid in (*ids.values(), "paper-table2"):
-        assert f'id="t-seg-probe-{pid}"' in page
+    for task, pid in quick_protocol().protocol_ids().items():
+        assert ids[("pixels", task)] == pid and ids[("gt-oracle", task)] == pid
+        assert f'id="t-{task}-probe-{pid}"' in page
+    assert 'id="t-seg-probe-paper-table2"' in page
     assert all(math.isfinite(v) for r in per_seed for v in r["metrics"].values() if v is not None)

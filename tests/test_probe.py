@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _probe_toy import make_toy_data  # noqa: E402
 
-from benchmarks.probe.protocol import ProbeProtocol, quick_protocol  # noqa: E402
+from benchmarks.probe.protocol import ProbeProtocol, body_protocol, default_protocol, quick_protocol  # noqa: E402
 from sapiens2.errors import UnknownNameError  # noqa: E402
 
 HF_TINY = [
@@ -25,30 +25,85 @@ HF_TINY = [
 ]
 
 
-def test_protocol_id_hashes_every_knob():
+def test_protocol_id_hashes_every_knob_of_its_task():
     p = ProbeProtocol()
-    assert p.protocol_id() == ProbeProtocol().protocol_id()
-    assert ProbeProtocol.from_dict(p.to_dict()).protocol_id() == p.protocol_id()
+    assert p.protocol_ids() == ProbeProtocol().protocol_ids()
+    assert ProbeProtocol.from_dict(p.to_dict()).protocol_ids() == p.protocol_ids()
+    assert len(set(p.protocol_ids().values())) == len(p.tasks)
+    # (change, tasks whose id it changes); the linear read-out trains nothing
+    every = set(p.tasks)
     changed = [
-        p.replace(lr=2e-2),
-        p.replace(cls_concat=False),
-        p.replace(input_size=(128, 96)),
-        p.replace(tasks={"seg": {"decoder": "pixelshuffle"}}),
-        p.replace(iterations=201),
-        p.replace(padding="resize"),
-        p.replace(shortcut="none", tasks={t: {"decoder": "pixelshuffle"} for t in p.tasks}),
-        p.replace(ridge_alphas=(1e-3, 1.0)),
-        p.replace(tasks={"seg": {"logit_margin": 5.0}}),
-        p.replace(tasks={"pose": {"sigma": 3.0}}),
-        p.replace(optimizer="adam"),
-        p.replace(schedule="warmup_constant"),
-        p.replace(tasks={"albedo": {"loss_weights": {"l1": 1.0, "grad": 0.5}}}),
-        p.replace(backbone_dtype="float32"),
-        p.replace(ridge_product_dtype="float32"),
-        p.replace(bootstrap_resamples=100),
+        (p.replace(cls_concat=False), every),
+        (p.replace(input_size=(128, 96)), every),
+        (p.replace(tasks={"seg": {"decoder": "pixelshuffle"}}), {"seg"}),
+        (p.replace(padding="resize"), every),
+        (p.replace(shortcut="none", tasks={t: {"decoder": "pixelshuffle"} for t in p.tasks}), every),
+        (p.replace(ridge_alphas=(1e-3, 1.0)), every),
+        (p.replace(tasks={"seg": {"logit_margin": 5.0}}), {"seg"}),
+        (p.replace(tasks={"pose": {"sigma": 3.0}}), {"pose"}),
+        (p.replace(backbone_dtype="float32"), every),
+        (p.replace(ridge_product_dtype="float32"), every),
+        (p.replace(bootstrap_resamples=100), every),
+        (p.replace(max_test_samples=10), every),
     ]
-    ids = {c.protocol_id() for c in changed}
-    assert p.protocol_id() not in ids and len(ids) == len(changed)
+    for c, expected in changed:
+        assert {t for t in p.tasks if c.protocol_id(t) != p.protocol_id(t)} == expected
+    # knobs only a trained body reads change no linear probe's id
+    albedo_weights = {"albedo": {"loss_weights": {"l1": 1.0, "grad": 0.5}}}
+    for c in (p.replace(lr=2e-2), p.replace(iterations=201), p.replace(optimizer="adam"),
+              p.replace(schedule="warmup_constant"), p.replace(batch_size=4), p.replace(decoder_channels=8),
+              p.replace(loss_stride=1), p.replace(tasks=albedo_weights)):
+        assert c.protocol_ids() == p.protocol_ids()
+
+
+def test_knobs_left_out_of_a_linear_probes_id_change_none_of_its_numbers(tmp_path):
+    """The linear read-out's id leaves out the body's knobs: they change nothing it computes."""
+    from benchmarks.probe.api import run_probe
+    from leaderboard.results import read_record
+
+    data = make_toy_data(tasks=("seg", "pointmap"))
+    q = quick_protocol()
+    linear = q.replace(tasks={t: {"decoder": "linear"} for t in q.tasks})
+    other = linear.replace(lr=0.5, iterations=3, batch_size=2, optimizer="adam", schedule="warmup_constant",
+                           decoder_channels=8, decoder_min_channels=8, loss_stride=1, grad_clip=0.5,
+                           tasks={"seg": {"loss_weights": {"ce": 2.0, "dice": 0.0}}})
+    assert other.protocol_ids() == linear.protocol_ids()
+    runs = [run_probe("pixels", ["seg", "pointmap"], data, tmp_path / str(i), protocol=p)
+            for i, p in enumerate((linear, other))]
+    for a, b in zip(*runs):
+        ra, rb = read_record(a), read_record(b)
+        assert ra["metrics"] == rb["metrics"] and ra["intervals"] == rb["intervals"]
+        assert ra["config"]["protocol"] == rb["config"]["protocol"]
+
+
+def test_changing_one_tasks_knob_changes_only_that_tasks_id():
+    p = default_protocol()
+    q = p.replace(tasks={"pose": {"sigma": p.task("pose").sigma + 1}})
+    assert q.protocol_id("pose") != p.protocol_id("pose")
+    assert {t: q.protocol_id(t) for t in p.tasks if t != "pose"} == {
+        t: p.protocol_id(t) for t in p.tasks if t != "pose"}
+
+
+def test_removing_a_task_changes_no_other_tasks_id():
+    for p in (default_protocol(), quick_protocol(), body_protocol()):
+        tasks = {t: s for t, s in p.tasks.items() if t != "albedo"}
+        without = ProbeProtocol(**{**p.__dict__, "tasks": tasks})
+        assert without.protocol_ids() == {t: i for t, i in p.protocol_ids().items() if t != "albedo"}
+
+
+def test_a_task_protocol_is_a_protocol_of_that_task_alone():
+    for p in (default_protocol(), body_protocol()):
+        for t in p.tasks:
+            view = p.task_protocol(t)
+            assert list(view["tasks"]) == [t]
+            assert ProbeProtocol.from_dict(view).task_protocol(t) == view
+    linear = default_protocol().task_protocol("seg")
+    body_only = {"lr", "iterations", "batch_size", "optimizer", "decoder_channels", "loss_stride"}
+    assert not body_only & set(linear)
+    assert not {"loss", "loss_weights"} & set(linear["tasks"]["seg"])
+    body = body_protocol().task_protocol("seg")
+    assert body_only <= set(body)
+    assert body["tasks"]["seg"]["loss_weights"] == {"ce": 1.0, "dice": 0.5}
 
 
 def test_tapped_layers_evenly_spaced_last_included():
@@ -250,7 +305,7 @@ def test_finished_records_are_not_recomputed(tmp_path):
     data = make_toy_data(tasks=("seg",))
     first = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), quick=True)
     stamp = {p: p.stat().st_mtime_ns for p in first if p.name.startswith("seed")}
-    folder = tmp_path / "pixels" / quick_protocol().protocol_id() / "seg"
+    folder = tmp_path / "pixels" / quick_protocol().protocol_id("seg") / "seg"
     (folder / "seed1.json").unlink()
     second = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), quick=True)
     assert first == second
@@ -351,5 +406,6 @@ def test_linear_decoder_is_the_closed_form_shortcut_alone(tmp_path):
     from leaderboard.results import read_record
 
     rec = read_record(path)
-    assert rec["protocol"]["protocol_id"] == protocol.protocol_id()
+    assert rec["protocol"]["protocol_id"] == protocol.protocol_id("seg")
+    assert rec["config"]["protocol"] == protocol.task_protocol("seg")
     assert rec["config"]["shortcut"]["alpha"] == info["shortcut"]["alpha"]

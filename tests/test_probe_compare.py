@@ -217,6 +217,16 @@ def test_comparisons_from_records_pick_the_common_protocol(tmp_path):
         comparisons_from_records(load_records([tmp_path]), "a", "b")
     assert comparisons_from_records(load_records([tmp_path]), "a", "b",
                                     protocol_id="test-paired-v2")[0]["protocol_id"] == "test-paired-v2"
+    # each task has its own id: a {task: id} map, or several ids of which a task takes its own
+    recs = load_records([tmp_path])
+    assert comparisons_from_records(recs, "a", "b", protocol_id={"seg": "test-paired-v2"})[0][
+        "protocol_id"] == "test-paired-v2"
+    assert comparisons_from_records(recs, "a", "b", protocol_id="pose-id,test-paired-v1")[0][
+        "protocol_id"] == "test-paired-v1"
+    with pytest.raises(ValueError, match="share no task"):
+        comparisons_from_records(recs, "a", "b", protocol_id="pose-id")
+    with pytest.raises(ValueError, match="cannot pair a and b on seg"):
+        comparisons_from_records(recs, "a", "b", tasks="seg", protocol_id={"pose": "pose-id"})
 
 
 def test_run_compare_is_validated_before_any_work(tmp_path, capsys, monkeypatch):

@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _probe_toy import make_toy_data  # noqa: E402
 
-from benchmarks.probe.protocol import TASK_SETTINGS, ProbeProtocol, quick_protocol  # noqa: E402
+from benchmarks.probe.protocol import ProbeProtocol, quick_protocol  # noqa: E402
+from benchmarks.probe.tasks import task_classes  # noqa: E402
 from sapiens2.errors import UnknownNameError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +32,11 @@ BOOKKEEPING = {
     "replace",
     "from_dict",
     "task_settings",
+    "task_protocol",
+    "protocol_ids",
+    "settings_class",
+    "default_task_settings",
+    "_check_field_groups",
     "_checked_keys",
 }
 
@@ -57,7 +63,7 @@ def test_every_hashed_field_is_read():
     # version: the id's prefix; augmentation: validated to be "none", the one policy implemented
     exempt = {"version", "augmentation", "tasks"}
     fields = {f.name for f in dataclasses.fields(ProbeProtocol)} - exempt
-    for cls in set(TASK_SETTINGS.values()):
+    for cls in {t.settings_class for t in task_classes().values()}:
         fields |= {f.name for f in dataclasses.fields(cls)}
     assert sorted(fields - read) == []
 
@@ -169,7 +175,11 @@ def test_replace_takes_json_overrides_like_the_cli(tmp_path, capsys):
     (tmp_path / "p.json").write_text(json.dumps(overrides))
     assert main(["probe", "--quick", "--protocol", str(tmp_path / "p.json"), "--show-protocol"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert shown["protocol_id"] == want.protocol_id() and shown["tasks"]["pose"]["sigma"] == 2.0
+    assert shown["protocol"] == want.to_dict() and shown["protocol"]["tasks"]["pose"]["sigma"] == 2.0
+    assert {t: v["protocol_id"] for t, v in shown["per_task"].items()} == want.protocol_ids()
+    seg = shown["per_task"]["seg"]["covers"]
+    assert seg == want.task_protocol("seg") and list(seg["tasks"]) == ["seg"]
+    assert seg["tasks"]["seg"]["logit_margin"] == 5.0 and seg["betas"] == [0.9, 0.99]  # quick: a trained body
     (tmp_path / "bad.json").write_text(json.dumps({"pose_sigma": 3.0}))
     assert main(["probe", "--quick", "--protocol", str(tmp_path / "bad.json"), "--show-protocol"]) == 1
     assert "unknown probe protocol key 'pose_sigma'" in capsys.readouterr().err

@@ -130,17 +130,17 @@ def test_backbone_families_write_valid_records(backbone, synth64, tmp_path):
     tasks = TASKS if backbone == "sapiens2_tiny" else ("seg", "pose")
     paths = run_probe(backbone, tasks, synth64, tmp_path, seeds=(0, 1), quick=True)
     assert len(paths) == 3 * len(tasks)
-    pid = quick_protocol().protocol_id()
+    q = quick_protocol()
     for p in paths:
         rec = read_record(p)
         assert rec["protocol"] == {
             "kind": "probe",
-            "protocol_id": pid,
+            "protocol_id": q.protocol_id(rec["task"]),
             "description": rec["protocol"]["description"],
         }
-        assert rec["config"]["protocol"] == quick_protocol().to_dict()
+        assert rec["config"]["protocol"] == q.task_protocol(rec["task"])
         assert rec["model"]["name"] == backbone and rec["dataset"]["content_hash"]
-    mean = read_record(tmp_path / backbone / pid / "seg" / "mean.json")
+    mean = read_record(tmp_path / backbone / q.protocol_id("seg") / "seg" / "mean.json")
     assert mean["seeds"] == [0, 1] and "mIoU" in mean["metrics_std"]
 
 
@@ -168,7 +168,7 @@ def test_cli_probe(synth64, tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "seg mIoU % [95% CI]" in out and "albedo MAE x1e-2 [95% CI]" in out
     assert "pixels" in out and out.count(" n=") == 2
-    assert (tmp_path / "pixels" / quick_protocol().protocol_id() / "albedo" / "seed0.json").is_file()
+    assert (tmp_path / "pixels" / quick_protocol().protocol_id("albedo") / "albedo" / "seed0.json").is_file()
     assert (
         main(
             [

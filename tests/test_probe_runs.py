@@ -69,7 +69,7 @@ def test_a_second_protocol_keeps_the_first_protocols_record(tmp_path):
     (second,) = run_probe("pixels", SEG, _data(0), tmp_path, protocol=other)
     assert second != first and first.read_bytes() == before
     ids = {read_record(p)["protocol"]["protocol_id"] for p in (first, second)}
-    assert ids == {quick_protocol().protocol_id(), other.protocol_id()}
+    assert ids == {quick_protocol().protocol_id(SEG[0]), other.protocol_id(SEG[0])}
 
 
 def test_feature_key_hashes_every_weight(tmp_path):

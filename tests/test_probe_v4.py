@@ -16,19 +16,21 @@ from _probe_toy import make_toy_data  # noqa: E402
 
 from benchmarks.probe.protocol import (  # noqa: E402
     PROTOCOL_VERSION,
-    TASKS,
     body_protocol,
     default_protocol,
     quick_protocol,
 )
+from benchmarks.probe.tasks import probe_task_names  # noqa: E402
+
+TASKS = probe_task_names()
 
 
 def test_v4_headline_is_the_linear_probe_and_the_body_has_its_own_id():
     p, body = default_protocol(), body_protocol()
-    assert PROTOCOL_VERSION == 4 and p.protocol_id().startswith("probe-v4-")
+    assert PROTOCOL_VERSION == 4 and all(i.startswith("probe-v4-") for i in p.protocol_ids().values())
     assert {t: s.decoder for t, s in p.tasks.items()} == {t: "linear" for t in TASKS}
     assert {t: s.decoder for t, s in body.tasks.items()} == {t: "pixelshuffle" for t in TASKS}
-    assert body.protocol_id() != p.protocol_id() and body.protocol_id().startswith("probe-v4-")
+    assert not set(body.protocol_ids().values()) & set(p.protocol_ids().values())
     # everything else is the same protocol
     assert body.replace(tasks={t: {"decoder": "linear"} for t in TASKS}) == p
     assert (p.backbone_dtype, p.ridge_product_dtype) == ("bfloat16", "float64")
@@ -46,7 +48,8 @@ def test_v4_headline_is_the_linear_probe_and_the_body_has_its_own_id():
     ],
 )
 def test_new_knobs_change_the_id(change):
-    assert default_protocol().replace(**change).protocol_id() != default_protocol().protocol_id()
+    new, old = default_protocol().replace(**change).protocol_ids(), default_protocol().protocol_ids()
+    assert all(new[t] != old[t] for t in old)
 
 
 @pytest.mark.parametrize(

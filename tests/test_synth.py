@@ -71,8 +71,15 @@ def test_keypoints_visibility_and_vocabulary():
 
 
 def test_readers_round_trip_synth(split):
+    from sapiens2.datasets.split import available_tasks
+    from sapiens2.datasets.synth import TASK_MANIFESTS
+    from sapiens2.tasks import task_names
+
     info = json.loads((split / "split.json").read_text())
     assert info["n"] == 3 and info["size"] == list(HW)
+    # the renderer's tasks are tasks of the table, each with its manifest in the split
+    assert set(TASK_MANIFESTS) <= set(task_names()) and info["tasks"] == TASK_MANIFESTS
+    assert available_tasks(split) == list(TASK_MANIFESTS)
     truth = [synth_sample(5, i, HW) for i in range(3)]
     seg, nrm = open_split(split, "seg"), open_split(split, "normal")
     pm, alb = open_split(split, "pointmap"), open_split(split, "albedo")

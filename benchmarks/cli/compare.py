@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("b", metavar="B", help="the other backbone")
     p.add_argument("--tasks", default=None, help="comma-separated tasks (default: every task both have)")
     p.add_argument("--protocol", default=None,
-                   help="protocol id to compare under (needed only when both have records of several)")
+                   help="protocol id(s) to compare under, comma-separated (each task has its own id; "
+                        "needed only when both have records of several)")
     p.add_argument("--json", default=None, metavar="PATH",
                    help="also write the comparisons as JSON (atomically)")
     p.set_defaults(func=run)

@@ -88,14 +88,14 @@ def _validate(args) -> int:
 def _schema(args) -> int:
     import json
 
-    from sapiens2.records.schema import RESULT_SCHEMA
+    from sapiens2.records.schema import result_schema
     from sapiens2.utils_io import write_json_atomic
 
     if args.out:
-        write_json_atomic(args.out, RESULT_SCHEMA)
+        write_json_atomic(args.out, result_schema())
         print(f"wrote {args.out}")
     else:
-        print(json.dumps(RESULT_SCHEMA, indent=2))
+        print(json.dumps(result_schema(), indent=2))
     return 0
 
 

@@ -67,7 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print every backbone name with its family, parameter count and whether it needs weights",
     )
-    p.add_argument("--show-protocol", action="store_true", help="print the protocol and its id and exit")
+    p.add_argument("--show-protocol", action="store_true",
+                   help="print the protocol, each task's protocol id and the knobs it covers, and exit")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(func=run)
 
@@ -126,7 +127,10 @@ def run(args) -> int:
         return 0
     protocol = _protocol(args)
     if args.show_protocol:
-        print(json.dumps({"protocol_id": protocol.protocol_id(), **protocol.to_dict()}, indent=2))
+        # each task's id and the knobs it covers (the shared ones, its settings, its read-out's)
+        per_task = {t: {"protocol_id": protocol.protocol_id(t), "covers": protocol.task_protocol(t)}
+                    for t in protocol.tasks}
+        print(json.dumps({"per_task": per_task, "protocol": protocol.to_dict()}, indent=2))
         return 0
     if not args.backbone:
         raise ValueError("--backbone is required (see --list-backbones)")

@@ -167,7 +167,8 @@ def _table2(args, sizes) -> int:
     for size, path in ready:
         paths += run_probe(f"sapiens2_{size}", ",".join(task_names()), data, out / "results",
                            protocol=protocol, checkpoint=str(path), device=args.device)
-    print(f"\nour protocol {protocol.protocol_id()} on {data}; the paper's Table 2 protocol is unpublished, "
+    ids = ", ".join(f"{t} {i}" for t, i in protocol.protocol_ids().items())
+    print(f"\nour protocol (ids {ids}) on {data}; the paper's Table 2 protocol is unpublished, "
           "so its numbers are context only (no deltas):")
     _print_comparison(paths, None, table="Table 2")
     _site(args, out)

@@ -4,7 +4,8 @@ Example:
     >>> from benchmarks.probe.api import run_probe
     >>> paths = run_probe("pixels", ["seg"], data_dir, "out/", seeds=(0,), quick=True)  # doctest: +SKIP
 
-Files under ``out_dir/<backbone>/<protocol_id>/<task>/``: ``seed<k>.json`` (one record per seed),
+Files under ``out_dir/<backbone>/<protocol_id>/<task>/``, with the task's own protocol id
+(:meth:`~benchmarks.probe.protocol.ProbeProtocol.protocol_id`): ``seed<k>.json`` (one record per seed),
 ``seed<k>.bootstrap.npz`` (its resampled metric values, :mod:`benchmarks.probe.sidefile`), ``mean.json``
 (mean and std over seeds) and ``seed<k>.ckpt.pt`` (resumable decoder state). Records of
 different protocols live apart, so one never overwrites another. A record is a done marker, and a
@@ -31,10 +32,10 @@ from benchmarks.probe.evaluate import evaluate_decoder
 from benchmarks.probe.features import FeatureSet, FeatureStore
 from benchmarks.probe.headline import seed_intervals
 from benchmarks.probe.optim import check_training_names
-from benchmarks.probe.protocol import TASKS, ProbeProtocol, default_protocol, quick_protocol
+from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
 from benchmarks.probe.runkey import run_identity, run_mismatch, weights_sha256
 from benchmarks.probe.sidefile import side_path
-from benchmarks.probe.tasks import build_task
+from benchmarks.probe.tasks import build_task, probe_task_names
 from benchmarks.probe.train import fit_task_shortcut, train_decoder
 from leaderboard.results import make_record, read_record, write_record
 from sapiens2 import distributed as dist_utils
@@ -57,11 +58,12 @@ def _protocol(protocol, quick: bool) -> ProbeProtocol:
 
 def _task_list(tasks) -> list[str]:
     tasks = [t.strip() for t in tasks.split(",")] if isinstance(tasks, str) else list(tasks)
+    known = probe_task_names()
     if not tasks:
-        raise ValueError(f"--tasks: no task given; expected some of {', '.join(TASKS)}")
+        raise ValueError(f"--tasks: no task given; expected some of {', '.join(known)}")
     for t in tasks:
-        if t not in TASKS:
-            raise UnknownNameError("probe task", t, TASKS)
+        if t not in known:
+            raise UnknownNameError("probe task", t, known)
     return tasks
 
 
@@ -113,7 +115,7 @@ def run_probe(
         backbone: preset name (``sapiens2_0.1b``, ``dinov2_small``, ``pixels``, ...), registered
             ``PROBE_BACKBONES`` type, ``package.module:ClassName``, config dict, or ``"gt-oracle"``
             (features = ground truth).
-        tasks: task names (subset of ``pose, seg, normal, pointmap, albedo``) or a comma string.
+        tasks: task names (registered probe tasks: ``pose, seg, normal, pointmap, albedo``) or a comma string.
         data_dir: dataset folder in the reader formats (or a :class:`~benchmarks.probe.data.MemoryData`).
         out_dir: output folder.
         seeds: decoder seeds.
@@ -135,10 +137,11 @@ def run_probe(
     seeds = [int(s) for s in seeds]
     protocol = _protocol(protocol, quick)
     check_training_names(protocol)
-    pid = protocol.protocol_id()
     cfg = None if backbone == ORACLE else resolve_backbone_cfg(backbone)  # a bad name fails here
     label = ORACLE if backbone == ORACLE else backbone_label(backbone)
-    out = Path(out_dir) / label.replace(os.sep, "_").replace(":", "_") / pid
+    # the task's protocol id: out/<backbone>/<its id>/<task>/
+    folder = {t: Path(out_dir) / label.replace(os.sep, "_").replace(":", "_") / protocol.protocol_id(t) / t
+              for t in tasks}
     source = as_data_source(data_dir)
 
     # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
@@ -170,7 +173,8 @@ def run_probe(
     # 2. done markers: a record counts only for this very run; one of another run stops us here
     plan = {
         name: [
-            (seed, out / name / f"seed{seed}.json", run_identity(pid, data_ids[name], bb_id, name, seed))
+            (seed, folder[name] / f"seed{seed}.json",
+             run_identity(protocol.protocol_id(name), data_ids[name], bb_id, name, seed))
             for seed in seeds
         ]
         for name in tasks
@@ -190,12 +194,13 @@ def run_probe(
                     per_seed[i] = _train_eval_record(ctx, run, seed, path, ident)
         written += [path for _, path, _ in plan[name]]
         if len(seeds) > 1:
-            written.append(_write_mean(out / name / "mean.json", per_seed))
+            written.append(_write_mean(folder[name] / "mean.json", per_seed))
     dist_utils.barrier()
     if dist_utils.is_main():
         ran = f"; backbone ran on {store.backbone_images} image(s) on rank 0" if store is not None else ""
         took = time.perf_counter() - t_start
-        print(f"probe {label}: {len(written)} record(s) under {out} in {took:.1f}s{ran}")
+        where = os.path.commonpath([str(p) for p in folder.values()])
+        print(f"probe {label}: {len(written)} record(s) under {where} in {took:.1f}s{ran}")
     return written
 
 
@@ -268,7 +273,7 @@ def _oracle_features(task, tgt, protocol):
         feats = F.pixel_unshuffle(F.pad(feats, (0, pad_w, 0, pad_h)), r)
         valid = (size[0] / (size[0] + pad_h), size[1] / (size[1] + pad_w))
         patch *= r
-    image_size = tuple(protocol.input_size) if task.name == "pose" else size
+    image_size = tuple(protocol.input_size) if task.crops else size
     return FeatureSet(feats, None if cls is None else cls.float(), patch, valid, image_size)
 
 
@@ -288,7 +293,7 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
     metrics, eval_s, intervals = evaluate_decoder(
         task, decoder, run.test_feat, run.test_tgt, run.test_idx, protocol, side_path=side_path(path)
     )
-    pid = protocol.protocol_id()
+    pid = protocol.protocol_id(task.name)
     rec = make_record(
         model={
             "name": label,
@@ -317,7 +322,7 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
         metrics=metrics,
         intervals=intervals,
         config={
-            "protocol": protocol.to_dict(),
+            "protocol": protocol.task_protocol(task.name),
             "backbone": bb_desc,
             "task": task.name,
             "seed": seed,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -169,20 +170,33 @@ def compare_records(rec_a: Record, rec_b: Record, level: float = 0.95) -> dict:
     return out
 
 
-def _pick(recs_a: list[RecordView], recs_b: list[RecordView], a: str, b: str, task: str,
-          protocol_id: str | None) -> tuple[RecordView, RecordView]:
-    """The one-seed records of A and B to pair: the common protocol, then the lowest common seed."""
-    def by_pid(recs):
-        out: dict[str, list[RecordView]] = {}
-        for r in recs:
-            out.setdefault(r.protocol.id, []).append(r)
-        return out
+def _wanted_ids(protocol_id, task: str) -> set[str] | None:
+    """The protocol ids ``task`` may be compared under (None: any).
 
-    pa, pb = by_pid(recs_a), by_pid(recs_b)
-    if protocol_id is not None:
-        pids = [protocol_id] if protocol_id in pa and protocol_id in pb else []
-    else:
-        pids = sorted(set(pa) & set(pb))
+    ``protocol_id``: None, one id, several (a comma string or a list; each task has its own id, so
+    a task takes the one its records carry), or ``{task: id}``.
+    """
+    if protocol_id is None:
+        return None
+    if isinstance(protocol_id, Mapping):
+        return {protocol_id[task]} if task in protocol_id else set()
+    ids = protocol_id.split(",") if isinstance(protocol_id, str) else protocol_id
+    return {str(i).strip() for i in ids}
+
+
+def _by_pid(recs: list[RecordView]) -> dict[str, list[RecordView]]:
+    out: dict[str, list[RecordView]] = {}
+    for r in recs:
+        out.setdefault(r.protocol.id, []).append(r)
+    return out
+
+
+def _pick(recs_a: list[RecordView], recs_b: list[RecordView], a: str, b: str, task: str,
+          protocol_id) -> tuple[RecordView, RecordView]:
+    """The one-seed records of A and B to pair: the common protocol, then the lowest common seed."""
+    pa, pb = _by_pid(recs_a), _by_pid(recs_b)
+    wanted = _wanted_ids(protocol_id, task)
+    pids = sorted(set(pa) & set(pb) & (set(pa) if wanted is None else wanted))
     if not pids:
         raise ValueError(f"cannot pair {a} and {b} on {task}: different protocol id (no record of both under "
                          f"{protocol_id or 'one protocol'}; {a}: {sorted(pa)} in "
@@ -208,13 +222,14 @@ def _pick(recs_a: list[RecordView], recs_b: list[RecordView], a: str, b: str, ta
     return seeds_a[min(seeds_a)], seeds_b[min(seeds_b)]
 
 
-def comparisons_from_records(records: list[Record], a: str, b: str, tasks=None,
-                             protocol_id: str | None = None, level: float = 0.95,
-                             where: str = "the records") -> list[dict]:
+def comparisons_from_records(records: list[Record], a: str, b: str, tasks=None, protocol_id=None,
+                             level: float = 0.95, where: str = "the records") -> list[dict]:
     """:func:`compare_records` per task for backbones ``a`` and ``b`` among loaded ``records``.
 
     Only one-seed probe records are paired (a mean over seeds points to its first seed's side file).
-    ``tasks=None``: every task that both backbones have, in the task table's order.
+    ``tasks=None``: every task that both backbones have (under one of the ``protocol_id`` ids when
+    given), in the task table's order. ``protocol_id``: see :func:`_wanted_ids` (each task has its
+    own protocol id: ``ProbeProtocol.protocol_ids()`` is a valid value).
 
     Raises:
         ValueError: ``a == b``, a backbone without probe records, a requested task one of them lacks,
@@ -232,6 +247,11 @@ def comparisons_from_records(records: list[Record], a: str, b: str, tasks=None,
     have = {name: {r.task for r in recs} for name, recs in mine.items()}
     if tasks is None:
         tasks = [t for t in task_names() if t in have[a] and t in have[b]]
+        if protocol_id is not None:  # only the tasks whose records carry one of the ids
+            def ids(name, t):
+                return set(_by_pid([r for r in mine[name] if r.task == t]))
+
+            tasks = [t for t in tasks if _wanted_ids(protocol_id, t) & ids(a, t) & ids(b, t)]
         if not tasks:
             raise ValueError(f"{a} ({sorted(have[a])}) and {b} ({sorted(have[b])}) share no task in {where}")
     else:
@@ -258,7 +278,8 @@ def paired_comparisons(records_dir: str | os.PathLike, a: str, b: str, tasks=Non
         a: backbone name (the records' ``model.name``).
         b: the other backbone.
         tasks: task names or a comma string (None: every task both have).
-        protocol_id: the protocol to compare under (None: the one both have; several: an error).
+        protocol_id: the protocol id(s) to compare under (None: the one both have; several: an
+            error); each task has its own id, so several may be given (see :func:`_wanted_ids`).
         level: coverage of the paired interval.
 
     Returns:

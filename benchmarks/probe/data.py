@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from benchmarks.probe.tasks import probe_task_class
 from leaderboard.results import dataset_content_hash
 from sapiens2.datasets import open_split
 
@@ -71,7 +72,8 @@ class FolderData:
 
     def load(self, task: str, split: str, protocol) -> list[dict]:
         folder, holdout = self._split_dir(split)
-        kwargs = {"input_size": (protocol.input_size[1], protocol.input_size[0])} if task == "pose" else {}
+        crops = probe_task_class(task).crops  # top-down crops are cut at the protocol's input size
+        kwargs = {"input_size": (protocol.input_size[1], protocol.input_size[0])} if crops else {}
         try:
             reader = open_split(folder, task, **kwargs)
         except ValueError as e:  # DatasetError

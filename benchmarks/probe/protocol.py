@@ -1,14 +1,23 @@
-"""The dense-probing protocol as one typed, hashable config.
+"""The dense-probing protocol as one typed config, with one hashable protocol per task.
 
-Every knob that changes a probe's numbers lives in :class:`ProbeProtocol`; ``protocol_id`` hashes
-all of them (canonical JSON, SHA-256), and every result record carries that id, so results made
-under different protocols are never ranked together.
+Every knob that changes a probe's numbers lives in :class:`ProbeProtocol`. Each task has its own
+protocol id: :meth:`ProbeProtocol.task_protocol` is the part of the protocol that task's numbers
+depend on (the shared fields, that task's settings, and the knobs its read-out reads:
+:data:`SHARED_FIELDS`, :data:`READOUT_FIELDS`, ``TaskSettings.BODY_ONLY_FIELDS``), and
+:meth:`ProbeProtocol.protocol_id` hashes it (canonical JSON, SHA-256). Every result record carries
+its task's id and stores that part as its ``config["protocol"]``, so results made under different
+protocols are never ranked together, and a change to one task's knob leaves the other tasks' ids
+(and records) as they are.
 
 Example:
     >>> from benchmarks.probe.protocol import ProbeProtocol
     >>> p = ProbeProtocol()
-    >>> p.protocol_id().startswith("probe-")
+    >>> p.protocol_id("seg").startswith("probe-")
     True
+    >>> p.replace(tasks={"pose": {"sigma": 3.0}}).protocol_id("seg") == p.protocol_id("seg")
+    True
+    >>> "lr" in p.task_protocol("seg"), "lr" in body_protocol().task_protocol("seg")
+    (False, True)
     >>> p.tapped_layers(12)
     [2, 5, 8, 11]
 """
@@ -20,9 +29,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks.probe.settings import TaskSettings
+from benchmarks.probe.tasks import probe_task_class, probe_task_names
 from sapiens2.errors import UnknownNameError
 from sapiens2.records.integrity import protocol_id
-from sapiens2.tasks import task_names
 
 PROTOCOL_VERSION = 4
 _DTYPE_CHOICES = {
@@ -32,100 +42,23 @@ _DTYPE_CHOICES = {
 }
 
 
-@dataclass(frozen=True)
-class TaskSettings:
-    """Per-task decoder, output resolution and loss (the base of every task's settings).
+def settings_class(name: str) -> type[TaskSettings]:
+    """The settings class task ``name`` registered (``ProbeTask.settings_class``).
 
-    Args:
-        decoder: ``"linear"`` (the closed-form ridge shortcut alone: a 1x1 map from the tapped
-            features to ``out * R^2`` channels + PixelShuffle(R), nothing trained) or
-            ``"pixelshuffle"`` (that shortcut plus a trained body on its residual: 1x1 reduction,
-            conv3x3 + PixelShuffle(2) stages to the stage stride, a zero-initialised prediction conv).
-        output_stride: stride of the decoder output w.r.t. the input (pose heatmaps are at this stride;
-            dense predictions are bilinearly resized from it to the full target size).
-        loss: name of a loss registered for the task (:mod:`benchmarks.probe.losses`).
-        loss_weights: weights of the loss terms, by term name (a term left out keeps the loss's
-            default weight; an unknown term is an error).
+    Raises:
+        UnknownNameError: no probe task of that name is registered.
     """
-
-    decoder: str = "linear"
-    output_stride: int = 4
-    loss: str = ""
-    loss_weights: dict = field(default_factory=dict)
+    return probe_task_class(name).settings_class
 
 
-@dataclass(frozen=True)
-class PoseSettings(TaskSettings):
-    """Pose settings: the UDP heatmap codec.
+def default_task_settings(decoder: str = "linear") -> dict[str, TaskSettings]:
+    """Every registered probe task's default settings (its settings class's defaults) with ``decoder``.
 
-    Args:
-        sigma: UDP Gaussian sigma in heatmap pixels.
-        blur_kernel: UDP decoding blur kernel.
+    ``decoder="linear"`` is the closed-form linear probe (v4's headline, nothing trained); the losses
+    and the body's knobs apply to ``decoder="pixelshuffle"`` (the body-trained variant,
+    :func:`body_protocol`).
     """
-
-    sigma: float = 2.0
-    blur_kernel: int = 11
-
-
-@dataclass(frozen=True)
-class SegSettings(TaskSettings):
-    """Segmentation settings.
-
-    Args:
-        logit_margin: the shortcut regresses the one-hot labels times this margin.
-    """
-
-    logit_margin: float = 10.0
-
-
-@dataclass(frozen=True)
-class PointmapSettings(TaskSettings):
-    """Pointmap settings.
-
-    Args:
-        canonical_focal_length: pointmaps are compared in camera coordinates scaled by ``f_c / fx``.
-    """
-
-    canonical_focal_length: float = 768.0
-
-
-# the settings class of each task (its own knobs nest there, never at the protocol's top level)
-TASK_SETTINGS: dict[str, type[TaskSettings]] = {
-    "pose": PoseSettings,
-    "seg": SegSettings,
-    "normal": TaskSettings,
-    "pointmap": PointmapSettings,
-    "albedo": TaskSettings,
-}
-# In the task table's order.
-TASKS = tuple(name for name in task_names() if name in TASK_SETTINGS)
-
-
-def _default_tasks(decoder: str = "linear") -> dict[str, TaskSettings]:
-    """Every task's default settings with ``decoder`` (v4: the closed-form linear probe).
-
-    The losses and the body's knobs apply to ``decoder="pixelshuffle"`` (the body-trained variant,
-    :func:`body_protocol`); the linear probe trains nothing.
-    """
-    return {
-        "pose": PoseSettings(decoder=decoder, loss="heatmap_mse", loss_weights={"mse": 1000.0}),
-        # dense tasks: conv stages to stride 4, then a PixelShuffle(4) head to full resolution
-        "seg": SegSettings(
-            decoder=decoder, output_stride=1, loss="cross_entropy_dice", loss_weights={"ce": 1.0, "dice": 0.5}
-        ),
-        "normal": TaskSettings(
-            decoder=decoder, output_stride=1, loss="cosine_l1", loss_weights={"cos": 1.0, "l1": 1.0}
-        ),
-        "pointmap": PointmapSettings(
-            decoder=decoder,
-            output_stride=1,
-            loss="pointmap_l1_grad_scale",
-            loss_weights={"l1": 1.0, "grad": 1.0, "scale": 1.0},
-        ),
-        "albedo": TaskSettings(
-            decoder=decoder, output_stride=1, loss="l1_grad", loss_weights={"l1": 1.0, "grad": 1.0}
-        ),
-    }
+    return {name: settings_class(name)(decoder=decoder) for name in probe_task_names()}
 
 
 def task_settings(name: str, value) -> TaskSettings:
@@ -134,9 +67,7 @@ def task_settings(name: str, value) -> TaskSettings:
     Raises:
         UnknownNameError: an unknown task, or a key the task's settings do not have.
     """
-    if name not in TASK_SETTINGS:
-        raise UnknownNameError("probe task", name, TASKS)
-    cls = TASK_SETTINGS[name]
+    cls = settings_class(name)
     if isinstance(value, TaskSettings):
         if type(value) is not cls:
             raise ValueError(f"protocol.tasks[{name!r}]: expected {cls.__name__}, got {type(value).__name__}")
@@ -215,7 +146,7 @@ class ProbeProtocol:
     decoder_min_channels: int = 32
     decoder_stage_stride: int = 4
     loss_stride: int = 2
-    tasks: dict = field(default_factory=_default_tasks)
+    tasks: dict = field(default_factory=default_task_settings)
     shortcut: str = "ridge"
     ridge_alphas: tuple = tuple(10.0**k for k in range(-9, 4))
     ridge_holdout_every: int = 4
@@ -294,13 +225,33 @@ class ProbeProtocol:
         """Plain JSON-ready dict of every field (tuples as lists)."""
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
-    def protocol_id(self) -> str:
-        """``probe-v<version>-<12 hex>``: SHA-256 of the canonical JSON of every field.
+    def task_protocol(self, name: str) -> dict[str, Any]:
+        """The part of the protocol task ``name``'s numbers depend on, as a JSON-ready dict.
+
+        The shared fields (:data:`SHARED_FIELDS`), the fields the task's read-out reads
+        (:data:`READOUT_FIELDS` of its decoder) and ``tasks`` holding that task's settings alone
+        (without ``BODY_ONLY_FIELDS`` for the linear read-out). It is a valid protocol dict:
+        ``ProbeProtocol.from_dict(view).task_protocol(name) == view`` (the fields left out are
+        read by nothing that runs), and records store it as their ``config["protocol"]``.
+        """
+        settings = self.task(name)
+        d = self.to_dict()
+        view = {k: d[k] for k in (*SHARED_FIELDS, *READOUT_FIELDS[settings.decoder])}
+        body_only = settings.BODY_ONLY_FIELDS if settings.decoder == "linear" else ()
+        view["tasks"] = {name: {k: v for k, v in d["tasks"][name].items() if k not in body_only}}
+        return view
+
+    def protocol_id(self, task: str) -> str:
+        """``probe-v<version>-<12 hex>``: SHA-256 of the canonical JSON of :meth:`task_protocol`.
 
         The formula lives in :func:`sapiens2.records.integrity.protocol_id`, which record validation uses
         to check the id a record stores against the protocol dict in its config.
         """
-        return protocol_id("probe", self.version, self.to_dict())
+        return protocol_id("probe", self.version, self.task_protocol(task))
+
+    def protocol_ids(self) -> dict[str, str]:
+        """Every task's protocol id, by task name (in the protocol's order)."""
+        return {name: self.protocol_id(name) for name in self.tasks}
 
     def replace(self, **changes) -> ProbeProtocol:
         """A copy with ``changes`` applied.
@@ -344,14 +295,14 @@ def body_protocol() -> ProbeProtocol:
     Not the headline: on the synthetic split the body learns the tasks from random features about
     as well as from pretrained ones (docs/probing.md, "Validity"). Its own protocol id.
     """
-    return ProbeProtocol(tasks=_default_tasks("pixelshuffle"))
+    return ProbeProtocol(tasks=default_task_settings("pixelshuffle"))
 
 
 def quick_protocol() -> ProbeProtocol:
     """A much cheaper protocol for tests (different ``protocol_id``; never ranked with the default)."""
     return ProbeProtocol(
         input_size=(64, 48),
-        tasks=_default_tasks("pixelshuffle"),
+        tasks=default_task_settings("pixelshuffle"),
         bootstrap_resamples=200,
         iterations=30,
         batch_size=4,
@@ -361,3 +312,37 @@ def quick_protocol() -> ProbeProtocol:
         max_train_samples=8,
         max_test_samples=4,
     )
+
+
+# What each task's protocol id covers (every field of ProbeProtocol is in exactly one group; checked
+# below). Shared: the input policy, the backbone's precision and taps, the interval and the splits.
+SHARED_FIELDS = (
+    "version", "input_size", "padding", "num_tapped_layers", "cls_concat", "augmentation", "feature_dtype",
+    "backbone_dtype", "interval_level", "bootstrap_resamples", "bootstrap_seed", "train_split", "test_split",
+    "max_train_samples", "max_test_samples", "holdout_every",
+)
+# The closed-form shortcut's knobs (both read-outs fit it; the oracle's features are laid out at
+# the stage stride) and those only a trained body reads (optimiser, schedule, widths, loss grid).
+_SHORTCUT_FIELDS = (
+    "shortcut", "ridge_alphas", "ridge_holdout_every", "ridge_product_dtype", "decoder_stage_stride",
+)
+_BODY_FIELDS = (
+    "decoder_channels", "decoder_min_channels", "loss_stride", "optimizer", "lr", "weight_decay", "betas",
+    "schedule", "warmup_iters", "min_lr_ratio", "iterations", "batch_size", "grad_clip",
+)
+# by ``TaskSettings.decoder``: the top-level fields that read-out reads
+READOUT_FIELDS = {"linear": _SHORTCUT_FIELDS, "pixelshuffle": (*_SHORTCUT_FIELDS, *_BODY_FIELDS)}
+
+
+def _check_field_groups() -> None:
+    grouped = [*SHARED_FIELDS, *_SHORTCUT_FIELDS, *_BODY_FIELDS, "tasks"]
+    fields = [f.name for f in dataclasses.fields(ProbeProtocol)]
+    if sorted(grouped) != sorted(fields):
+        raise RuntimeError(
+            "benchmarks.probe.protocol: every ProbeProtocol field must be in exactly one of SHARED_FIELDS, "
+            f"_SHORTCUT_FIELDS, _BODY_FIELDS (ungrouped: {sorted(set(fields) - set(grouped))}, "
+            f"unknown or twice: {sorted(k for k in set(grouped) if grouped.count(k) != fields.count(k))})"
+        )
+
+
+_check_field_groups()

@@ -52,7 +52,7 @@ def run_identity(protocol_id: str, data: dict, backbone: dict, task: str, seed: 
     """The JSON-ready identity of one (protocol, data, backbone, task, seed) run.
 
     Args:
-        protocol_id: ``ProbeProtocol.protocol_id()``.
+        protocol_id: the task's ``ProbeProtocol.protocol_id(task)``.
         data: content hashes of the splits used, e.g. ``{"train": ..., "test": ...}``.
         backbone: the resolved backbone config and its weights hash
             (``{"spec": ..., "weights_sha256": ...}``).

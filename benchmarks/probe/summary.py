@@ -1,5 +1,9 @@
-"""The terminal table of probe records: one row per (backbone, protocol), the probe's headline metric
-of every task with its 95% interval and the number of test images.
+"""The terminal table of probe records: one row per backbone (and protocol), the probe's headline
+metric of every task with its 95% interval and the number of test images.
+
+Each task has its own protocol id, so a row holds one record per task and its protocol column
+lists the row's ids (their hashes, in the tasks' order, when they differ); a backbone probed under
+several protocols of a task gets a row per protocol.
 
 Example:
     >>> rec = {"model": {"name": "pixels"}, "task": "seg", "seeds": [0], "metrics": {"mIoU": 4.4},
@@ -28,19 +32,39 @@ def _pick(records: list[Record]) -> dict[tuple[str, str, str], RecordView]:
     return out
 
 
+def _rows(picked: dict, tasks) -> list[tuple[str, dict[str, str]]]:
+    """``(backbone, {task: protocol id})`` per row: the k-th protocol of each task of a backbone."""
+    ids: dict[str, dict[str, list[str]]] = {}
+    for model, pid, task in picked:
+        if task in tasks:
+            ids.setdefault(model, {}).setdefault(task, []).append(pid)
+    return [(model, {t: v[k] for t, v in per_task.items() if k < len(v)})
+            for model, per_task in ids.items() for k in range(max(map(len, per_task.values())))]
+
+
+def _protocol_label(ids: list[str]) -> str:
+    """One id as it is; several: their shared ``probe-v<N>`` and the hashes joined by ``/``."""
+    distinct = list(dict.fromkeys(ids))
+    if len(distinct) == 1:
+        return distinct[0]
+    prefixes = {i.rsplit("-", 1)[0] for i in distinct}
+    if len(prefixes) == 1:
+        return f"{prefixes.pop()} " + "/".join(i.rsplit("-", 1)[-1] for i in ids)
+    return "/".join(ids)
+
+
 def summary_table(records: list[Record], tasks) -> str:
     """Rows of backbones x the probe headline of each of ``tasks``: ``value [low, high] n=N``.
 
     A cell without an interval shows the value alone; a missing record shows ``-``.
     """
     picked = _pick(records)
-    rows = list(dict.fromkeys((m, p) for m, p, _ in picked))
     header = ["backbone", "protocol"] + [f"{t} {PROBE_HEADLINE[t].label} [95% CI]" for t in tasks]
     table = [header]
-    for model, pid in rows:
-        cells = [model, pid]
+    for model, pids in _rows(picked, tasks):
+        cells = [model, _protocol_label([pids[t] for t in tasks if t in pids])]
         for t in tasks:
-            rec = picked.get((model, pid, t))
+            rec = picked.get((model, pids[t], t)) if t in pids else None
             if rec is None:
                 cells.append("-")
                 continue

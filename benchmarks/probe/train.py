@@ -145,7 +145,7 @@ def train_decoder(
         shortcut: a shortcut fitted by :func:`fit_task_shortcut` on these features (fitted here when None).
         run: what identifies this training run (:func:`benchmarks.probe.runkey.run_identity`: protocol
             id, data, backbone and weights, task, seed); a checkpoint is resumed only when it was
-            written for the same one (default: ``{"protocol_id": ...}`` alone), otherwise it is
+            written for the same one (default: the task's ``{"protocol_id": ...}`` alone), otherwise it is
             ignored with a message.
 
     Returns:
@@ -169,7 +169,7 @@ def train_decoder(
         }
     base = None if shortcut is None else precompute(shortcut, task, features, protocol)
     opt = build_optimizer(decoder.parameters(), protocol)
-    run = dict(run) if run is not None else {"protocol_id": protocol.protocol_id()}
+    run = dict(run) if run is not None else {"protocol_id": protocol.protocol_id(task.name)}
     start = 0
     if ckpt_path is not None and Path(ckpt_path).is_file():
         state = torch.load(ckpt_path, map_location=features.feats.device, weights_only=True)
@@ -222,7 +222,7 @@ def train_decoder(
                 "decoder": decoder.state_dict(),
                 "optimizer": opt.state_dict(),
                 "iteration": done,
-                "protocol_id": protocol.protocol_id(),
+                "protocol_id": protocol.protocol_id(task.name),
                 "run": run,
             }
             atomic_write(ckpt_path, lambda tmp, s=state: torch.save(s, tmp))

@@ -232,12 +232,15 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
     from evaluators.runner import run_evaluation
     from sapiens2.datasets.split import open_split, split_info
     from sapiens2.records.results import dataset_content_hash, make_record, write_record
+    from sapiens2.tasks import get_task
 
     input_size = tuple(input_size or official_input(job.size))
     t0 = time.perf_counter()
     model = build_task_model(job, arch_settings, input_size).to(device)
     load_s = time.perf_counter() - t0
-    kwargs = {"input_size": (input_size[1], input_size[0])} if job.task == "pose" else {}
+    # a keypoint task's reader cuts top-down crops at the input size
+    crops = get_task(job.task).feed.kind == "keypoints"
+    kwargs = {"input_size": (input_size[1], input_size[0])} if crops else {}
     dataset = open_split(data_root, job.task, **kwargs)
     n = len(dataset) if not max_samples else min(max_samples, len(dataset))
     ev_kwargs, pred_map = vocabulary_adapter(job.task, dataset)

@@ -101,7 +101,7 @@ def main(argv=None) -> int:
                      "stages_s": stages, "tasks": rows})
         print(json.dumps(runs[-1]), flush=True)
     result = {
-        "protocol_id": protocol.protocol_id(),
+        "protocol_ids": protocol.protocol_ids(),
         "split": str(data),
         "n_images": args.n,
         "size": [h, w],

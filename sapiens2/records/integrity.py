@@ -9,9 +9,12 @@ A result record carries two hashes, both SHA-256 over canonical JSON (sorted key
 
 A probe's ``protocol_id`` is derived from the protocol dict stored in ``config["protocol"]``
 (:func:`protocol_id`); it is recomputed on read, so a record cannot be moved to another protocol's
-table by editing its id. These checks catch accidents (a hand edit, a merge gone wrong, a file
-copied over another); they are no defence against an attacker, who can recompute the hashes with
-this very code.
+table by editing its id. A record stores its own task's protocol (``ProbeProtocol.task_protocol``:
+``tasks`` holds that task alone), so the id it carries is its task's; records of protocol v4 and
+older may store the whole protocol of every task, hashed as one.
+
+These checks catch accidents (a hand edit, a merge gone wrong, a file copied over another); they
+are no defence against an attacker, who can recompute the hashes with this very code.
 
 Example:
     >>> protocol_id("probe", 3, {"version": 3, "lr": 0.001})
@@ -28,6 +31,9 @@ import re
 from typing import Any
 
 RECORD_HASH_FIELD = "record_hash"
+# the last probe protocol version whose records may store (and hash) the protocol of every task; its
+# records are read as they were written (the id is checked against whatever protocol they store)
+LAST_WHOLE_PROTOCOL_VERSION = 4
 _PROBE_ID = re.compile(r"^probe-v(\d+)-[0-9a-f]{12}$")
 
 
@@ -46,7 +52,7 @@ def canonical_json(obj: Any) -> bytes:
 def protocol_id(kind_prefix: str, version: int, protocol: dict) -> str:
     """``<kind_prefix>-v<version>-`` + the first 12 hex digits of SHA-256 over the protocol's canonical JSON.
 
-    The one formula for probe protocol ids: ``ProbeProtocol.protocol_id()`` calls it, and record
+    The one formula for probe protocol ids: ``ProbeProtocol.protocol_id(task)`` calls it, and record
     validation calls it again on the protocol dict a record stores.
 
     Args:
@@ -111,6 +117,12 @@ def check_protocol_id(record: dict) -> list[str]:
     if str(version) != m.group(1):
         problems.append(f"record.protocol.protocol_id: {pid!r} names version {m.group(1)} but "
                         f"config.protocol.version is {version!r}")
+        return problems
+    tasks = stored.get("tasks")
+    own = not isinstance(tasks, dict) or list(tasks) == [record["task"]]
+    if int(version) > LAST_WHOLE_PROTOCOL_VERSION and not own:
+        problems.append(f"record.config.protocol.tasks: {sorted(tasks)}, but a {record['task']} record "
+                        f"of protocol v{version} stores its own task's protocol alone")
         return problems
     expected = protocol_id("probe", version, stored)
     if expected != pid:

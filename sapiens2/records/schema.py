@@ -14,8 +14,12 @@ Bump ``SCHEMA_VERSION`` on any incompatible change and keep reading the older ve
 ``SUPPORTED_VERSIONS`` lists (version 1 records have no ``record_hash``; edits to them other than
 to ``config`` cannot be detected).
 
+The file names no task: a record's ``task`` is checked against the task table when it is
+validated (so a task registered by a plug-in is valid), and :func:`result_schema` is the file with
+the registered tasks as the field's enum (what ``sapiens2-bench leaderboard schema`` publishes).
+
 Example:
-    >>> RESULT_SCHEMA["properties"]["task"]["enum"]
+    >>> result_schema()["properties"]["task"]["enum"]
     ['pose', 'seg', 'normal', 'pointmap', 'albedo']
 """
 
@@ -35,7 +39,6 @@ SCHEMA_ID = "sapiens2-bench/result"
 SCHEMA_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 SCHEMA_FILE = Path(__file__).with_name("result.schema.json")
-TASKS = task_names()
 PROTOCOL_KINDS = ("eval", "probe")
 
 
@@ -45,6 +48,13 @@ def _load_schema() -> dict[str, Any]:
 
 
 RESULT_SCHEMA: dict[str, Any] = _load_schema()
+
+
+def result_schema() -> dict[str, Any]:
+    """The published schema: the file with the task table's tasks (as now registered) as ``task``'s enum."""
+    schema = json.loads(json.dumps(RESULT_SCHEMA))
+    schema["properties"]["task"]["enum"] = list(task_names())
+    return schema
 
 
 @lru_cache(maxsize=1)
@@ -166,6 +176,8 @@ def validate(record: Any) -> list[str]:
         return [f"record: not plain JSON ({e})"]
     if config_hash(record["config"]) != record["config_hash"]:
         errors.append("record.config_hash: does not match the SHA-256 of record.config (edited config?)")
+    if record["task"] not in task_names():
+        errors.append(f"record.task: {record['task']!r} is not one of {list(task_names())} (the task table)")
     errors += check_protocol_id(record)
     missing = set(record.get("metrics_std") or {}) - set(record["metrics"])
     if missing:

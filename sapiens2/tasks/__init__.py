@@ -1,12 +1,19 @@
 """The task table: one module per task, each registering a :class:`TaskSpec` (see ``spec.py``).
 
+Every module of this folder is imported here (nothing lists them); each registers its spec and
+sets ``ORDER``, its place in the display order everywhere (CLI choices, tables). A plug-in task
+registers its spec with :func:`register_task` from anywhere and comes after these.
+
 Example:
-    >>> from sapiens2.tasks import get_task
+    >>> from sapiens2.tasks import get_task, task_names
     >>> get_task("seg").evaluator
     'SegEvaluator'
+    >>> task_names()
+    ('pose', 'seg', 'normal', 'pointmap', 'albedo')
 """
 
 import importlib
+import pkgutil
 
 from sapiens2.tasks.spec import (
     Feed,
@@ -14,13 +21,16 @@ from sapiens2.tasks.spec import (
     all_tasks,
     get_task,
     register_task,
+    sort_tasks,
     task_names,
     unregister_task,
 )
 
-# The registration: one module per task. This order is the display order everywhere (CLI choices,
-# tables); a module registers its spec when imported.
-for _module in ("pose", "seg", "normal", "pointmap", "albedo"):
-    importlib.import_module(f"{__name__}.{_module}")
+_ORDER = {}
+for _info in pkgutil.iter_modules(__path__):
+    if _info.name != "spec":
+        _module = importlib.import_module(f"{__name__}.{_info.name}")
+        _ORDER[_module.SPEC.name] = _module.ORDER
+sort_tasks(lambda name: _ORDER.get(name, float("inf")))
 
 __all__ = ["Feed", "TaskSpec", "all_tasks", "get_task", "register_task", "task_names", "unregister_task"]

@@ -2,6 +2,8 @@
 
 from sapiens2.tasks.spec import Feed, TaskSpec, register_task
 
+ORDER = 4  # place in the display order
+
 SPEC = register_task(TaskSpec(
     name="albedo", dataset="AlbedoDataset", estimator="AlbedoEstimator", head="AlbedoHead",
     evaluator="AlbedoEvaluator", feed=Feed("dense", gt_key="albedo", mask_key="mask"),

@@ -2,6 +2,8 @@
 
 from sapiens2.tasks.spec import Feed, TaskSpec, register_task
 
+ORDER = 2  # place in the display order
+
 SPEC = register_task(TaskSpec(
     name="normal", dataset="NormalDataset", estimator="NormalEstimator", head="NormalHead",
     evaluator="NormalEvaluator", feed=Feed("dense", gt_key="normal", mask_key="mask"),

@@ -2,6 +2,8 @@
 
 from sapiens2.tasks.spec import Feed, TaskSpec, register_task
 
+ORDER = 3  # place in the display order
+
 SPEC = register_task(TaskSpec(
     name="pointmap", dataset="PointmapDataset", estimator="PointmapEstimator", head="PointmapHead",
     evaluator="PointmapEvaluator", feed=Feed("dense", gt_key="pointmap_canonical", mask_key="mask"),

@@ -2,6 +2,8 @@
 
 from sapiens2.tasks.spec import Feed, TaskSpec, register_task
 
+ORDER = 0  # place in the display order
+
 SPEC = register_task(TaskSpec(
     name="pose", dataset="PoseTopdownDataset", estimator="PoseTopdownEstimator", head="PoseHeatmapHead",
     official_config_task="keypoints308", evaluator="PoseEvaluator", feed=Feed("keypoints", "keypoints_image"),

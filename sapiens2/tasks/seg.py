@@ -2,6 +2,8 @@
 
 from sapiens2.tasks.spec import Feed, TaskSpec, register_task
 
+ORDER = 1  # place in the display order
+
 SPEC = register_task(TaskSpec(
     name="seg", dataset="SegDataset", estimator="SegEstimator", head="SegHead", evaluator="SegEvaluator",
     feed=Feed("labels", gt_key="label"), prediction_key="labels", headline="mIoU",

@@ -5,8 +5,9 @@ task" loops over :func:`task_names` / :func:`get_task` instead of listing the ta
 live in upper layers (the evaluators) are named by their registered type name, never by module
 path: ``evaluator="SegEvaluator"`` is looked up in ``evaluators.registry.EVALUATORS``.
 
-Adding a task = one module in this folder that calls :func:`register_task`, plus its import in
-``sapiens2/tasks/__init__.py`` (or a call of :func:`register_task` from anywhere, e.g. a plug-in).
+Adding a task = one module in this folder that calls :func:`register_task` and sets ``ORDER`` (the
+package imports every module of the folder), or a call of :func:`register_task` from anywhere (a
+plug-in).
 
 Example:
     >>> from sapiens2.tasks import get_task, task_names
@@ -137,6 +138,13 @@ def register_task(spec: TaskSpec, *, replace: bool = False) -> TaskSpec:
 def unregister_task(name: str) -> None:
     """Remove a task from the table (tests that register a toy task clean up with this)."""
     _TABLE.pop(name, None)
+
+
+def sort_tasks(key) -> None:
+    """Reorder the table by ``key(name)`` (stable): the package sets its modules' display order."""
+    items = sorted(_TABLE.items(), key=lambda item: key(item[0]))
+    _TABLE.clear()
+    _TABLE.update(items)
 
 
 def task_names(dense: bool | None = None) -> tuple[str, ...]:

@@ -1,30 +1,67 @@
-"""The probing tasks, one small module each (targets, loss, evaluator adapter, oracle features).
+"""The probing tasks, one small module each (settings, targets, loss, evaluator adapter, oracle features).
 
-Every task of the task table (``sapiens2.tasks``) has a probe task here; a task without one is
-reported by :func:`build_task` (and by the contract test in ``tests/test_task_table.py``).
+Every module of this folder is imported here, and each registers its :class:`ProbeTask` subclass
+(with its own settings class and defaults) in :data:`benchmarks.probe.registry.PROBE_TASKS`; a
+plug-in registers its task the same way from anywhere. Nothing lists the tasks: they are the tasks
+of the task table (``sapiens2.tasks``, in its order) that have a registered probe task. A task of
+the table without one is reported by the contract test in ``tests/test_task_table.py``.
+
+Example:
+    >>> from benchmarks.probe.tasks import probe_task_class, probe_task_names
+    >>> probe_task_names()
+    ('pose', 'seg', 'normal', 'pointmap', 'albedo')
+    >>> probe_task_class("pose").settings_class().sigma
+    2.0
 """
 
 from __future__ import annotations
 
-from benchmarks.probe.tasks.albedo import AlbedoTask
-from benchmarks.probe.tasks.base import ProbeTask
-from benchmarks.probe.tasks.normal import NormalTask
-from benchmarks.probe.tasks.pointmap import PointmapTask
-from benchmarks.probe.tasks.pose import PoseTask
-from benchmarks.probe.tasks.seg import SegTask
+import importlib
+import pkgutil
+
+from benchmarks.probe.registry import PROBE_TASKS
+from benchmarks.probe.tasks.base import ProbeTask, register_probe_task, unregister_probe_task
 from sapiens2.errors import UnknownNameError
 from sapiens2.tasks import task_names
 
-_PROBE_CLASSES = {t.name: t for t in (PoseTask, SegTask, NormalTask, PointmapTask, AlbedoTask)}
-# In the task table's order; only tasks of the table.
-TASK_CLASSES = {name: _PROBE_CLASSES[name] for name in task_names() if name in _PROBE_CLASSES}
+for _module in pkgutil.iter_modules(__path__):
+    if _module.name != "base":
+        importlib.import_module(f"{__name__}.{_module.name}")
+
+
+def probe_task_names() -> tuple[str, ...]:
+    """Names of the tasks the probe can run: the task table's tasks with a registered probe task."""
+    PROBE_TASKS.import_from_location()
+    return tuple(name for name in task_names() if name in PROBE_TASKS.module_dict)
+
+
+def probe_task_class(name: str) -> type[ProbeTask]:
+    """The registered :class:`ProbeTask` subclass of task ``name``.
+
+    Raises:
+        UnknownNameError: not a task of the table with a registered probe task.
+    """
+    if name not in probe_task_names():
+        raise UnknownNameError("probe task", name, probe_task_names())
+    return PROBE_TASKS.module_dict[name]
+
+
+def task_classes() -> dict[str, type[ProbeTask]]:
+    """Every probe task class by name, in the task table's order."""
+    return {name: PROBE_TASKS.module_dict[name] for name in probe_task_names()}
 
 
 def build_task(name: str, protocol) -> ProbeTask:
     """The task object for ``name`` under ``protocol``."""
-    if name not in TASK_CLASSES:
-        raise UnknownNameError("probe task", name, TASK_CLASSES)
-    return TASK_CLASSES[name](protocol)
+    return probe_task_class(name)(protocol)
 
 
-__all__ = ["ProbeTask", "TASK_CLASSES", "build_task"]
+__all__ = [
+    "ProbeTask",
+    "build_task",
+    "probe_task_class",
+    "probe_task_names",
+    "register_probe_task",
+    "task_classes",
+    "unregister_probe_task",
+]

@@ -2,24 +2,39 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 
 from benchmarks.probe.losses import register_loss
+from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     ProbeTask,
     gradient_l1,
     loss_grid,
     per_sample_masked_mean,
+    register_probe_task,
     resize_to,
     subsample,
 )
 from evaluators.albedo import AlbedoEvaluator
 
 
+@dataclass(frozen=True)
+class AlbedoSettings(TaskSettings):
+    """Albedo settings: full resolution, L1 + gradient L1."""
+
+    output_stride: int = 1
+    loss: str = "l1_grad"
+    loss_weights: dict = field(default_factory=lambda: {"l1": 1.0, "grad": 1.0})
+
+
+@register_probe_task
 class AlbedoTask(ProbeTask):
     """Diffuse albedo in [0, 1], scored by ``AlbedoEvaluator`` on the GT mask."""
 
     name = "albedo"
+    settings_class = AlbedoSettings
     out_channels = 3
     required_keys = ("albedo", "mask")
 

@@ -1,6 +1,9 @@
-"""What a probing task defines: targets, loss, oracle features and the evaluator adapter.
+"""What a probing task defines: settings, targets, loss, oracle features and the evaluator adapter.
 
-Each task is a small :class:`ProbeTask` subclass in its own module. Losses are means over samples of
+Each task is a small :class:`ProbeTask` subclass in its own module, registered with
+:func:`register_probe_task` together with its settings class (a
+:class:`~benchmarks.probe.protocol.TaskSettings` subclass whose field defaults are the task's
+defaults). Losses are means over samples of
 per-sample means, so that DDP's gradient averaging over equal per-rank batches equals the
 single-process gradient of the global batch.
 """
@@ -11,6 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.losses import get_loss
+from benchmarks.probe.registry import PROBE_TASKS
+from benchmarks.probe.settings import TaskSettings
 
 
 def per_sample_masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -74,16 +79,23 @@ def subsample(t: torch.Tensor, stride: int, offset: tuple[int, int] | None = Non
 
 
 class ProbeTask:
-    """Base class of the five probing tasks.
+    """Base class of the probing tasks.
 
     Attributes:
-        name: task name.
+        name: task name (a task of the task table, ``sapiens2.tasks``).
+        settings_class: the task's :class:`~benchmarks.probe.protocol.TaskSettings` subclass; its
+            field defaults are the task's default settings (decoder, output stride, loss and weights,
+            the task's own knobs).
+        crops: True when the samples are fixed-size crops at the protocol's ``input_size`` (pose's
+            top-down crops); False: whole images, resized to it.
         out_channels: maps the decoder predicts.
         global_channels: scalars the decoder predicts from pooled features (0: none).
         required_keys: sample keys the task needs (checked before any training).
     """
 
     name = ""
+    settings_class: type[TaskSettings] = TaskSettings
+    crops = False
     out_channels = 0
     global_channels = 0
     required_keys: tuple = ()
@@ -164,3 +176,24 @@ class ProbeTask:
         """
         glob = self.global_targets(tgt)
         return self.linear_targets(tgt).float(), None if glob is None else glob.float(), self.oracle_patch
+
+
+def register_probe_task(cls: type[ProbeTask]) -> type[ProbeTask]:
+    """Class decorator: register a :class:`ProbeTask` subclass under its ``name`` in ``PROBE_TASKS``.
+
+    Raises:
+        ValueError: no name, or a settings class that is not a ``TaskSettings`` subclass.
+        KeyError: a probe task of that name is registered already (mmengine's message).
+    """
+    if not cls.name:
+        raise ValueError(f"probe task class {cls.__name__}: empty name")
+    if not (isinstance(cls.settings_class, type) and issubclass(cls.settings_class, TaskSettings)):
+        raise ValueError(f"probe task {cls.name!r}: settings_class must be a TaskSettings subclass, "
+                         f"got {cls.settings_class!r}")
+    PROBE_TASKS.register_module(name=cls.name, module=cls)
+    return cls
+
+
+def unregister_probe_task(name: str) -> None:
+    """Remove a probe task from the registry (tests that register a toy task clean up with this)."""
+    PROBE_TASKS.module_dict.pop(name, None)

@@ -2,18 +2,38 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.losses import register_loss
-from benchmarks.probe.tasks.base import ProbeTask, loss_grid, per_sample_masked_mean, subsample
+from benchmarks.probe.settings import TaskSettings
+from benchmarks.probe.tasks.base import (
+    ProbeTask,
+    loss_grid,
+    per_sample_masked_mean,
+    register_probe_task,
+    subsample,
+)
 from evaluators.normal import NormalEvaluator
 
 
+@dataclass(frozen=True)
+class NormalSettings(TaskSettings):
+    """Normal settings: full resolution, (1 - cos) + L1."""
+
+    output_stride: int = 1
+    loss: str = "cosine_l1"
+    loss_weights: dict = field(default_factory=lambda: {"cos": 1.0, "l1": 1.0})
+
+
+@register_probe_task
 class NormalTask(ProbeTask):
     """Camera-frame unit normals, scored by ``NormalEvaluator`` on the GT mask."""
 
     name = "normal"
+    settings_class = NormalSettings
     out_channels = 3
     required_keys = ("normal", "mask")
 

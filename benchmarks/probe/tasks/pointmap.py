@@ -8,24 +8,44 @@ and ``log s``. The decoder predicts ``P~`` (3 maps) and ``log s`` (global branch
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 
 from benchmarks.probe.losses import register_loss
+from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     ProbeTask,
     gradient_l1,
     loss_grid,
     per_sample_masked_mean,
+    register_probe_task,
     resize_to,
     subsample,
 )
 from evaluators.pointmap import PointmapEvaluator
 
 
+@dataclass(frozen=True)
+class PointmapSettings(TaskSettings):
+    """Pointmap settings: full resolution, L1 + gradient L1 + scale.
+
+    Args:
+        canonical_focal_length: pointmaps are compared in camera coordinates scaled by ``f_c / fx``.
+    """
+
+    output_stride: int = 1
+    loss: str = "pointmap_l1_grad_scale"
+    loss_weights: dict = field(default_factory=lambda: {"l1": 1.0, "grad": 1.0, "scale": 1.0})
+    canonical_focal_length: float = 768.0
+
+
+@register_probe_task
 class PointmapTask(ProbeTask):
     """Canonical pointmap and scale."""
 
     name = "pointmap"
+    settings_class = PointmapSettings
     out_channels = 3
     global_channels = 1
     required_keys = ("pointmap", "mask", "K")

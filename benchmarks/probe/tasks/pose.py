@@ -7,19 +7,40 @@ crop coordinates (one crop = one image; the OKS area is the GT area scaled into 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import torch
 
 from benchmarks.probe.losses import register_loss
-from benchmarks.probe.tasks.base import ProbeTask
+from benchmarks.probe.settings import TaskSettings
+from benchmarks.probe.tasks.base import ProbeTask, register_probe_task
 from evaluators.pose.evaluator import PoseEvaluator
 from sapiens2.codecs.udp import udp_decode, udp_encode
 
 
+@dataclass(frozen=True)
+class PoseSettings(TaskSettings):
+    """Pose settings: heatmaps at stride 4, the UDP heatmap codec.
+
+    Args:
+        sigma: UDP Gaussian sigma in heatmap pixels.
+        blur_kernel: UDP decoding blur kernel.
+    """
+
+    loss: str = "heatmap_mse"
+    loss_weights: dict = field(default_factory=lambda: {"mse": 1000.0})
+    sigma: float = 2.0
+    blur_kernel: int = 11
+
+
+@register_probe_task
 class PoseTask(ProbeTask):
     """Top-down heatmap regression of the 308 keypoints."""
 
     name = "pose"
+    settings_class = PoseSettings
+    crops = True
     out_channels = 308
     required_keys = ("keypoints", "visibility")
 

@@ -2,20 +2,39 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.losses import register_loss
-from benchmarks.probe.tasks.base import ProbeTask, loss_grid, subsample
+from benchmarks.probe.settings import TaskSettings
+from benchmarks.probe.tasks.base import ProbeTask, loss_grid, register_probe_task, subsample
 from evaluators.seg import SegEvaluator
 
 IGNORE = 255
 
 
+@dataclass(frozen=True)
+class SegSettings(TaskSettings):
+    """Segmentation settings: logits at full resolution, cross-entropy + Dice.
+
+    Args:
+        logit_margin: the shortcut regresses the one-hot labels times this margin.
+    """
+
+    output_stride: int = 1
+    loss: str = "cross_entropy_dice"
+    loss_weights: dict = field(default_factory=lambda: {"ce": 1.0, "dice": 0.5})
+    logit_margin: float = 10.0
+
+
+@register_probe_task
 class SegTask(ProbeTask):
     """Per-pixel class logits at the output stride, resized bilinearly to the GT size."""
 
     name = "seg"
+    settings_class = SegSettings
     out_channels = 29
     required_keys = ("label",)
 

@@ -20,13 +20,25 @@ from sapiens2.utils_io import default_mode, write_json_atomic
 from .scene import synth_sample
 
 GENERATOR_VERSION = 1  # bump when the renderer's output changes, so cached splits are remade
-TASK_MANIFESTS = {
-    "pose": "pose.json",
-    "seg": "seg.json",
-    "normal": "normal.json",
-    "pointmap": "pointmap.json",
-    "albedo": "albedo.json",
-}
+
+
+def _dense_records(sid: str, r: dict) -> dict[str, dict]:
+    """Each rendered dense task's manifest record of scene ``sid`` (its files: :func:`_render_and_write`)."""
+    img, mask = f"images/{sid}.png", f"mask/{sid}.png"
+    return {
+        "seg": {"id": sid, "image": img, "label": f"seg/{sid}.png"},
+        "normal": {"id": sid, "image": img, "normal": f"normal/{sid}.npy", "mask": mask},
+        "pointmap": {"id": sid, "image": img, "pointmap": f"pointmap/{sid}.npy", "mask": mask, "K": r["K"]},
+        "albedo": {"id": sid, "image": img, "albedo": f"albedo/{sid}.png", "mask": mask},
+    }
+
+
+# The tasks the renderer has ground truth for (pose: the COCO file), each with its manifest; every
+# one is a task of the task table (tests/test_synth.py). A task of the table not rendered here has
+# no ground truth in a synthetic split, and the probe says so when asked for it.
+_DENSE_TASKS = tuple(_dense_records("", {"K": None}))
+RENDERED_TASKS = ("pose", *_DENSE_TASKS)
+TASK_MANIFESTS = {t: f"{t}.json" for t in RENDERED_TASKS}
 
 
 def _save_png(path: Path, arr: np.ndarray) -> None:
@@ -178,7 +190,7 @@ def generate_split(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         os.chmod(tmp, default_mode(directory=True))  # mkdtemp makes it private (0700)
-        for sub in ("images", "seg", "mask", "albedo", "normal", "pointmap"):
+        for sub in ("images", "mask", *_DENSE_TASKS):  # each dense task's files in its own folder
             (tmp / sub).mkdir()
         jobs = [(str(tmp), int(seed), i, (h, w)) for i in range(n)]
         from tqdm import tqdm
@@ -228,16 +240,10 @@ def _move_into_place(tmp: Path, out: Path, overwrite: bool) -> None:
 
 def _write_manifests(root: Path, results: list[dict], hw: tuple[int, int], seed: int, name: str) -> None:
     write_json_atomic(root / "pose.json", _coco(results, hw), indent=None)
-    recs = {t: [] for t in ("seg", "normal", "pointmap", "albedo")}
+    recs: dict[str, list[dict]] = {}
     for r in results:
-        sid, img = r["id"], f"images/{r['id']}.png"
-        mask = f"mask/{sid}.png"
-        recs["seg"].append({"id": sid, "image": img, "label": f"seg/{sid}.png"})
-        recs["normal"].append({"id": sid, "image": img, "normal": f"normal/{sid}.npy", "mask": mask})
-        recs["pointmap"].append(
-            {"id": sid, "image": img, "pointmap": f"pointmap/{sid}.npy", "mask": mask, "K": r["K"]}
-        )
-        recs["albedo"].append({"id": sid, "image": img, "albedo": f"albedo/{sid}.png", "mask": mask})
+        for task, rec in _dense_records(r["id"], r).items():
+            recs.setdefault(task, []).append(rec)
     for task, records in recs.items():
         write_json_atomic(
             root / TASK_MANIFESTS[task], {"task": task, "format_version": 1, "records": records}, indent=None
