@@ -21,6 +21,7 @@ from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks import ProbeTask, register_probe_task, unregister_probe_task
 from benchmarks.probe.tasks.base import loss_grid, per_sample_masked_mean, resize_to, subsample
 from evaluators.base import Evaluator
+from evaluators.metric_decl import MetricDecl
 from evaluators.registry import EVALUATORS
 from sapiens2.datasets.base import ManifestDataset
 from sapiens2.datasets.io import read_mask
@@ -33,7 +34,7 @@ NAME = "toy_grey"
 SPEC = register_task(TaskSpec(
     name=NAME, dataset="ToyGreyDataset", estimator="AlbedoEstimator", head="AlbedoHead",
     evaluator="ToyGreyEvaluator", feed=Feed("dense", gt_key="grey", mask_key="mask"), prediction_key="grey",
-    headline="grey_mae", higher_is_better=False, visualiser="draw_albedo", value_kind="unit",
+    headline="grey_mae", visualiser="draw_albedo", value_kind="unit",
 ))
 
 
@@ -62,7 +63,8 @@ class ToyGreyEvaluator(Evaluator):
 
     task = NAME
     bootstrap_states = ("abs_err", "pixels")
-    bootstrap_keys = ("grey_mae",)
+    metrics = (MetricDecl("grey_mae", "grey MAE", False, "data range", bootstrapped=True, interval=True,
+                          headline_ok=True),)
 
     def __init__(self):
         super().__init__()

@@ -24,8 +24,8 @@ FIVE = ("pose", "seg", "normal", "pointmap", "albedo")
 
 @pytest.fixture
 def toy():
-    # Imported before the toy registers: leaderboard.catalog (and the probe's headline table) build
-    # their per-task metric lists at import and refuse a task they have no metrics for.
+    # Imported before the toy registers, as a user's run would: the catalog and the probe's headline
+    # table derive a task's metrics when asked, so a task registered later is seen.
     import benchmarks.cli.main  # noqa: F401
     import benchmarks.probe.api  # noqa: F401
     import leaderboard.build  # noqa: F401
@@ -89,17 +89,22 @@ def test_a_toy_task_runs_through_reader_probe_records_tables_and_report(toy, tmp
         recs[bb] = rec
     # features = the ground truth: the linear read-out reproduces it, the pixels do not
     assert recs["gt-oracle"]["metrics"]["grey_mae"] < 1e-3 < recs["pixels"]["metrics"]["grey_mae"]
+    # its declared metric is an interval metric and ranks lower-is-better, like any built-in one
+    from leaderboard.catalog import headline_metric
+
+    assert "grey_mae" in recs["pixels"]["intervals"]["bounds"]
+    assert headline_metric(name).key == "grey_mae" and headline_metric(name).higher_is_better is False
 
     # the leaderboard table of the toy task under its protocol
     tables = [t for t in group_tables(records_to_frame(load_records([out]))) if t.task == name]
     assert [t.protocol_key for t in tables] == [f"probe:{pid}"]
     rows = tables[0].rows.set_index("model")
-    assert rows.loc["pixels", "grey_mae"] == pytest.approx(recs["pixels"]["metrics"]["grey_mae"])
+    assert rows.loc["pixels", "grey MAE"] == pytest.approx(recs["pixels"]["metrics"]["grey_mae"])
 
     # and the report
     site = build_site([out], tmp_path / "site")
     md = Path(site["markdown"]).read_text(encoding="utf-8")
-    assert name in md and pid.rsplit("-", 1)[-1] in md
+    assert name in md and pid.rsplit("-", 1)[-1] in md and "grey MAE" in md
     assert f"{recs['pixels']['metrics']['grey_mae']:.3g}"[:4] in md
 
 

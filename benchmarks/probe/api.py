@@ -40,6 +40,7 @@ from benchmarks.probe.train import fit_task_shortcut, train_decoder
 from leaderboard.results import make_record, read_record, write_record
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
+from sapiens2.records.view import RecordView, record_views
 
 __all__ = ["ORACLE", "RecordConflictError", "run_probe"]
 
@@ -86,8 +87,6 @@ def _done_record(path: Path, identity: dict) -> dict | None:
         if dist_utils.is_main():
             print(f"probe: {path} is not a readable record ({e}); computing it again", file=sys.stderr)
         return None
-    from sapiens2.records.view import RecordView
-
     why = run_mismatch(RecordView.of(rec).config.get("run"), identity)
     if why is not None:
         raise RecordConflictError(
@@ -355,8 +354,6 @@ def _write_mean(path: Path, records: list[dict]) -> Path:
     (``side_file``: the first seed's ``.bootstrap.npz``, in the same folder); otherwise the
     t-interval of the mean over seeds (``method: "seeds"``, see :func:`seed_intervals`).
     """
-    from sapiens2.records.view import record_views
-
     views = record_views(records)
     keys = sorted(set.intersection(*(set(r.metrics) for r in views)))
     mean, std = {}, {}

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from evaluators.registry import build_evaluator
 from leaderboard.catalog import headline_metric
+from sapiens2.records.view import record_views
 from sapiens2.tasks import task_names
 
 
@@ -136,7 +137,6 @@ def seed_intervals(records: list[dict]) -> dict | None:
         >>> seed_intervals(recs[:1] * 2)["method"]
         'bootstrap'
     """
-    from sapiens2.records.view import record_views
 
     views = record_views(records)
     ivs = [r.intervals for r in views]
