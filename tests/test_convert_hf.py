@@ -14,10 +14,10 @@ import json
 import pytest
 import torch
 
-pytest.importorskip("transformers.models.sapiens2")
+from sapiens2.models import convert_hf as C
+from sapiens2.models import hf_config as H
 
-from sapiens2.models import convert_hf as C  # noqa: E402
-from sapiens2.models import hf_config as H  # noqa: E402
+pytestmark = pytest.mark.hf
 
 HF_OUTPUT = {"pose": "heatmaps", "seg": "logits", "normal": "normals", "pointmap": "pointmaps"}
 TASK_CASES = ["pose_tiny", "seg_tiny", "normal_tiny", "pointmap_tiny"]

@@ -139,6 +139,6 @@ def test_xtcocotools_problem_reports_abi_mismatch_and_absence(monkeypatch):
     for name in [m for m in sys.modules if m.split(".")[0] == "xtcocotools"]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "meta_path", [_NumpyAbiMismatch(), *sys.meta_path])
-    assert check() == "ValueError: numpy.dtype size changed, may indicate binary incompatibility"
+    assert "(ValueError: numpy.dtype size changed, may indicate binary incompatibility)" in check()
     monkeypatch.setitem(sys.modules, "xtcocotools", None)
-    assert re.match(r"(ModuleNotFound|Import)Error: ", check()), check()
+    assert re.search(r"\((ModuleNotFound|Import)Error: ", check()), check()
