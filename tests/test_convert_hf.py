@@ -189,7 +189,7 @@ def _check_preprocessor_config(folder, hw):
     assert cfg["do_rescale"] and cfg["rescale_factor"] == 1 / 255
     assert type(AutoModel.from_pretrained(str(folder))).__name__ == "Sapiens2Model"
     if importlib.util.find_spec("torchvision") is None:
-        print("torchvision not installed: AutoImageProcessor itself not loaded (Sapiens2ImageProcessor needs it)")
+        print("torchvision not installed: AutoImageProcessor not loaded (Sapiens2ImageProcessor needs it)")
         return
     from transformers import AutoImageProcessor
 

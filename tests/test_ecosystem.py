@@ -41,7 +41,8 @@ def test_one_custom_import_registers_models_and_metrics(tmp_path):
     res = subprocess.run([sys.executable, str(script), "evaluators.registry"], capture_output=True,
                          text=True, env=_env(), timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert res.stdout.split()[-4:] == ["Sapiens2", "SegMetric", "['NormalMetric',", "'PoseMetric']"], res.stdout
+    want = ["Sapiens2", "SegMetric", "['NormalMetric',", "'PoseMetric']"]
+    assert res.stdout.split()[-4:] == want, res.stdout
 
 
 def test_torchrun_no_python_form_ignores_a_users_benchmarks_package(tmp_path):
@@ -58,12 +59,12 @@ def test_torchrun_no_python_form_ignores_a_users_benchmarks_package(tmp_path):
                               capture_output=True, text=True, timeout=120)
     assert shadowed.returncode != 0 and "the user project benchmarks" in shadowed.stderr
     data, out = tmp_path / "synth", tmp_path / "out"
-    subprocess.run([str(cli), "data", "synth", "--out", str(data), "--n", "8", "--size", "64x48"], cwd=project,
-                   env=env, check=True, capture_output=True, timeout=300)
-    res = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node=2", "--no-python", str(cli), "probe",
-                          "--backbone", "pixels", "--tasks", "seg", "--data", str(data), "--out", str(out),
-                          "--quick", "--seeds", "0"], cwd=project, env=env, capture_output=True, text=True,
-                         timeout=600)
+    synth = [str(cli), "data", "synth", "--out", str(data), "--n", "8", "--size", "64x48"]
+    subprocess.run(synth, cwd=project, env=env, check=True, capture_output=True, timeout=300)
+    cmd = [str(torchrun), "--standalone", "--nproc_per_node=2", "--no-python", str(cli), "probe",
+           "--backbone", "pixels", "--tasks", "seg", "--data", str(data), "--out", str(out), "--quick",
+           "--seeds", "0"]
+    res = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     records = [p for p in out.rglob("*.json") if '"run_id"' in p.read_text()]
     assert records, f"no result record under {out}: {sorted(out.rglob('*'))}"
