@@ -69,3 +69,43 @@ def test_torchrun_no_python_form_ignores_a_users_benchmarks_package(tmp_path):
     records = [p for p in out.rglob("*.json") if '"run_id"' in p.read_text()]
     assert records, f"no result record under {out}: {sorted(out.rglob('*'))}"
     assert {json.loads(p.read_text())["task"] for p in records} == {"seg"}
+
+
+TINY = {"sapiens2_0.4b": {"embed_dims": 32, "num_layers": 2, "num_heads": 2, "feedforward_channels": 64}}
+
+
+def test_public_build_model_with_arch_settings_builds_a_matching_head():
+    """build_model(official config name, arch_settings=...): the head's input width follows the substituted
+    backbone (it stayed at the official 1024 before), and the model runs."""
+    import torch
+
+    from benchmarks.reproduce.tables import config_name
+    from sapiens2.models.builder import build_model
+
+    model = build_model(config_name("0.4b", "seg"), arch_settings=TINY).eval()
+    assert model.decode_head.in_channels == 32
+    with torch.no_grad():
+        out = model(torch.rand(1, 3, 64, 48))
+    assert torch.isfinite(out if torch.is_tensor(out) else next(iter(out.values()))).all()
+
+
+def test_random_checkpoint_is_accepted_by_reproduce(tmp_path):
+    """random_checkpoint writes where reproduce reads, and reproduce's strict load accepts it."""
+    from safetensors import safe_open
+
+    from benchmarks.reproduce.tables import (
+        Job,
+        build_task_model,
+        checkpoint_path,
+        config_name,
+        random_checkpoint,
+    )
+
+    for task in ("seg", "pose", "normal"):
+        path = random_checkpoint(tmp_path, "0.4b", task, TINY, input_size=(64, 48), seed=3)
+        assert path == checkpoint_path(tmp_path, "0.4b", task)
+        with safe_open(str(path), "pt") as f:
+            assert f.metadata()["weights"] == "random(seed=3)"
+        job = Job("0.4b", task, config_name("0.4b", task), path)
+        model = build_task_model(job, TINY, (64, 48))  # strict: a head of the wrong width fails here
+        assert model.decode_head.in_channels == 32
