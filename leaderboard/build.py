@@ -51,7 +51,8 @@ def csv_safe(df: pd.DataFrame) -> pd.DataFrame:
     """
     out = df.copy()
     for col in out.columns:
-        if out[col].dtype == object:
+        # not `dtype == object`: pandas 3 stores text as the `str` dtype, which that test misses
+        if not pd.api.types.is_numeric_dtype(out[col]):
             out[col] = out[col].map(lambda v: f"'{v}" if isinstance(v, str) and v.startswith(_FORMULA_START)
                                     else v)
     return out

@@ -16,11 +16,13 @@ if [ ! -f "$stamp" ]; then
   # torch first and alone, so nothing later can pull a CUDA build.
   "${install[@]}" torch
   "${install[@]}" -e '.[test,openmmlab,hf,coco]'
-  # mmpose's declared deps include chumpy, which does not build; its real needs are in the
-  # openmmlab extra.
+  # mmpose's declared deps include chumpy, which does not build, and torchvision, which would bring
+  # a second torch build; its other needs are in the openmmlab extra (scripts/no-deps-gaps.txt).
   "${install[@]}" --no-deps mmpose
   rm -f .venv/.bootstrap-*
   touch "$stamp"
 fi
 # Optional MediaPipe reference system (never fails the bootstrap; its tests skip with a reason).
 bash scripts/install_mediapipe.sh
+# pip check: nothing unmet but the listed gaps of the two --no-deps installs.
+.venv/bin/python scripts/pip_check.py

@@ -1,9 +1,22 @@
-"""Shared test fixtures: the shared reference/golden data, small-thread torch, optional references."""
+"""Shared test fixtures and the skip policy.
+
+Skip policy (one rule for the whole suite):
+
+- A test may skip only because an *optional third-party component* is unusable, and only through its
+  marker (``@pytest.mark.hf``, ``xtcocotools``, ``openmmlab``, ``exr``, ``chromium``, ``mediapipe``;
+  see :data:`OPTIONAL`). The skip reason names what failed and how to install it; ``-ra`` prints it.
+- Missing ``../shared`` reference data, or a project module that fails to import, is a failure,
+  never a skip.
+- Under CI (``CI=true``; ``.ci/run`` sets it, and CI installs every extra) nothing may skip: any skip,
+  from a marker or elsewhere, is reported as a failure with its reason.
+"""
 
 from __future__ import annotations
 
 import functools
+import importlib
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +32,20 @@ XTCOCOTOOLS_HINT = (
 )
 
 
+def strict_ci() -> bool:
+    """True under CI (``CI`` set to true/1/yes), where no test may skip."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def _import_problem(*modules: str) -> str | None:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # ImportError when absent; ValueError/AttributeError on an ABI mismatch
+            return f"cannot import {name} ({type(e).__name__}: {e})"
+    return None
+
+
 @functools.cache
 def xtcocotools_problem() -> str | None:
     """Why stock xtcocotools cannot serve as the reference here, or None when it can.
@@ -26,26 +53,125 @@ def xtcocotools_problem() -> str | None:
     Imports the compiled part too: the prebuilt 1.14.3 wheel imports as a package under NumPy 2 but
     its ``_mask`` extension raises ``ValueError: numpy.dtype size changed`` (a NumPy-1 build).
     """
-    try:
-        from xtcocotools.cocoeval import COCOeval  # noqa: F401
-    except Exception as e:  # ImportError when absent, ValueError on a NumPy ABI mismatch
-        return f"{type(e).__name__}: {e}"
+    return _import_problem("xtcocotools.cocoeval")
+
+
+def _exr_problem() -> str | None:
+    """None when this OpenCV build writes and reads back a float EXR (OpenCV 5 wheels ship no EXR)."""
+    os.environ.setdefault("OPENCV_IO_ENABLE_OPENEXR", "1")
+    import cv2
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "probe.exr")
+        try:
+            ok = cv2.imwrite(path, np.ones((2, 2, 3), np.float32))
+            back = cv2.imread(path, cv2.IMREAD_UNCHANGED) if ok else None
+        except cv2.error as e:
+            return f"OpenCV {cv2.__version__} cannot write EXR ({str(e).strip().splitlines()[-1]})"
+    if back is None or back.dtype != np.float32:
+        return f"OpenCV {cv2.__version__} has no working OpenEXR codec"
     return None
 
 
+def _chromium_problem() -> str | None:
+    problem = _import_problem("selenium.webdriver")
+    if problem:
+        return problem
+    from browser_driver import missing_reason
+
+    return missing_reason()
+
+
+def _mediapipe_problem() -> str | None:
+    # The project module imports outside the try: a broken project import fails, it never skips.
+    from benchmarks.systems.mediapipe_system import require_mediapipe
+
+    try:
+        require_mediapipe()
+    except RuntimeError as e:
+        return str(e)
+    return None
+
+
+# marker -> (what it stands for, why it is unusable or None, how to install it)
+OPTIONAL = {
+    "hf": ("transformers + huggingface_hub",
+           lambda: _import_problem("transformers", "huggingface_hub"),
+           "pip install -e . (core dependencies; or pip install 'transformers>=5,<6' huggingface_hub)"),
+    "xtcocotools": ("stock xtcocotools (the pose AP reference)", xtcocotools_problem, XTCOCOTOOLS_HINT),
+    "openmmlab": ("the OpenMMLab references (mmcv-lite, mmsegmentation, mmpose)",
+                  lambda: _import_problem("mmcv", "mmseg.evaluation.metrics", "mmpose.codecs"),
+                  "pip install -e '.[openmmlab]' && pip install --no-deps mmpose==1.3.2"),
+    "exr": ("OpenCV's OpenEXR codec", _exr_problem,
+            "pip install 'opencv-python>=4.8,<5' (OpenCV 5 wheels have no EXR)"),
+    "chromium": ("headless Chromium driven by Selenium", _chromium_problem,
+                 "bash scripts/install_chromium.sh (Debian chromium + chromium-driver) and the 'test' extra"),
+    "mediapipe": ("the MediaPipe 0.10.21 reference system", _mediapipe_problem,
+                  "bash scripts/install_mediapipe.sh"),
+}
+
+
+@functools.cache
+def optional_problem(marker: str) -> str | None:
+    """Why the optional component behind ``marker`` is unusable here (cached), or None."""
+    return OPTIONAL[marker][1]()
+
+
+def skip_reason(marker: str) -> str | None:
+    """The printed reason a test marked ``marker`` skips with, or None when the component works."""
+    problem = optional_problem(marker)
+    if problem is None:
+        return None
+    what, _, hint = OPTIONAL[marker]
+    return f"optional [{marker}] {what} unusable: {problem}; to run it: {hint}"
+
+
+def pytest_configure(config):
+    for marker, (what, _, _) in OPTIONAL.items():
+        config.addinivalue_line("markers", f"{marker}: needs {what} (skipped with the reason when unusable)")
+
+
 def pytest_runtest_setup(item):
-    """Skip tests marked ``xtcocotools`` with the reason when stock xtcocotools is unusable."""
-    if item.get_closest_marker("xtcocotools") is not None:
-        problem = xtcocotools_problem()
-        if problem is not None:
-            pytest.skip(f"stock xtcocotools (the pose AP reference) unusable: {problem}; {XTCOCOTOOLS_HINT}")
+    """Skip a test whose optional components (by marker) are unusable, with the reason."""
+    for marker in OPTIONAL:
+        if item.get_closest_marker(marker) is not None:
+            reason = skip_reason(marker)
+            if reason is not None:
+                pytest.skip(reason)
+
+
+def _skip_text(longrepr) -> str:
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return f"{longrepr[2]} ({longrepr[0]}:{longrepr[1]})"
+    return str(longrepr)
+
+
+def _no_skip_under_ci(report) -> None:
+    if report.skipped and not hasattr(report, "wasxfail") and strict_ci():
+        report.outcome = "failed"
+        report.longrepr = (f"skipped under CI, where every extra is installed and nothing may skip: "
+                           f"{_skip_text(report.longrepr)}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _no_skip_under_ci(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _no_skip_under_ci(outcome.get_result())
 
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """The project's ../shared folder (reference facts and golden sets)."""
+    """The project's ../shared folder (reference facts and golden sets); missing data fails the test."""
     if not (SHARED / "reference").is_dir():
-        pytest.skip(f"shared data not found at {SHARED} (set SAPIENS2_SHARED)")
+        pytest.fail(f"shared reference data not found at {SHARED}/reference (set SAPIENS2_SHARED to the "
+                    f"folder holding reference/ and golden/); the golden-parity tests need it", pytrace=False)
     return SHARED
 
 

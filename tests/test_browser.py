@@ -4,8 +4,8 @@ At 1400 x 900 it checks that the summary table is above the fold, that the page 
 than the window, that the model column stays put when a wide table is scrolled right (sticky),
 that the filter box hides rows, that sorting works and keeps the oracle's ceiling row on top, and
 that a hostile model name stays text. Screenshots go to the test's tmp folder (and to
-``$SAPIENS2_SCREENSHOT_DIR`` when set). Skips, with the reason printed, only when Chromium or
-chromedriver is missing; ``scripts/install_chromium.sh`` installs both in CI.
+``$SAPIENS2_SCREENSHOT_DIR`` when set). Marked ``chromium``: skips, with the reason printed, only
+when Chromium or chromedriver is missing (never under CI); ``scripts/install_chromium.sh`` installs both.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import shutil
 import struct
 
 import pytest
-from browser_driver import Browser, missing_reason
+from browser_driver import Browser
 
 from leaderboard.build import build_site
 from leaderboard.results import make_record, write_record
@@ -27,6 +27,7 @@ MODELS = [("gt-oracle", "none", "GroundTruthOracle", None, 0.95),
           ("dinov2_small", "random(seed=0)", "dinov2_small", 22_000_000, 0.47),
           ("pixels", "none", "PixelPatches", None, 0.12),
           (HOSTILE, "random(seed=0)", "x", 5_000_000, 0.30)]
+pytestmark = pytest.mark.chromium
 TABLE = "t-pose-probe-p1"
 W, H = 1400, 900
 
@@ -69,10 +70,6 @@ def site(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    reason = missing_reason()
-    if reason:
-        print(f"SKIP: {reason}")
-        pytest.skip(reason)
     with Browser(width=W, height=H) as b:
         yield b
 

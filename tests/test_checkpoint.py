@@ -237,7 +237,8 @@ def test_nonfinite_checkpoint_fails_predict_with_one_message(tmp_path, capsys):
     assert not out.exists() or not any(out.iterdir())
 
 
-@pytest.mark.parametrize("backbone", ["sapiens2_tiny", "dinov2_small_tiny"])
+@pytest.mark.parametrize("backbone",
+                         ["sapiens2_tiny", pytest.param("dinov2_small_tiny", marks=pytest.mark.hf)])
 def test_probe_backbones_refuse_nonfinite_weights(tmp_path, backbone):
     """Both probe loading paths (Sapiens2 via load_checkpoint, transformers via its own loader)."""
     from benchmarks.probe.backbones import build_probe_backbone
@@ -261,6 +262,7 @@ def test_probe_backbones_refuse_nonfinite_weights(tmp_path, backbone):
         assert str(tmp_path / "folder") in str(err.value) and key in str(err.value)
 
 
+@pytest.mark.hf
 @pytest.mark.parametrize("suffix", [".bin", ".pt", ".pth"])
 def test_hf_backbone_pickle_checkpoints(tmp_path, suffix):
     """A tensors-only pickle loads (weights_only=True); one with other objects is a clear ValueError."""

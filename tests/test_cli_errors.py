@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 import torch
@@ -20,7 +21,6 @@ from benchmarks.cli import main as cli_main
 from benchmarks.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
-cv2 = pytest.importorskip("cv2")
 
 
 # ------------------------------------------------------------------------------------ inputs

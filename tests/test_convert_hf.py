@@ -14,10 +14,10 @@ import json
 import pytest
 import torch
 
-pytest.importorskip("transformers.models.sapiens2")
+from sapiens2.models import convert_hf as C
+from sapiens2.models import hf_config as H
 
-from sapiens2.models import convert_hf as C  # noqa: E402
-from sapiens2.models import hf_config as H  # noqa: E402
+pytestmark = pytest.mark.hf
 
 HF_OUTPUT = {"pose": "heatmaps", "seg": "logits", "normal": "normals", "pointmap": "pointmaps"}
 TASK_CASES = ["pose_tiny", "seg_tiny", "normal_tiny", "pointmap_tiny"]
@@ -161,12 +161,41 @@ def test_cli_round_trip_and_from_pretrained(golden_models, tmp_path):
     assert main(["convert", str(src), str(tmp_path / "hf"), "--to", "hf", "--img-size", "128x96"]) == 0
     model, info = Sapiens2ForPoseEstimation.from_pretrained(str(tmp_path / "hf"), output_loading_info=True)
     assert not any(info.values()), info
+    _check_preprocessor_config(tmp_path / "hf", (128, 96))
     back_path = tmp_path / "back.safetensors"
     assert main(["convert", str(tmp_path / "hf"), str(back_path), "--to", "official"]) == 0
     back = load_file(str(back_path))
     assert set(back) == set(state) and all(torch.equal(back[k], state[k]) for k in state)
     cfg = json.loads((tmp_path / "back.config.json").read_text())
     assert cfg["decode_head"]["out_channels"] == 308 and cfg["backbone"]["img_size"] == [128, 96]
+
+
+def _check_preprocessor_config(folder, hw):
+    """The folder's preprocessor_config.json: our input policy, read by transformers' own loader, and
+    (where torchvision, which Sapiens2ImageProcessor needs, is installed) loaded by AutoImageProcessor."""
+    import importlib.util
+
+    import numpy as np
+    from transformers import AutoModel
+    from transformers.image_processing_base import ImageProcessingMixin
+
+    from sapiens2.inference import MEAN, STD
+
+    cfg, _ = ImageProcessingMixin.get_image_processor_dict(str(folder))
+    assert cfg["image_processor_type"] == "Sapiens2ImageProcessor"
+    assert cfg["size"] == {"height": hw[0], "width": hw[1]}
+    np.testing.assert_allclose(np.array(cfg["image_mean"]) * 255, MEAN)
+    np.testing.assert_allclose(np.array(cfg["image_std"]) * 255, STD)
+    assert cfg["do_rescale"] and cfg["rescale_factor"] == 1 / 255
+    assert type(AutoModel.from_pretrained(str(folder))).__name__ == "Sapiens2Model"
+    if importlib.util.find_spec("torchvision") is None:
+        print("torchvision not installed: AutoImageProcessor not loaded (Sapiens2ImageProcessor needs it)")
+        return
+    from transformers import AutoImageProcessor
+
+    proc = AutoImageProcessor.from_pretrained(str(folder))
+    x = proc(np.full((40, 30, 3), 255, np.uint8), return_tensors="pt")["pixel_values"]
+    assert tuple(x.shape[-2:]) == tuple(hw)
 
 
 def test_cli_errors(golden_models, tmp_path, capsys):

@@ -66,6 +66,7 @@ def _files(folder) -> list:
     return sorted(p for p in folder.rglob("*")) if folder.exists() else []
 
 
+@pytest.mark.hf
 def test_download_links_verified_file_and_reproduce_finds_it(env, tiny_files, monkeypatch, capsys):
     seg, _ = tiny_files
     repos = {SEG_REPO: {"README.md": b"# card", "sapiens2_0.4b_seg.safetensors": seg,
@@ -93,6 +94,7 @@ def test_download_links_verified_file_and_reproduce_finds_it(env, tiny_files, mo
     assert (env2["root"] / "seg" / "sapiens2_0.4b_seg.safetensors").read_bytes() == seg
 
 
+@pytest.mark.hf
 def test_download_picks_the_single_safetensors_and_copies(env, tiny_files, monkeypatch, capsys):
     _, backbone = tiny_files
     repos = {PRE_REPO: {"README.md": b"# card", "weights/backbone_v2.safetensors": backbone,
@@ -106,6 +108,7 @@ def test_download_picks_the_single_safetensors_and_copies(env, tiny_files, monke
     assert target.is_file() and not target.is_symlink() and target.read_bytes() == backbone
 
 
+@pytest.mark.hf
 def test_download_detector_keeps_its_file_name(env, monkeypatch, capsys):
     name = "rtmdet_person.pth"  # the fake repository's name; the real one is listed by the hub
     repos = {"facebook/sapiens-pose-bbox-detector": {name: b"not a real detector", "README.md": b"x"}}
@@ -117,6 +120,7 @@ def test_download_detector_keeps_its_file_name(env, monkeypatch, capsys):
     assert "sha256" in out and "keys and shapes" not in out  # a .pth is never loaded here
 
 
+@pytest.mark.hf
 def test_download_dry_run_fetches_nothing(env, tiny_files, monkeypatch, capsys):
     seg, _ = tiny_files
     with FakeHub({SEG_REPO: {"sapiens2_0.4b_seg.safetensors": seg}}) as hub:
@@ -128,6 +132,7 @@ def test_download_dry_run_fetches_nothing(env, tiny_files, monkeypatch, capsys):
     assert _files(env["root"]) == []
 
 
+@pytest.mark.hf
 @pytest.mark.parametrize("fault", ["checksum", "keys"])
 def test_download_refuses_a_file_that_fails_a_check(env, tiny_files, monkeypatch, capsys, fault):
     seg, _ = tiny_files
@@ -147,6 +152,7 @@ def test_download_refuses_a_file_that_fails_a_check(env, tiny_files, monkeypatch
     assert _files(env["root"]) == []  # nothing placed, not even a temporary file
 
 
+@pytest.mark.hf
 @pytest.mark.parametrize("how", ["HF_HUB_OFFLINE", "unreachable"])
 def test_download_offline_fails_clearly(env, monkeypatch, capsys, how):
     if how == "HF_HUB_OFFLINE":

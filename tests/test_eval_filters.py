@@ -18,7 +18,7 @@ def backend(request, monkeypatch):
 
 
 def test_sobel5_matches_opencv(backend):
-    cv2 = pytest.importorskip("cv2")
+    import cv2
     x = torch.randn(2, 3, 13, 11, dtype=torch.float64)
     dx, dy = filters.sobel5(x)
     for b in range(2):

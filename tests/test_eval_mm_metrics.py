@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from mmengine.evaluator import Evaluator as MMEvaluator
 
-pytest.importorskip("mmengine")
-from mmengine.evaluator import Evaluator as MMEvaluator  # noqa: E402
-
-import evaluators.registry  # noqa: E402,F401  (the sapiens2 metric scope, as a config's custom_imports)
-from evaluators import AlbedoEvaluator, NormalEvaluator, PointmapEvaluator, SegEvaluator  # noqa: E402
+import evaluators.registry  # noqa: F401  (the sapiens2 metric scope, as a config's custom_imports)
+from evaluators import AlbedoEvaluator, NormalEvaluator, PointmapEvaluator, SegEvaluator
 
 
 def _dense_batch(task, seed=0, b=3, h=12, w=10):

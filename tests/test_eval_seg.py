@@ -20,10 +20,11 @@ def _random_case(seed: int, b=3, c=6, h=20, w=16):
     return logits, gt
 
 
+@pytest.mark.openmmlab
 @pytest.mark.parametrize("nan_to_num", [None, 0.0])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_matches_mmseg_iou_metric(seed, nan_to_num):
-    IoUMetric = pytest.importorskip("mmseg.evaluation.metrics").IoUMetric
+    from mmseg.evaluation.metrics import IoUMetric
     c = 6
     logits, gt = _random_case(seed, c=c)
     ev = SegEvaluator(num_classes=c, nan_to_num=nan_to_num)
@@ -98,9 +99,11 @@ def test_bad_inputs_name_the_tensor():
         e2.compute()
 
 
+@pytest.mark.openmmlab
 def test_seg_metric_scores_pred_sem_seg_first_like_iou_metric():
     """A sample with both seg_logits and pred_sem_seg: IoUMetric scores pred_sem_seg, and so do we."""
-    IoUMetric = pytest.importorskip("mmseg.evaluation.metrics").IoUMetric
+    from mmseg.evaluation.metrics import IoUMetric
+
     from evaluators.mm_metrics import SegMetric
 
     c = 6
@@ -126,7 +129,8 @@ def test_seg_metric_scores_pred_sem_seg_first_like_iou_metric():
     ours.process({}, samples)
     got = ours.evaluate(3)
     for k in ("aAcc", "mIoU", "mAcc"):
-        assert round(got[f"seg/{k}"], 2) == pytest.approx(float(want[k]), abs=1e-9), k
+        # mmseg rounds to 2 decimals; under NumPy 2 its value is a float32 (off by up to half an ulp, 4e-6)
+        assert round(got[f"seg/{k}"], 2) == pytest.approx(float(want[k]), abs=5e-6), k
 
 
 def test_one_channel_binary_logits():

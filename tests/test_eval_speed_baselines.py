@@ -24,12 +24,9 @@ KEYS = {
 }
 
 
-@pytest.mark.parametrize("task", ["normal", "pointmap", "albedo", "seg"])
+@pytest.mark.parametrize("task", ["normal", "pointmap", "albedo",
+                                  pytest.param("seg", marks=pytest.mark.openmmlab)])
 def test_baseline_matches_ours_on_the_official_keys(task):
-    if task == "pointmap":
-        pytest.importorskip("cv2")
-    if task == "seg":
-        pytest.importorskip("mmseg")
     g = torch.Generator().manual_seed(0)
     batches = [bench.make_batch(task, 2, 32, 24, g) for _ in range(2)]
     official = bench.OFFICIAL[task]()
@@ -39,7 +36,8 @@ def test_baseline_matches_ours_on_the_official_keys(task):
         ours.update(*batch, index=[2 * n, 2 * n + 1])
     ref, got = official.evaluate(), ours.compute()
     if task == "seg":
-        assert round(got["mIoU"], 2) == pytest.approx(float(ref["mIoU"]), abs=1e-9)
+        # mmseg rounds to 2 decimals; under NumPy 2 its value is a float32 (off by up to half an ulp, 4e-6)
+        assert round(got["mIoU"], 2) == pytest.approx(float(ref["mIoU"]), abs=5e-6)
         return
     for theirs, mine in KEYS[task].items():
         assert got[mine] == pytest.approx(float(ref[theirs]), rel=1e-4, abs=1e-6), mine

@@ -292,6 +292,17 @@ def test_csv_cells_cannot_run_as_formulas(tmp_path):
     assert -0.5 in set(df["value"]), "numbers stay numbers"
 
 
+@pytest.mark.parametrize("dtype", [object, "string", "str", "category"])
+def test_csv_safe_neutralises_every_text_dtype(dtype):
+    """Text columns of any dtype get the guard (pandas 3's default text dtype is ``str``, not object)."""
+    from leaderboard.build import csv_safe
+
+    df = pd.DataFrame({"model": pd.Series(["=1+1", "ok", "-x"], dtype=dtype), "value": [-1.0, 2.0, 3.0]})
+    out = csv_safe(df)
+    assert list(out["model"].astype(object)) == ["'=1+1", "ok", "'-x"], pd.__version__
+    assert list(out["value"]) == [-1.0, 2.0, 3.0]
+
+
 # ---- item 4 (display): counts of non-finite predictions ---------------------------------------------
 
 

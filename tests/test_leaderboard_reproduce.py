@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.cli.main import main
-from leaderboard.results import load_records, read_record
+from leaderboard.report_md import fmt
+from leaderboard.results import load_records, make_record, read_record
 
 TINY = {"sapiens2_0.4b": {"embed_dims": 32, "num_layers": 2, "num_heads": 2, "feedforward_channels": 64}}
 INPUT = (64, 48)
@@ -163,6 +164,32 @@ def test_reproduce_table4_runs_the_1b_4k_row(synth_split, tmp_path, capsys):
     assert rec["metrics"]["mIoU"] == pytest.approx(_independent_miou(model, synth_split, INPUT_4K), abs=0.006)
 
 
+def test_a_measurement_on_data_gets_its_own_protocol_and_is_never_ranked_in_a_paper_table(tmp_path):
+    """Official models and protocol on user data (the paper's test sets are in-house): own protocol id per
+    data and N, labelled with what it was measured on; in the report, a table apart from the paper's rows."""
+    from benchmarks.reproduce.tables import protocol_for
+    from leaderboard.paper import load_paper_results
+    from leaderboard.tables import combine, group_tables, records_to_frame
+    from sapiens2.tasks import get_task
+
+    data = {"root": "my/data", "content_hash": "c0ffee", "n": 10, "total": 10}
+    full = protocol_for((1024, 768), None, "0.4b", data)
+    assert full["protocol_id"].startswith("eval-data-")
+    assert full["description"] == "official models and protocol, measured on 10 images of my/data"
+    fewer = protocol_for((1024, 768), None, "0.4b", {**data, "n": 2})
+    assert fewer["protocol_id"] != full["protocol_id"] and "(the first 2 of 10)" in fewer["description"]
+    other = protocol_for((1024, 768), None, "0.4b", {**data, "content_hash": "beef"})
+    assert other["protocol_id"] != full["protocol_id"]
+    head = get_task("seg").headline
+    rec = make_record(model={"name": "sapiens2_0.4b", "params": 1, "weights": "checkpoint"}, task="seg",
+                      dataset={"name": "mine", "split": "test", "content_hash": "c0ffee", "num_samples": 2},
+                      protocol=fewer, metrics={head: 99.0}, config={}, seeds=[])
+    tables = group_tables(combine(records_to_frame([rec]), load_paper_results()))
+    ours = [t for t in tables if (t.rows["source"] == "reproduced").any()]
+    assert len(ours) == 1 and not (ours[0].rows["source"] == "reported").any() and not ours[0].delta_columns
+    assert all(not (t.rows["source"] == "reproduced").any() for t in tables if t.protocol_key == "eval")
+
+
 def test_official_input_and_protocol_of_the_4k_row():
     from benchmarks.reproduce.tables import protocol_for
 
@@ -183,6 +210,11 @@ def test_reproduce_table4_end_to_end(synth_split, seg_checkpoint_root, tmp_path,
     assert "Table 4" in out and "79.50" in out  # the reported Sapiens2-0.4B mIoU is printed alongside
     rec = read_record(out_dir / "results" / "sapiens2_0.4b" / "seg.json")
     assert rec["protocol"]["kind"] == "eval" and rec["protocol"]["protocol_id"].startswith("eval-custom-")
+    assert f"measured on 3 images of {synth_split}" in rec["protocol"]["description"]
+    # measured on other data: no delta to the paper's 79.50 is printed, and the column says so
+    line = next(ln for ln in out.splitlines() if ln.startswith("sapiens2_0.4b") and "mIoU" in ln)
+    assert "79.50" in line and line.split()[-3] == fmt(None, signed=True), line
+    assert " measured " in out and "reproduced" not in out.split("source")[0].splitlines()[-1]
     assert rec["model"]["checkpoint"]["sha256"] and rec["dataset"]["num_samples"] == 3
     assert rec["metrics"]["mIoU"] == pytest.approx(_independent_miou(model, synth_split, INPUT), abs=0.006)
 

@@ -7,14 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_ruff_clean():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
-    if not Path(ruff).exists():
-        pytest.skip("ruff is not installed (pip install ruff)")
+    assert Path(ruff).exists(), "ruff is not installed (it is in the 'test' extra: pip install -e '.[test]')"
     res = subprocess.run([ruff, "check", "--no-cache", str(ROOT)], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr

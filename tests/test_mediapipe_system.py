@@ -15,14 +15,6 @@ from sapiens2.reference import keypoints308
 HW = (128, 96)
 
 
-def _mediapipe_or_skip():
-    try:
-        return M.require_mediapipe()
-    except RuntimeError as e:
-        print(f"skipping: {e}")
-        pytest.skip(f"mediapipe not usable: {e}")
-
-
 @pytest.fixture(scope="module")
 def split(tmp_path_factory):
     from sapiens2.datasets.synth import ensure_default_split
@@ -64,8 +56,9 @@ def test_shared_meta_loads_with_vocabulary_sigmas():
     assert all((b, a) in pairs for a, b in pairs) and len(pairs) == 26  # all but nose paired
 
 
+@pytest.mark.mediapipe
 def test_mapping_matches_mediapipe_enum():
-    mp = _mediapipe_or_skip()
+    mp = M.require_mediapipe()
     enum = mp.solutions.pose.PoseLandmark
     for idx, name, _, _ in M.LANDMARK_MAP:
         assert enum[name].value == idx
@@ -140,8 +133,8 @@ def test_missing_mediapipe_gives_install_hint(monkeypatch):
         M.require_mediapipe()
 
 
+@pytest.mark.mediapipe
 def test_real_inference_on_astronaut():
-    _mediapipe_or_skip()
     import skimage.data
 
     img = skimage.data.astronaut()
@@ -156,8 +149,8 @@ def test_real_inference_on_astronaut():
     assert 0.2 < (res.mask > 0.5).mean() < 0.8
 
 
+@pytest.mark.mediapipe
 def test_cli_writes_valid_records(split, tmp_path):
-    _mediapipe_or_skip()
     from benchmarks.cli import system
     from leaderboard.results import read_record
 

@@ -31,8 +31,7 @@ def test_golden_pose_ap(golden_metrics):
 
     manifest = read_json(golden_metrics / "manifest.json")
     cases = [c for c in manifest["cases"] if c.get("kind") == "metric" and c.get("task") == "pose"]
-    if not cases:
-        pytest.skip("no pose metric case in the golden manifest")
+    assert cases, f"no pose metric case in the golden manifest {golden_metrics / 'manifest.json'}"
     for case in cases:
         res = run_pose_case(case, golden_metrics, manifest)
         print(case["name"], "max abs err", res.max_abs_err)
@@ -246,6 +245,7 @@ def _cli(argv, capsys):
     return code, out.out, out.err
 
 
+@pytest.mark.xtcocotools
 def test_cli_no_area_switch_and_metadata_message(tmp_path, capsys):
     """CrowdPose-style GT without 'area': rejected with a hint, evaluated with --no-area."""
     gt, results = make_keypoint_case(20, 17, seed=4, edge_cases=False)
@@ -281,6 +281,7 @@ def test_cli_ambiguous_or_unknown_count_asks_for_meta(tmp_path, capsys, monkeypa
     assert code == 1 and "3 x 308 keypoints" in err and "51 values" in err
 
 
+@pytest.mark.xtcocotools
 def test_cli_results_not_a_file_and_gt_without_categories(tmp_path, capsys):
     gt, results = make_keypoint_case(4, 17, seed=4, edge_cases=False)
     gt_p, res_p = _write(tmp_path, "gt.json", gt), _write(tmp_path, "res.json", results)

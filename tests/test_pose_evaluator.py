@@ -69,10 +69,12 @@ def test_instance_scores_and_nms_match_reference_loops():
     bs = rng.uniform(0, 1, 6)
     want = [b * (np.mean(k[k > 0.2]) if (k > 0.2).any() else 0.0) for b, k in zip(bs, ks)]
     np.testing.assert_allclose(instance_scores(bs, ks), want)
-    try:
-        from mmpose.evaluation.functional import oks_nms as mm_oks_nms
-    except Exception as e:  # pragma: no cover
-        pytest.skip(f"mmpose oks_nms not importable: {e}")
+
+
+@pytest.mark.openmmlab
+def test_nms_matches_mmpose_oks_nms():
+    from mmpose.evaluation.functional import oks_nms as mm_oks_nms
+
     sig = np.asarray(META["sigmas"])
     for seed in range(5):
         rng = np.random.default_rng(seed)
@@ -272,13 +274,13 @@ def _two_category_case(tmp_path, n: int = 24, seed: int = 3):
     return path, samples
 
 
+@pytest.mark.openmmlab
+@pytest.mark.xtcocotools
 @pytest.mark.parametrize("exact", [True, False])
 def test_pose_metric_honours_category_id_like_mmpose(tmp_path, exact):
     """Two categories: sapiens2.PoseMetric equals mmpose's CocoMetric (old code scored all as 1)."""
-    try:
-        from mmpose.evaluation.metrics import CocoMetric
-    except Exception as e:  # noqa: BLE001 - any import failure of the optional reference
-        pytest.skip(f"mmpose CocoMetric not importable: {e}")
+    from mmpose.evaluation.metrics import CocoMetric
+
     from evaluators.pose.mm_metric import PoseMetric
 
     path, samples = _two_category_case(tmp_path)

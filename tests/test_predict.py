@@ -318,13 +318,8 @@ def test_bbox_only_for_pose_and_same_stems_refused(photos, tmp_path, capsys):
     assert "same file name stem" in capsys.readouterr().err
 
 
+@pytest.mark.mediapipe
 def test_bbox_mediapipe(photos, tmp_path):
-    try:
-        from benchmarks.systems.mediapipe_system import require_mediapipe
-
-        require_mediapipe()
-    except RuntimeError as e:
-        pytest.skip(f"--bbox mediapipe needs MediaPipe: {e}")
     out = tmp_path / "out"
     cfg = _config(tmp_path, "pose")
     assert _run(photos["astronaut"], "--task", "pose", "--config", cfg, "--random-weights",

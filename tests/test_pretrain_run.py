@@ -267,8 +267,7 @@ def test_resume_from_another_configs_checkpoint_fails(images, tmp_path, capsys):
 @pytest.mark.ddp
 def test_torchrun_two_processes(images, tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
-    if not torchrun.is_file():
-        pytest.skip(f"torchrun not found next to {sys.executable}")
+    assert torchrun.is_file(), f"torchrun (installed with torch) not found next to {sys.executable}"
     out = tmp_path / "ddp"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     cmd = [str(torchrun), "--standalone", "--nproc_per_node=2", "-m", "benchmarks.cli.main", "pretrain",

@@ -129,7 +129,8 @@ def test_protocol_rejects_bad_values():
         ProbeProtocol(ridge_alphas=(0.0, 1.0))
 
 
-@pytest.mark.parametrize("name", ["sapiens2_tiny", "sapiens_tiny", "pixels", *HF_TINY])
+@pytest.mark.parametrize("name", ["sapiens2_tiny", "sapiens_tiny", "pixels",
+                                  *(pytest.param(n, marks=pytest.mark.hf) for n in HF_TINY)])
 def test_backbones_return_declared_features(name):
     from benchmarks.probe.backbones import build_probe_backbone
 
@@ -144,6 +145,7 @@ def test_backbones_return_declared_features(name):
         assert [tuple(c.shape) for c in cls] == [(2, bb.embed_dims)] * len(layers)
 
 
+@pytest.mark.hf
 def test_random_init_is_seeded():
     from benchmarks.probe.backbones import build_probe_backbone
 
@@ -155,6 +157,7 @@ def test_random_init_is_seeded():
     assert torch.equal(fa, fb) and not torch.allclose(fa, fc)
 
 
+@pytest.mark.hf
 def test_hf_backbone_from_local_folder(tmp_path):
     import transformers
 

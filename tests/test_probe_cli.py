@@ -106,6 +106,7 @@ def test_bad_backbone_fails_before_any_step(spec, message, tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.hf  # dinov2_small's parameter count is read from its transformers config
 def test_list_backbones_shows_family_params_and_weights(capsys):
     from benchmarks.cli.main import main
 

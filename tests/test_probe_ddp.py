@@ -25,8 +25,7 @@ def _run(cmd, out: Path) -> dict:
 @pytest.mark.ddp
 def test_two_processes_match_one(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
-    if not torchrun.is_file():
-        pytest.skip(f"torchrun not found next to {sys.executable}")
+    assert torchrun.is_file(), f"torchrun (installed with torch) not found next to {sys.executable}"
     one = _run([sys.executable, str(WORKER), str(tmp_path / "one"), "sapiens2_tiny", TASKS], tmp_path / "one")
     two = _run(
         [

@@ -12,10 +12,8 @@ TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
 
 @pytest.fixture(scope="module")
 def synth128(tmp_path_factory):
-    try:
-        from sapiens2.datasets.synth import ensure_default_split
-    except ImportError as e:
-        pytest.skip(f"synthetic data generator not available: {e}")
+    from sapiens2.datasets.synth import ensure_default_split
+
     return ensure_default_split(
         "probe-test", 16, (128, 96), 0, root=tmp_path_factory.mktemp("synth"), progress=False
     )
@@ -23,10 +21,8 @@ def synth128(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def synth64(tmp_path_factory):
-    try:
-        from sapiens2.datasets.synth import ensure_default_split
-    except ImportError as e:
-        pytest.skip(f"synthetic data generator not available: {e}")
+    from sapiens2.datasets.synth import ensure_default_split
+
     return ensure_default_split(
         "probe-test", 12, (64, 48), 1, root=tmp_path_factory.mktemp("synth"), progress=False
     )

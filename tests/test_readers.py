@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 
+import cv2
 import numpy as np
 import pytest
 
 from benchmarks.cli.main import main
 from sapiens2.datasets import AlbedoDataset, NormalDataset
 from sapiens2.datasets.io import DatasetError, read_map, read_mask, read_npy
-
-cv2 = pytest.importorskip("cv2")
 
 
 def _folders(root, *names):

@@ -189,7 +189,7 @@ class _MirrorHead(nn.Module):
 
 
 def test_pose_predict_flip_test_decodes_and_maps_back_to_image():
-    udp = pytest.importorskip("sapiens2.codecs.udp", reason="UDP codec (sapiens2/codecs/udp.py) missing")
+    from sapiens2.codecs import udp
     vocab = keypoints308()
     rng = np.random.default_rng(0)
     in_wh, hm_wh = (96, 128), (24, 32)
@@ -210,7 +210,6 @@ def test_pose_predict_flip_test_decodes_and_maps_back_to_image():
 
 
 def test_pose_predict_on_tiny_model(golden_manifest):
-    pytest.importorskip("sapiens2.codecs.udp", reason="UDP codec (sapiens2/codecs/udp.py) missing")
     pose, x = _tiny(golden_manifest, "PoseTopdownEstimator")
     out = pose.predict(x)
     assert out["keypoints"].shape == (2, 308, 2) and out["scores"].shape == (2, 308)

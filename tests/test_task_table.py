@@ -115,8 +115,8 @@ def test_every_task_has_a_probe_task_catalog_metrics_and_a_schema_entry():
     assert tuple(result_schema()["properties"]["task"]["enum"]) == task_names()
 
 
+@pytest.mark.hf
 def test_every_probe_backbone_type_builds_from_a_tiny_preset():
-    pytest.importorskip("transformers")
     from benchmarks.probe.backbones.presets import build_probe_backbone, list_presets, resolve_backbone_cfg
     from benchmarks.probe.registry import PROBE_BACKBONES
 

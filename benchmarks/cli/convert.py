@@ -97,8 +97,9 @@ def run(args: argparse.Namespace) -> int:
         metadata = {"format": "pt", **new_meta}
         atomic_write(dst / HF_WEIGHTS, lambda tmp: save_file(hf_state, tmp, metadata=metadata))
         write_text_atomic(dst / "config.json", config.to_json_string())
-        print(f"wrote {dst / HF_WEIGHTS} ({len(hf_state)} tensors, {C.HF_CLASSES[task]}) "
-              f"and {dst / 'config.json'}")
+        write_json_atomic(dst / "preprocessor_config.json", H.hf_preprocessor_config(config.image_size))
+        print(f"wrote {dst / HF_WEIGHTS} ({len(hf_state)} tensors, {C.HF_CLASSES[task]}), "
+              f"{dst / 'config.json'} and {dst / 'preprocessor_config.json'}")
         return 0
 
     if layout == "official":

@@ -100,6 +100,10 @@ def _one(item, args, settings) -> None:
             reason = f"no network: {type(e).__name__}: {e}"
     if reason is not None:
         cached = hub.find_in_cache(item, args.revision, args.cache_dir, args.file)
+        if cached is None and args.dry_run:  # offline, a dry run still lists what it would fetch
+            print(f"  hub unreachable ({reason.split(':')[0]}), not cached: would fetch its checkpoint "
+                  f"(file name resolved online) -> {item.target}", flush=True)
+            return
         if cached is None:
             raise hub.unavailable(item, reason, args.cache_dir)
         print(f"  hub unreachable ({reason.split(':')[0]}); using the cached {cached}", flush=True)

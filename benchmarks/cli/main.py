@@ -39,6 +39,7 @@ from benchmarks.cli import (
     system,
 )
 from benchmarks.cli import eval as eval_cmd
+from benchmarks.cli.examples import add_examples
 from sapiens2.errors import BenchError
 
 # Subcommand modules, in the order shown by --help.
@@ -69,7 +70,7 @@ def _all_parsers(parser: argparse.ArgumentParser):
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
-    """``--debug`` on every parser; the accepted names in every ``--device`` help.
+    """``--debug`` on every parser; the accepted names in every ``--device`` help; the examples.
 
     ``--debug`` is absent (``SUPPRESS``) unless given, rather than False, so a subcommand's default
     cannot reset a ``--debug`` given before the subcommand name (argparse copies a subparser's
@@ -84,6 +85,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         device = p._option_string_actions.get("--device")
         if device is not None:
             device.help = f"{device.help or 'torch device'}; {DEVICE_HELP}"
+        add_examples(p, p.prog.removeprefix(parser.prog).strip())
 
 
 def build_parser() -> argparse.ArgumentParser:

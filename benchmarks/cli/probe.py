@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="probe a frozen backbone on the five dense tasks",
         description="Fit a closed-form linear probe per task on frozen features (protocol v4; the "
         "trained decoder body is the body_protocol() variant, via --protocol) and evaluate it on the test "
-        "split with 95%% bootstrap intervals; one result record per (backbone, task, seed) plus mean +- "
+        "split with 95% bootstrap intervals; one result record per (backbone, task, seed) plus mean +- "
         "std over seeds. Run under torchrun for DDP.",
     )
     p.add_argument(

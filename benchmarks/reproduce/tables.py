@@ -24,7 +24,10 @@ whose head differs fails the strict load with the list of differing keys, never 
 The official evaluation protocol (``protocol.kind = "eval"``): model input 1024 x 768, ImageNet
 mean/std normalisation in 0-255, pose top-down on GT boxes with flip test, dense outputs resized
 bilinearly to the GT. Anything else (another input size, substituted arch settings) gets its own
-``protocol_id`` and is never ranked with the official numbers.
+``protocol_id`` and is never ranked with the official numbers. So does every measurement on data: the
+paper's test sets are in-house, so a record says what it was measured on ("measured on N images of
+DIR", with the first-N cut of ``--max-samples``) and its protocol id carries that data's content hash
+and N; it sits in a table of its own, never inside a paper table, and gets no delta to the paper.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sapiens2.utils_io import file_sha256
+from sapiens2.utils_io import atomic_write, file_sha256
 
 TABLE_TASKS = {"table3": "pose", "table4": "seg", "table5": "pointmap", "table6": "normal",
                "table7": "albedo"}
@@ -187,6 +190,34 @@ def build_task_model(job: Job, arch_settings: dict | None = None, input_size=Non
     return model.eval()
 
 
+def random_checkpoint(root, size: str, task: str, arch_settings: dict | None = None, input_size=None,
+                      seed: int = 0) -> Path:
+    """Write a seeded random-weights checkpoint of the ``size``/``task`` model where ``reproduce`` reads it.
+
+    For trying the reproduce pipeline without the official files (its numbers mean nothing). Built with
+    the public :func:`sapiens2.models.builder.build_model` from the task's official config; pass the same
+    ``arch_settings`` (``{"sapiens2_<size>": {...}}``) to ``reproduce --arch-settings``.
+
+    Returns:
+        The checkpoint path (``checkpoint_path(root, size, task)``).
+    """
+    import torch
+    from safetensors.torch import save_file
+
+    from sapiens2.models.builder import build_model
+
+    cfg = copy.deepcopy(task_config(size, task))
+    cfg["backbone"]["img_size"] = list(input_size or official_input(size))
+    torch.manual_seed(seed)
+    model = build_model(cfg, arch_settings=arch_settings)
+    path = checkpoint_path(root, size, task)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    meta = {"format": "pt", "weights": f"random(seed={seed})"}
+    atomic_write(path, lambda tmp: save_file(state, tmp, metadata=meta))
+    return path
+
+
 def _adapt_config(cfg: dict, arch_settings: dict | None, input_size, arch_key: str | None = None) -> dict:
     """Copy of ``cfg`` at ``input_size`` with the settings of ``arch_key`` (else of its arch) substituted."""
     cfg = copy.deepcopy(cfg)
@@ -203,17 +234,46 @@ def _adapt_config(cfg: dict, arch_settings: dict | None, input_size, arch_key: s
     return cfg
 
 
-def protocol_for(input_size, arch_settings: dict | None, size: str | None = None) -> dict:
-    """``{"kind": "eval"}`` for the official protocol of ``size``; a ``protocol_id`` for any deviation."""
+def protocol_for(input_size, arch_settings: dict | None, size: str | None = None,
+                 data: dict | None = None) -> dict:
+    """The protocol of a reproduce record.
+
+    Args:
+        input_size: model input (H, W).
+        arch_settings: substituted arch settings, or None.
+        size: the model size (its official input is the reference).
+        data: what was measured: ``{"root", "content_hash", "n", "total"}`` (``n`` images used of the
+            split's ``total``). None: the protocol alone (``{"kind": "eval"}`` when official).
+
+    Returns:
+        ``{"kind": "eval", "description": ...}``, plus a ``protocol_id`` for a deviation from the official
+        setup (``eval-custom-...``) and for any measured data (``eval-data-...``): the paper's test sets
+        are in-house, so a measurement is never the paper's protocol.
+
+    Example:
+        >>> data = {"root": "d", "content_hash": "ab", "n": 2, "total": 9}
+        >>> p = protocol_for((1024, 768), None, "0.4b", data)
+        >>> p["protocol_id"][:10], p["description"]
+        ('eval-data-', 'official models and protocol, measured on 2 images of d (the first 2 of 9)')
+    """
     official = official_input(size or SIZES[0])
-    if tuple(input_size) == official and not arch_settings:
-        return {"kind": "eval", "description": f"official protocol ({official[0]}x{official[1]}, flip test "
-                                               "for pose, GT boxes)"}
-    blob = json.dumps({"input_size": list(input_size), "arch_settings": arch_settings}, sort_keys=True)
-    pid = f"eval-custom-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
-    return {"kind": "eval", "protocol_id": pid,
-            "description": f"official models at input {input_size[0]}x{input_size[1]}"
-                           + (" with substituted arch settings" if arch_settings else "")}
+    custom = tuple(input_size) != official or bool(arch_settings)
+    if not custom:
+        desc = f"official protocol ({official[0]}x{official[1]}, flip test for pose, GT boxes)"
+    else:
+        desc = f"official models at input {input_size[0]}x{input_size[1]}" + (
+            " with substituted arch settings" if arch_settings else "")
+    if data is None and not custom:
+        return {"kind": "eval", "description": desc}
+    ident = {"input_size": list(input_size), "arch_settings": arch_settings}
+    if data is not None:
+        ident["data"] = {"content_hash": data.get("content_hash"), "n": int(data["n"])}
+        cut = f" (the first {data['n']} of {data['total']})" if int(data["n"]) < int(data["total"]) else ""
+        desc = (desc if custom else "official models and protocol") + (
+            f", measured on {data['n']} images of {data['root']}{cut}")
+    blob = json.dumps(ident, sort_keys=True)
+    pid = f"eval-{'custom' if custom else 'data'}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+    return {"kind": "eval", "protocol_id": pid, "description": desc}
 
 
 def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=None,
@@ -271,7 +331,9 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
         dataset={"name": str(info.get("name") or Path(data_root).name), "split": "test",
                  "content_hash": dataset_content_hash(manifest), "num_samples": n,
                  "root": str(data_root)},
-        protocol=protocol_for(input_size, arch_settings, job.size),
+        protocol=protocol_for(input_size, arch_settings, job.size,
+                              {"root": str(data_root), "content_hash": dataset_content_hash(manifest), "n": n,
+                               "total": len(dataset)}),
         metrics=result.metrics,
         config={"config_name": job.config_name, "input_size": list(input_size),
                 "arch_settings": arch_settings, "batch_size": batch_size, "max_samples": max_samples,

@@ -152,13 +152,18 @@ def _read_16bit_rgb(path: Path, record) -> np.ndarray:
 
 
 def exr_supported() -> bool:
-    """True when OpenCV is installed with its OpenEXR codec (enabled via OPENCV_IO_ENABLE_OPENEXR)."""
+    """True when OpenCV is built with its OpenEXR codec (enabled via OPENCV_IO_ENABLE_OPENEXR).
+
+    OpenCV 5 wheels list ``OpenEXR: NO`` in their build information: the word alone is not enough.
+    """
     os.environ.setdefault("OPENCV_IO_ENABLE_OPENEXR", "1")
     try:
         import cv2
     except ImportError:
         return False
-    return "OpenEXR" in cv2.getBuildInformation() and os.environ.get("OPENCV_IO_ENABLE_OPENEXR") == "1"
+    lines = [ln.split(":", 1)[1].strip() for ln in cv2.getBuildInformation().splitlines()
+             if ln.strip().startswith("OpenEXR:")]
+    return any(v and v != "NO" for v in lines) and os.environ.get("OPENCV_IO_ENABLE_OPENEXR") == "1"
 
 
 def read_exr(path: str | os.PathLike, record=None) -> np.ndarray:
@@ -166,7 +171,8 @@ def read_exr(path: str | os.PathLike, record=None) -> np.ndarray:
     path = Path(path)
     _check_file(path, record)
     if not exr_supported():
-        raise DatasetError(f"{where(path, record)}: reading .exr needs opencv-python-headless with OpenEXR")
+        raise DatasetError(f"{where(path, record)}: reading .exr needs an OpenCV build with "
+                           f"OpenEXR (opencv-python 4.x; OpenCV 5 wheels have none)")
     import cv2
 
     arr = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)

@@ -33,13 +33,25 @@ def _official_backbone(name: str) -> dict | None:
 
 def substitute_arch(cfg: dict, arch_settings: Mapping[str, dict] | None) -> dict:
     """Copy of ``cfg`` whose ``arch`` names (top level or in ``backbone``) found in ``arch_settings``
-    are replaced by their settings dicts."""
+    are replaced by their settings dicts.
+
+    In a task config the head follows its backbone: ``decode_head.in_channels`` becomes the settings'
+    ``embed_dims``, and a ``decode_head`` entry of the settings overrides head fields (the layout of a
+    golden manifest's and ``reproduce --arch-settings``' settings).
+    """
     cfg = copy.deepcopy(cfg)
     if not arch_settings:
         return cfg
     for node in (cfg, cfg.get("backbone")):
         if isinstance(node, dict) and isinstance(node.get("arch"), str) and node["arch"] in arch_settings:
-            node["arch"] = dict(arch_settings[node["arch"]])
+            settings = dict(arch_settings[node["arch"]])
+            head_overrides = settings.pop("decode_head", {})
+            node["arch"] = settings
+            head = cfg.get("decode_head")
+            if node is cfg.get("backbone") and isinstance(head, dict):
+                if "in_channels" in head and "embed_dims" in settings:
+                    head["in_channels"] = int(settings["embed_dims"])
+                head.update(head_overrides)
     return cfg
 
 

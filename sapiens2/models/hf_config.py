@@ -193,3 +193,29 @@ def _hf_head_config(head: dict, task: str) -> tuple[dict, int]:
                                                 or [1] * len(head["scale_conv_out_channels"])),
                    scale_final_input_size=final[0], scale_final_hidden_sizes=final[1:3])
     return out, 3
+
+
+def hf_preprocessor_config(image_size) -> dict:
+    """The ``preprocessor_config.json`` of a converted model, so ``AutoImageProcessor`` loads the folder.
+
+    The same input policy as our pipelines (:data:`sapiens2.inference.MEAN`/``STD``, in 0-255 units):
+    resize to ``image_size`` (H, W), rescale by 1/255, normalise with the mean and std over 255.
+
+    Example:
+        >>> cfg = hf_preprocessor_config((1024, 768))
+        >>> cfg["image_processor_type"], cfg["size"], [round(m, 3) for m in cfg["image_mean"]]
+        ('Sapiens2ImageProcessor', {'height': 1024, 'width': 768}, [0.485, 0.456, 0.406])
+    """
+    from sapiens2.inference import MEAN, STD
+
+    h, w = (int(v) for v in image_size)
+    return {
+        "image_processor_type": "Sapiens2ImageProcessor",
+        "do_resize": True,
+        "size": {"height": h, "width": w},
+        "do_rescale": True,
+        "rescale_factor": 1 / 255,
+        "do_normalize": True,
+        "image_mean": [m / 255 for m in MEAN],
+        "image_std": [s / 255 for s in STD],
+    }
