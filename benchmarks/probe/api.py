@@ -39,6 +39,7 @@ from benchmarks.probe.train import fit_task_shortcut, train_decoder
 from leaderboard.results import make_record, read_record, write_record
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
+from sapiens2.output_lock import output_lock
 
 __all__ = ["ORACLE", "RecordConflictError", "run_probe"]
 
@@ -127,6 +128,7 @@ def run_probe(
 
     Raises:
         RecordConflictError: a record path holds a record of another run (checked before training).
+        OutputBusyError: another probe is writing into the same record folder (its lock is held).
     """
     t_start = time.perf_counter()
     tasks = _task_list(tasks)
@@ -138,7 +140,13 @@ def run_probe(
     label = ORACLE if backbone == ORACLE else backbone_label(backbone)
     out = Path(out_dir) / label.replace(os.sep, "_").replace(":", "_") / pid
     source = as_data_source(data_dir)
+    with output_lock(out, f"probe {label}"):  # a second probe into this folder stops here
+        return _probe(tasks, seeds, protocol, cfg, label, out, source, checkpoint, cache_dir, device, t_start)
 
+
+def _probe(tasks, seeds, protocol, cfg, label, out, source, checkpoint, cache_dir, device, t_start):
+    """:func:`run_probe` after its argument checks, holding the lock of the record folder ``out``."""
+    pid = protocol.protocol_id()
     # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
     task_objs = {t: build_task(t, protocol) for t in tasks}
     splits, data_ids = {}, {}
