@@ -23,6 +23,10 @@ def register(sub) -> None:
         t.add_argument("--json", dest="json_out", metavar="OUT", help="write the metrics as JSON")
         t.add_argument("--batch-size", type=int, default=8, help="files per evaluator update")
         t.add_argument("--device", default="cpu", help="torch device for the metric computation")
+        t.add_argument("--png-max", type=int, default=None,
+                       help="full-scale value of integer PNG maps (default: 255 or 65535 by bit depth)")
+        t.add_argument("--allow-empty-masks", action="store_true",
+                       help="skip files without a pixel to score (default: an error naming the file)")
         if task == "seg":
             t.add_argument("--num-classes", type=int, default=29)
             t.add_argument("--ignore-index", type=int, default=255)
@@ -89,7 +93,8 @@ def run(args) -> int:
         kwargs = {"num_classes": args.num_classes, "ignore_index": args.ignore_index,
                   "nan_to_num": args.nan_to_num}
     out = evaluate_folders(args.task, args.pred, args.gt, args.mask, batch_size=args.batch_size,
-                           device=args.device, progress=True, **kwargs)
+                           device=args.device, progress=True, png_max=args.png_max,
+                           allow_empty_masks=args.allow_empty_masks, **kwargs)
     _print_table(args.task, out["metrics"])
     if args.json_out:
         write_json_atomic(args.json_out, out)
