@@ -73,4 +73,5 @@ def test_a_hub_that_never_answers_times_out_clearly(env, monkeypatch, capsys):  
     assert not hung, "download waited for an answer that never came"
     assert result["code"] == 1
     out = capsys.readouterr().out
-    assert "no answer within 1 s (--timeout)" in out and f"{SEG_REPO}: cannot reach the Hugging Face Hub" in out
+    assert "no answer within 1 s (--timeout)" in out
+    assert f"{SEG_REPO}: cannot reach the Hugging Face Hub" in out

@@ -89,7 +89,7 @@ def test_a_state_without_identity_is_not_resumed(images, tmp_path):
 def test_a_non_finite_gradient_is_neither_applied_nor_checkpointed(images, tmp_path, monkeypatch):
     out = tmp_path / "out"
     stepped = []
-    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda params, max_norm: torch.tensor(float("nan")))
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda params, clip: torch.tensor(float("nan")))
     monkeypatch.setattr(torch.optim.AdamW, "step", lambda self, *a, **k: stepped.append(1))
     with pytest.raises(BenchError, match="non-finite gradient norm"):
         _run(images, out, stop_at=1)
@@ -124,4 +124,5 @@ def test_a_malformed_log_line_is_named(images, tmp_path):
     (out / "log.jsonl").write_text("garbage\n" + (out / "log.jsonl").read_text())
     with pytest.raises(BenchError, match=r"log\.jsonl: line 1"):
         _run(images, out, resume=True)
-    assert load_state(out / STATE_FILE, trainer.config_hash(trainer.resolve_config(get_recipe("smoke_tiny"))), 1)
+    chash = trainer.config_hash(trainer.resolve_config(get_recipe("smoke_tiny")))
+    assert load_state(out / STATE_FILE, chash, 1)["step"] == 1  # the state itself is untouched
