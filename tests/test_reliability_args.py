@@ -39,3 +39,37 @@ def test_predict_refuses_a_non_positive_bbox_padding(padding, tmp_path, capsys):
     assert code == 1
     assert f"--bbox-padding {float(padding)}: must be a positive factor" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("seeds, why", [("a,b", "expected comma-separated integers"),
+                                        ("0,0", r"seed\(s\) \[0\] given twice"),
+                                        (",", "no seed given")])
+def test_probe_seeds_are_checked_before_any_work(seeds, why, tmp_path, capsys):
+    import re
+
+    out = tmp_path / "o"
+    assert main(["probe", "--backbone", "pixels", "--tasks", "seg", "--data", str(tmp_path / "never_read"),
+                 "--out", str(out), "--seeds", seeds]) == 1
+    err = capsys.readouterr().err
+    assert f"--seeds {seeds!r}" in err and re.search(why, err) and not out.exists()
+
+
+def test_run_probe_refuses_repeated_seeds_before_training(tmp_path):
+    from benchmarks.probe.api import run_probe
+
+    with pytest.raises(ValueError, match="given twice"):
+        run_probe("pixels", ["seg"], tmp_path / "never_read", tmp_path / "o", seeds=(0, 0), quick=True)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["data", "show", "SPLIT", "--n", "0"], "--n 0: must be at least 1"),
+    (["data", "synth", "--out", "OUT", "--seed=-1"], "--seed -1: must be at least 0"),
+    (["data", "synth", "--out", "OUT", "--n", "0"], "--n 0: must be at least 1"),
+    (["eval", "seg", "--pred", "P", "--gt", "G", "--num-classes", "-5"], "--num-classes -5: must be at least 1"),
+])
+def test_counts_and_seeds_name_their_flag(argv, why, tmp_path, capsys):
+    argv = [str(tmp_path / a) if a in ("SPLIT", "OUT", "P", "G") else a for a in argv]
+    assert main(argv) == 1
+    assert why in capsys.readouterr().err
+    assert not (tmp_path / "OUT").exists()

@@ -89,6 +89,8 @@ def run(args) -> int:
     from sapiens2.utils_io import write_json_atomic
 
     kwargs = {}
+    if args.task == "seg" and args.num_classes < 1:
+        raise ValueError(f"--num-classes {args.num_classes}: must be at least 1")
     if args.task == "seg":
         kwargs = {"num_classes": args.num_classes, "ignore_index": args.ignore_index,
                   "nan_to_num": args.nan_to_num}

@@ -66,6 +66,29 @@ def _task_list(tasks) -> list[str]:
     return tasks
 
 
+def seed_list(seeds) -> list[int]:
+    """Decoder seeds from a comma string (``--seeds``) or an iterable: integers, at least one, no repeats.
+
+    Raises:
+        ValueError: naming ``--seeds``, the value and what is wrong.
+
+    Example:
+        >>> seed_list("0, 1,2")
+        [0, 1, 2]
+    """
+    items = [s.strip() for s in seeds.split(",")] if isinstance(seeds, str) else list(seeds)
+    try:
+        out = [int(s) for s in items if not isinstance(s, str) or s]
+    except (TypeError, ValueError):
+        raise ValueError(f"--seeds {seeds!r}: expected comma-separated integers, e.g. 0,1,2") from None
+    if not out:
+        raise ValueError(f"--seeds {seeds!r}: no seed given")
+    repeated = sorted({s for s in out if out.count(s) > 1})
+    if repeated:
+        raise ValueError(f"--seeds {seeds!r}: seed(s) {repeated} given twice; each seed is one record")
+    return out
+
+
 def _spec_identity(cfg: dict) -> dict:
     """The backbone config that defines it, without where its weights were read from (hashed apart)."""
     return {k: v for k, v in cfg.items() if k not in ("name", "checkpoint", "pretrained")}
@@ -132,7 +155,7 @@ def run_probe(
     """
     t_start = time.perf_counter()
     tasks = _task_list(tasks)
-    seeds = [int(s) for s in seeds]
+    seeds = seed_list(seeds)
     protocol = _protocol(protocol, quick)
     check_training_names(protocol)
     pid = protocol.protocol_id()
