@@ -66,7 +66,8 @@ def test_run_probe_refuses_repeated_seeds_before_training(tmp_path):
     (["data", "show", "SPLIT", "--n", "0"], "--n 0: must be at least 1"),
     (["data", "synth", "--out", "OUT", "--seed=-1"], "--seed -1: must be at least 0"),
     (["data", "synth", "--out", "OUT", "--n", "0"], "--n 0: must be at least 1"),
-    (["eval", "seg", "--pred", "P", "--gt", "G", "--num-classes", "-5"], "--num-classes -5: must be at least 1"),
+    (["eval", "seg", "--pred", "P", "--gt", "G", "--num-classes", "-5"],
+     "--num-classes -5: must be at least 1"),
 ])
 def test_counts_and_seeds_name_their_flag(argv, why, tmp_path, capsys):
     argv = [str(tmp_path / a) if a in ("SPLIT", "OUT", "P", "G") else a for a in argv]
