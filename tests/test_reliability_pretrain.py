@@ -126,3 +126,21 @@ def test_a_malformed_log_line_is_named(images, tmp_path):
         _run(images, out, resume=True)
     chash = trainer.config_hash(trainer.resolve_config(get_recipe("smoke_tiny")))
     assert load_state(out / STATE_FILE, chash, 1)["step"] == 1  # the state itself is untouched
+
+
+@pytest.mark.parametrize("optim, why", [
+    ({"lr": "fast"}, r"optim\.lr must be a finite number >= 0, got 'fast'"),
+    ({"clip_grad": float("nan")}, r"optim\.clip_grad must be"),
+    ({"betas": [0.9, 1.5]}, r"optim\.betas must be two numbers"),
+])
+def test_a_recipe_with_a_non_numeric_optimiser_setting_is_named(optim, why, images, tmp_path, capsys):
+    cfg = tmp_path / "recipe.json"
+    cfg.write_text(json.dumps({"name": "bad", "optim": optim}))  # NaN is written as the JSON extension NaN
+    from benchmarks.cli.main import main
+
+    assert main(["pretrain", "--config", str(cfg), "--data", str(images), "--out", str(tmp_path / "o"),
+                 "--no-progress"]) == 1
+    import re
+
+    assert re.search(why, capsys.readouterr().err)
+    assert not (tmp_path / "o").exists()
