@@ -69,3 +69,25 @@ def test_the_lock_of_a_failed_run_is_released_and_leaves_no_folder(tmp_path):
     assert not (tmp_path / "a").exists()
     with output_lock(tmp_path / "a" / "b", "y"):  # free again
         pass
+
+
+@pytest.mark.slow
+def test_a_probe_process_into_a_folder_another_process_holds_exits_1(tmp_path):
+    """Across processes: the test process holds the lock, a ``probe`` CLI process into the same folder fails
+    before any work (flock is per open file, so this is what two real runs see)."""
+    import os
+    import subprocess
+
+    from sapiens2.datasets.synth import generate_split
+
+    root = Path(__file__).resolve().parents[1]
+    data = generate_split(tmp_path / "data", n=4, seed=0, size=(64, 48))
+    folder = _record_folder(tmp_path / "out")
+    with output_lock(folder, "probe held-by-test"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchmarks.cli.main", "probe", "--backbone", "pixels", "--quick",
+             "--tasks", "seg", "--data", str(data), "--out", str(tmp_path / "out")],
+            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
+            timeout=300)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "another run is writing into this folder (probe held-by-test" in proc.stderr
