@@ -32,7 +32,7 @@ from benchmarks.probe.features import FeatureSet, FeatureStore
 from benchmarks.probe.headline import seed_intervals
 from benchmarks.probe.optim import check_training_names
 from benchmarks.probe.protocol import TASKS, ProbeProtocol, default_protocol, quick_protocol
-from benchmarks.probe.runkey import run_identity, run_mismatch, weights_sha256
+from benchmarks.probe.runkey import run_identity, run_mismatch, seed_list, weights_sha256
 from benchmarks.probe.sidefile import side_path
 from benchmarks.probe.tasks import build_task
 from benchmarks.probe.train import fit_task_shortcut, train_decoder
@@ -41,7 +41,7 @@ from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
 from sapiens2.output_lock import output_lock
 
-__all__ = ["ORACLE", "RecordConflictError", "run_probe"]
+__all__ = ["ORACLE", "RecordConflictError", "run_probe", "seed_list"]
 
 
 class RecordConflictError(BenchError, ValueError):
@@ -64,29 +64,6 @@ def _task_list(tasks) -> list[str]:
         if t not in TASKS:
             raise UnknownNameError("probe task", t, TASKS)
     return tasks
-
-
-def seed_list(seeds) -> list[int]:
-    """Decoder seeds from a comma string (``--seeds``) or an iterable: integers, at least one, no repeats.
-
-    Raises:
-        ValueError: naming ``--seeds``, the value and what is wrong.
-
-    Example:
-        >>> seed_list("0, 1,2")
-        [0, 1, 2]
-    """
-    items = [s.strip() for s in seeds.split(",")] if isinstance(seeds, str) else list(seeds)
-    try:
-        out = [int(s) for s in items if not isinstance(s, str) or s]
-    except (TypeError, ValueError):
-        raise ValueError(f"--seeds {seeds!r}: expected comma-separated integers, e.g. 0,1,2") from None
-    if not out:
-        raise ValueError(f"--seeds {seeds!r}: no seed given")
-    repeated = sorted({s for s in out if out.count(s) > 1})
-    if repeated:
-        raise ValueError(f"--seeds {seeds!r}: seed(s) {repeated} given twice; each seed is one record")
-    return out
 
 
 def _spec_identity(cfg: dict) -> dict:
