@@ -35,17 +35,48 @@ def default_mask(task: str, gt: torch.Tensor) -> torch.Tensor:
     return ok
 
 
+# A prediction of another size is resized to its GT only at the same aspect ratio, within this.
+ASPECT_TOLERANCE = 0.01
+
+
+def check_aspect(pred_hw, pred_p, gt_hw, gt_p) -> None:
+    """Refuse a prediction whose aspect ratio differs from its GT's (resizing it would stretch it).
+
+    Raises:
+        DatasetError: ``(w_pred / h_pred) / (w_gt / h_gt)`` is not within :data:`ASPECT_TOLERANCE` of 1;
+            names both files and both sizes.
+    """
+    (ph, pw), (gh, gw) = (int(v) for v in pred_hw), (int(v) for v in gt_hw)
+    if (ph, pw) == (gh, gw):
+        return
+    if abs((pw * gh) / (ph * gw) - 1.0) > ASPECT_TOLERANCE:
+        raise io.DatasetError(
+            f"{pred_p}: prediction {ph}x{pw} (H x W) has another aspect ratio than its GT {gt_p} {gh}x{gw}; "
+            f"resizing it would stretch it (a prediction is resized only within {ASPECT_TOLERANCE:.0%} of "
+            "the GT's aspect ratio): save it at the GT's size or aspect ratio"
+        )
+
+
 def load_pair(task: str, item, num_classes: int | None = None, ignore_index: int | None = None,
-              pred_map=None):
+              pred_map=None, *, png_max: int | None = None, allow_empty_masks: bool = False):
     """Read one (stem, pred, gt, mask) file set.
 
     Args:
+        task: the dense task.
+        item: ``(stem, pred_path, gt_path, mask_path or None)``.
+        num_classes: seg classes.
+        ignore_index: seg ignore label.
         pred_map: ``(LabelMapping, unmapped policy)`` when seg predictions are in another label set
             (e.g. Sapiens2's 29 classes scored on person/background GT): label-map predictions are
             remapped by :func:`sapiens2.vocab_mapping.remap_labels`; logits are refused.
+        png_max: full-scale value of integer map files (see :func:`sapiens2.datasets.io.read_map`).
+        allow_empty_masks: accept a file without any scored pixel (else an error naming it).
 
     Returns:
         (pred, gt, mask or None, pred_is_labels) tensors; dense maps are 3 x H x W.
+
+    Raises:
+        DatasetError: an unreadable file, a size or aspect mismatch, or an empty mask; names the files.
     """
     _, pred_p, gt_p, mask_p = item
     spec = get_task(task)
@@ -73,10 +104,12 @@ def load_pair(task: str, item, num_classes: int | None = None, ignore_index: int
             raise io.DatasetError(
                 f"{pred_p}: label map {pred.shape} does not match GT {gt_p} {tuple(gt.shape)}"
             )
+        check_aspect(pred.shape[-2:], pred_p, gt.shape[-2:], gt_p)
         return torch.from_numpy(pred), gt, None, is_labels
-    pred = io.read_map(pred_p, spec.value_kind, check_range=False)
-    gt = io.read_map(gt_p, spec.value_kind, check_range=False)
+    pred = io.read_map(pred_p, spec.value_kind, check_range=False, png_max=png_max)
+    gt = io.read_map(gt_p, spec.value_kind, check_range=False, png_max=png_max)
     io.check_pair_range(spec.value_kind, pred, pred_p, gt, gt_p)
+    check_aspect(pred.shape[:2], pred_p, gt.shape[:2], gt_p)
     pred = torch.from_numpy(pred).permute(2, 0, 1).contiguous()
     gt = torch.from_numpy(gt).permute(2, 0, 1).contiguous()
     if mask_p is not None:
@@ -87,10 +120,16 @@ def load_pair(task: str, item, num_classes: int | None = None, ignore_index: int
             )
     else:
         mask = default_mask(task, gt)
+    if not allow_empty_masks and not bool((mask.bool() & torch.isfinite(gt).all(0)).any()):
+        where = f"mask {mask_p}" if mask_p is not None else f"GT {gt_p} (no finite, non-zero pixel)"
+        raise io.DatasetError(
+            f"{where}: no pixel to score for {pred_p}; fix the file, or pass --allow-empty-masks "
+            "(allow_empty_masks=True) to skip such files"
+        )
     return pred, gt, mask, False
 
 
-def _batches(task: str, items, batch_size: int, device, num_classes, ignore_index, pred_map=None):
+def _batches(task: str, items, batch_size: int, device, num_classes, ignore_index, read_kw):
     """Updates of consecutive equal-shape files, at most ``batch_size`` per update."""
     batch: list = []
     stems: list[tuple[int, str]] = []
@@ -109,7 +148,7 @@ def _batches(task: str, items, batch_size: int, device, num_classes, ignore_inde
         return up
 
     for i, item in enumerate(items):
-        sample = load_pair(task, item, num_classes, ignore_index, pred_map)
+        sample = load_pair(task, item, num_classes, ignore_index, **read_kw)
         if batch and (sample[0].shape != batch[0][0].shape or sample[1].shape != batch[0][1].shape
                       or sample[3] != batch[0][3]):
             yield flush()
@@ -123,6 +162,7 @@ def _batches(task: str, items, batch_size: int, device, num_classes, ignore_inde
 
 def evaluate_folders(task: str, pred_dir, gt_dir, mask_dir=None, *, batch_size: int = 8,
                      device: str = "cpu", progress: bool = False, pred_label_set=None, unmapped=None,
+                     png_max: int | None = None, allow_empty_masks: bool = False,
                      **evaluator_kwargs) -> dict:
     """Metrics of the prediction files in ``pred_dir`` against the GT files in ``gt_dir``.
 
@@ -139,6 +179,8 @@ def evaluate_folders(task: str, pred_dir, gt_dir, mask_dir=None, *, batch_size: 
             declared many-to-one map (:mod:`sapiens2.vocab_mapping`).
         unmapped: policy for predicted classes without a target class (None: error; ``"ignore"``;
             or a target class name).
+        png_max: full-scale value of integer map files (default: by bit depth, 255 or 65535).
+        allow_empty_masks: skip files without a scored pixel (default: an error naming the file).
         **evaluator_kwargs: evaluator settings (seg: ``num_classes``, ``ignore_index``, ``nan_to_num``).
 
     Returns:
@@ -152,6 +194,8 @@ def evaluate_folders(task: str, pred_dir, gt_dir, mask_dir=None, *, batch_size: 
     if not spec.dense:
         raise ValueError(f"evaluate_folders: {task} is not a per-pixel task")
     items = io.pair_files(Path(pred_dir), Path(gt_dir), Path(mask_dir) if mask_dir else None)
+    if allow_empty_masks and spec.feed.kind != "labels":
+        evaluator_kwargs["allow_empty_masks"] = True
     ev = build_evaluator(task, **evaluator_kwargs).to(device)
     num_classes = getattr(ev, "num_classes", None)
     ignore_index = getattr(ev, "ignore_index", None)
@@ -162,7 +206,8 @@ def evaluate_folders(task: str, pred_dir, gt_dir, mask_dir=None, *, batch_size: 
         target = evaluator_kwargs.get("label_set") or "sapiens2_29"
         pred_map = (label_mapping(pred_label_set, target), unmapped)
         ev.conventions["pred_label_set"] = f"{pred_map[0].source} -> {pred_map[0].target} (declared map)"
-    res = run_evaluation(ev, _batches(task, items, batch_size, device, num_classes, ignore_index, pred_map),
+    read_kw = {"pred_map": pred_map, "png_max": png_max, "allow_empty_masks": allow_empty_masks}
+    res = run_evaluation(ev, _batches(task, items, batch_size, device, num_classes, ignore_index, read_kw),
                          progress=progress and len(items) >= 50, desc=f"eval {task}").metrics
     conventions = res.pop("conventions")
     per_class = res.pop("per_class", None)

@@ -14,10 +14,39 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
+
+# Each comparison is sealed like a record: the SHA-256 of its other fields, which include the record
+# hashes of the two records it was made from (``record_hash_a``, ``record_hash_b``).
+COMPARISON_HASH_FIELD = "comparison_sha256"
 KEYS = ("task", "a", "b", "n", "verdict", "level", "display")
 DISPLAY = ("metric", "value_a", "value_b", "difference")
 COLUMNS = (("task", "task"), ("a", "A"), ("b", "B"), ("metric", "metric"), ("value_a", "A value"),
            ("value_b", "B value"), ("difference", "A - B [interval]"), ("n", "n"), ("verdict", "verdict"))
+
+
+def _finite_or_none(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_or_none(v) for v in obj]
+    return obj
+
+
+def comparison_hash(comparison: dict) -> str:
+    """SHA-256 of a comparison's fields but its seal (canonical JSON; NaN as null, as it is written).
+
+    Example:
+        >>> comparison_hash({"a": 1, "b": float("nan")}) == comparison_hash({"b": None, "a": 1})
+        True
+    """
+    payload = {k: v for k, v in comparison.items() if k != COMPARISON_HASH_FIELD}
+    text = json.dumps(_finite_or_none(payload), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def comparison_rows(comparisons) -> list[dict[str, str]]:

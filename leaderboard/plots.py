@@ -9,7 +9,11 @@ Rules the figures keep:
   the largest value, so two numbers 0.01 apart never look like a trend;
 - intervals (``intervals`` of the records) are drawn as error bars; without them, the std over seeds;
 - names are never cut: long names wrap onto several lines; every kind of row (random init,
-  weight-free, the GT-oracle ceiling, reported paper numbers) has its own style, named in the legend.
+  weight-free, the GT-oracle ceiling, reported paper numbers) has its own style, named in the legend;
+- a large leaderboard stays a page: a table's figures draw at most :data:`MAX_FIGURE_ROWS` rows (the
+  best by the headline metric) and a breakdown figure at most :data:`MAX_BREAKDOWN_MODELS` models (the
+  best by their mean), each title saying "top N of M"; every PNG has at most :data:`MAX_PIXELS` pixels
+  (the resolution drops for a figure that would be larger). The tables always list every row.
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ STYLES = {
     "reported": ("#6b7280", "", "reported (paper)"),
 }
 WRAP = 34
+MAX_FIGURE_ROWS = 40
+MAX_BREAKDOWN_MODELS = 12
+MAX_PIXELS = 4_000_000  # e.g. 2450 x 1630 px
+_DPI = 110
 
 
 @dataclass
@@ -92,11 +100,27 @@ def wrap(value, width: int = WRAP) -> str:
 
 
 def _png(fig) -> bytes:
+    """The figure as PNG, within :data:`MAX_PIXELS` (a lower resolution when it would be larger)."""
     plt = _mpl()
+    fig.canvas.draw()  # the tight bounding box (legends outside the axes included) is known after a draw
+    box = fig.get_tightbbox(fig.canvas.get_renderer())
+    w, h = (box.width, box.height) if box is not None else tuple(fig.get_size_inches())
+    dpi = min(_DPI, 0.97 * (MAX_PIXELS / ((w + 0.2) * (h + 0.2))) ** 0.5)  # + savefig's 0.1 in padding
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
+
+
+def _top_rows(t: GroupTable, rows: pd.DataFrame, label: str) -> tuple[pd.DataFrame, str]:
+    """At most :data:`MAX_FIGURE_ROWS` of ``rows`` (the best by ``label``, in table order), a title note."""
+    if len(rows) <= MAX_FIGURE_ROWS:
+        return rows, ""
+    spec = next(s for s in headline_metrics(t.task) if s.label == label)
+    vals = pd.to_numeric(rows[label], errors="coerce").to_numpy(dtype=float)
+    key = np.where(np.isfinite(vals), -vals if spec.higher_is_better else vals, np.inf)
+    keep = np.sort(np.argsort(key, kind="stable")[:MAX_FIGURE_ROWS])
+    return rows.iloc[keep], f" (top {MAX_FIGURE_ROWS} of {len(rows)} by {label})"
 
 
 def value_limits(values, errors_high=None) -> tuple[float, float]:
@@ -167,7 +191,7 @@ def metric_vs_params(t: GroupTable) -> Figure | None:
     if not specs:
         return None
     label = specs[0].label
-    rows = t.rows[t.rows[label].notna()]
+    rows, note = _top_rows(t, t.rows[t.rows[label].notna()], label)
     params = pd.to_numeric(rows["params"], errors="coerce")
     pts, lines = rows[params > 0], rows[~(params > 0)]
     if not len(pts):
@@ -202,8 +226,8 @@ def metric_vs_params(t: GroupTable) -> Figure | None:
     ax.set_ylabel(text(label) + direction)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    ax.set_title(wrap(f"{t.task}: {label} vs parameters", 60), fontsize=9)
-    return Figure(f"{t.task}: {label} vs parameters", _png(fig), t.table_id)
+    ax.set_title(wrap(f"{t.task}: {label} vs parameters{note}", 60), fontsize=9)
+    return Figure(f"{t.task}: {label} vs parameters{note}", _png(fig), t.table_id)
 
 
 def comparison_bars(t: GroupTable) -> Figure | None:
@@ -214,7 +238,7 @@ def comparison_bars(t: GroupTable) -> Figure | None:
     from matplotlib.patches import Patch
 
     plt = _mpl()
-    rows = t.rows[t.rows[[s.label for s in specs]].notna().any(axis=1)]
+    rows, note = _top_rows(t, t.rows[t.rows[[s.label for s in specs]].notna().any(axis=1)], specs[0].label)
     labels = [_row_label(r) for _, r in rows.iterrows()]
     kinds = [_kind(r) for _, r in rows.iterrows()]
     lines = sum(lb.count("\n") + 1 for lb in labels)
@@ -238,17 +262,25 @@ def comparison_bars(t: GroupTable) -> Figure | None:
                for k in STYLES if k in kinds]
     fig.legend(handles=handles, fontsize=7, loc="lower center", ncol=min(4, len(handles)),
                bbox_to_anchor=(0.5, -0.02 - 0.04 * ((len(handles) - 1) // 4)))
-    fig.suptitle(wrap(f"{t.task}: comparison across backbones", 80), fontsize=9)
+    fig.suptitle(wrap(f"{t.task}: comparison across backbones{note}", 80), fontsize=9)
     fig.tight_layout(rect=(0, 0.06 + 0.04 * ((len(handles) - 1) // 4), 1, 0.97))
-    return Figure(f"{t.task}: comparison across backbones", _png(fig), t.table_id)
+    return Figure(f"{t.task}: comparison across backbones{note}", _png(fig), t.table_id)
 
 
 def breakdown_bars(title: str, table: pd.DataFrame, table_id: str, ylabel: str) -> Figure:
     """Grouped bars: items (classes or parts) on the x axis, one bar per model (columns), axis from 0.
 
-    Missing values (a class without ground truth) are left out (no bar), not drawn as 0.
+    Missing values (a class without ground truth) are left out (no bar), not drawn as 0. Of more than
+    :data:`MAX_BREAKDOWN_MODELS` models, the best by their mean over the items are drawn (these
+    breakdowns, IoU per class and AP per part, are higher-is-better), and the title says so.
     """
     plt = _mpl()
+    key = title
+    if len(table.columns) > MAX_BREAKDOWN_MODELS:
+        best = table.mean(axis=0, skipna=True).fillna(-np.inf).sort_values(ascending=False, kind="stable")
+        kept = [c for c in table.columns if c in set(best.index[:MAX_BREAKDOWN_MODELS])]
+        title = f"{title} (top {MAX_BREAKDOWN_MODELS} of {len(table.columns)} models by their mean)"
+        table = table[kept]
     items, models = list(table.index), list(table.columns)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.3 * len(items) * max(1, len(models)) ** 0.5 + 2), 3.8))
     width = 0.8 / max(1, len(models))
@@ -263,7 +295,7 @@ def breakdown_bars(title: str, table: pd.DataFrame, table_id: str, ylabel: str) 
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.set_title(wrap(title, 80), fontsize=9)
-    return Figure(title, _png(fig), table_id, "breakdown", title)
+    return Figure(title, _png(fig), table_id, "breakdown", key)
 
 
 def figures_for(t: GroupTable, breakdowns: list[tuple[str, pd.DataFrame]] | None = None) -> list[Figure]:

@@ -48,4 +48,7 @@ def build_html(page: dict) -> str:
     Returns:
         HTML text (UTF-8), fully self-contained.
     """
-    return environment().get_template("page.html").render(csp=CSP, **page)
+    from leaderboard.report_md import neutralise_controls
+
+    # autoescape leaves control and bidi characters as they are: they are shown as [U+XXXX]
+    return neutralise_controls(environment().get_template("page.html").render(csp=CSP, **page))

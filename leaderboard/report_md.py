@@ -8,10 +8,27 @@ paper's Tables 2-8. Every user string goes through ``md_escape``.
 from __future__ import annotations
 
 import html
+import re
 
 from leaderboard.report_view import TableView, fmt, fmt_params
 
-__all__ = ["build_markdown", "fmt", "fmt_params", "md_escape", "table_markdown"]
+__all__ = ["build_markdown", "fmt", "fmt_params", "md_escape", "neutralise_controls", "table_markdown"]
+
+# C0/C1 control characters (but tab, newline and carriage return), and the bidirectional formatting
+# and line-separator characters: a model named "rtl\u202etxt.exe" would display as "rtlexe.txt".
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def neutralise_controls(text: str) -> str:
+    """``text`` with every control or bidi formatting character shown as ``[U+XXXX]``.
+
+    Safe in HTML text and attributes, Markdown and JSON strings alike (no character to escape).
+
+    Example:
+        >>> neutralise_controls("rtl\u202etxt.exe\x07")
+        'rtl[U+202E]txt.exe[U+0007]'
+    """
+    return _UNSAFE.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
 
 
 def md_escape(text) -> str:
@@ -117,4 +134,4 @@ def build_markdown(page: dict, figures_dir: str | None = None) -> str:
         out += ["## The paper's tables (reported)", ""]
         for tv in page["paper"]:
             out += _section(tv, None)
-    return "\n".join(out) + "\n"
+    return neutralise_controls("\n".join(out) + "\n")

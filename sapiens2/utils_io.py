@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -55,11 +57,32 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
         write(tmp)
         os.chmod(tmp, default_mode())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        full = _out_of_space(e, path.parent)
+        if full is not None:  # writers such as torch.save say "unexpected pos ..." on a full disk
+            raise OSError(errno.ENOSPC, f"no space left on device while writing {path} ({full}; the "
+                          f"writer said: {type(e).__name__}: {e}); nothing was written there") from e
         raise
     return path
+
+
+# Below this many free bytes a failed write is taken for a full disk.
+_LOW_SPACE = 1 << 20
+
+
+def _out_of_space(e: BaseException, folder: Path) -> str | None:
+    """Why a failed write looks like a full disk (``ENOSPC``, or almost no free space left), else None."""
+    if not isinstance(e, Exception):
+        return None
+    if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+        return "ENOSPC"
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return None
+    return f"{free} bytes free there" if free < _LOW_SPACE else None
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:

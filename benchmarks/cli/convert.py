@@ -36,12 +36,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def parse_hw(text: str) -> tuple[int, int]:
-    """Parse ``'HxW'`` into (H, W); raise ValueError naming the expected format."""
+# Sapiens2's patch size (every official arch) and the largest side accepted: the 4K models take
+# 4096 x 3072, and 160000 x 160000 would ask for tens of GB before anything useful happens.
+PATCH_SIZE = 16
+MAX_SIDE = 8192
+
+
+def parse_hw(text: str, flag: str = "image size", multiple: int = 1) -> tuple[int, int]:
+    """Parse ``'HxW'`` into (H, W), each in 1..:data:`MAX_SIDE` and a multiple of ``multiple``.
+
+    Raises:
+        ValueError: naming ``flag``, the value and what is expected.
+
+    Example:
+        >>> parse_hw("1024x768")
+        (1024, 768)
+    """
     try:
         h, w = (int(v) for v in text.lower().split("x"))
     except ValueError:
-        raise ValueError(f"image size {text!r}: expected HxW, e.g. 1024x768") from None
+        raise ValueError(f"{flag} {text!r}: expected HxW, e.g. 1024x768") from None
+    if not (0 < h <= MAX_SIDE and 0 < w <= MAX_SIDE):
+        raise ValueError(f"{flag} {text!r}: each side must be in 1..{MAX_SIDE} pixels")
+    if h % multiple or w % multiple:
+        lo = "x".join(str(max(multiple, v // multiple * multiple)) for v in (h, w))
+        hi = "x".join(str(-(-v // multiple) * multiple) for v in (h, w))
+        raise ValueError(f"{flag} {text!r}: H and W must be multiples of the patch size {multiple} "
+                         f"(e.g. {lo} or {hi})")
     return h, w
 
 
@@ -79,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     from sapiens2.utils_io import atomic_write, read_json, write_json_atomic, write_text_atomic
 
     src, dst = Path(args.input), Path(args.output)
+    if args.img_size:
+        parse_hw(args.img_size, "--img-size", PATCH_SIZE)  # before any work
     if not src.exists():
         raise FileNotFoundError(f"{src}: no such file or folder")
     state, meta, hf_cfg = read_checkpoint(src)

@@ -14,6 +14,12 @@ def _size(text: str) -> tuple[int, int]:
     return h, w
 
 
+def _at_least(flag: str, value: int, low: int) -> None:
+    """Refuse ``flag value`` below ``low`` before any work, naming the flag."""
+    if value < low:
+        raise ValueError(f"{flag} {value}: must be at least {low}")
+
+
 def register(sub) -> None:
     """Add the ``data`` command and its ``synth`` / ``show`` subcommands."""
     p = sub.add_parser("data", help="make synthetic data, show a split's ground truth")
@@ -63,6 +69,9 @@ def run_synth(args) -> int:
     """Render a split."""
     from sapiens2.datasets.synth import generate_split
 
+    for flag, value, low in (("--n", args.n, 1), ("--seed", args.seed, 0), ("--workers", args.workers, 1),
+                             ("--size H", args.size[0], 1), ("--size W", args.size[1], 1)):
+        _at_least(flag, value, low)
     out = generate_split(
         args.out, n=args.n, seed=args.seed, size=args.size, workers=args.workers, overwrite=args.overwrite
     )
@@ -96,6 +105,8 @@ def run_show(args) -> int:
     """Write the contact sheet."""
     from sapiens2.datasets.show import contact_sheet, default_sheet_path
 
+    _at_least("--n", args.n, 1)
+    _at_least("--tile-height", args.tile_height, 16)
     out = args.out or default_sheet_path(args.dir)
     path = contact_sheet(args.dir, out, n=args.n, tile_height=args.tile_height)
     print(f"wrote {path}")

@@ -33,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-dir", default=None, help="Hugging Face cache (default: HF_HUB_CACHE)")
     p.add_argument("--revision", default=None, help="branch, tag or commit (default main)")
     p.add_argument("--file", default=None, help="the repository file to fetch (one checkpoint selected only)")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="how long a hub request may wait for an answer (default 30)")
     p.add_argument("--copy", action="store_true", help="copy into the layout instead of linking to the cache")
     p.add_argument("--dry-run", action="store_true", help="list what would be fetched and where it goes")
     p.add_argument("--skip-key-check", action="store_true",
@@ -49,6 +51,7 @@ def _split(value: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Fetch, verify and place every selected checkpoint; returns 1 if any failed."""
     from benchmarks.cli.reproduce import _arch_settings
+    from benchmarks.reproduce import hub
     from benchmarks.reproduce.hub import plan_items
     from benchmarks.reproduce.sources import HUB_TASKS
     from sapiens2.errors import BenchError
@@ -61,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
         raise BenchError("nothing selected: pass --tasks, --pretrain and/or --detector")
     if args.file and len(items) != 1:
         raise ValueError(f"--file names one repository file, but {len(items)} checkpoints are selected")
+    if args.file:
+        hub.check_repo_file(args.file)
+    if not args.timeout > 0:
+        raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     settings = _arch_settings(args.arch_settings)
     failures = []
     for i, item in enumerate(items, 1):
@@ -89,7 +96,7 @@ def _one(item, args, settings) -> None:
     reason = "HF_HUB_OFFLINE=1 is set" if hub._offline_env() else None
     if reason is None:
         try:
-            hub.resolve_remote(item, args.revision, args.file)
+            hub.resolve_remote(item, args.revision, args.file, timeout=args.timeout)
         except HfHubHTTPError as e:
             if not hub._is_network_error(e):
                 raise hub._hub_error(item, e) from e
@@ -98,6 +105,8 @@ def _one(item, args, settings) -> None:
             if not hub._is_network_error(e):
                 raise
             reason = f"no network: {type(e).__name__}: {e}"
+            if "timeout" in type(e).__name__.lower():
+                reason = f"no answer within {args.timeout:g} s (--timeout): {type(e).__name__}: {e}"
     if reason is not None:
         cached = hub.find_in_cache(item, args.revision, args.cache_dir, args.file)
         if cached is None and args.dry_run:  # offline, a dry run still lists what it would fetch
@@ -113,7 +122,7 @@ def _one(item, args, settings) -> None:
         if args.dry_run:
             return
         try:
-            cached = hub.fetch_to_cache(item, args.revision, args.cache_dir)
+            cached = hub.fetch_to_cache(item, args.revision, args.cache_dir, timeout=args.timeout)
         except Exception as e:
             if not hub._is_network_error(e):
                 raise

@@ -23,6 +23,10 @@ def register(sub) -> None:
         t.add_argument("--json", dest="json_out", metavar="OUT", help="write the metrics as JSON")
         t.add_argument("--batch-size", type=int, default=8, help="files per evaluator update")
         t.add_argument("--device", default="cpu", help="torch device for the metric computation")
+        t.add_argument("--png-max", type=int, default=None,
+                       help="full-scale value of integer PNG maps (default: 255 or 65535 by bit depth)")
+        t.add_argument("--allow-empty-masks", action="store_true",
+                       help="skip files without a pixel to score (default: an error naming the file)")
         if task == "seg":
             t.add_argument("--num-classes", type=int, default=None, help="default 29, or the label set's")
             t.add_argument("--ignore-index", type=int, default=None, help="default 255, or the label set's")
@@ -105,6 +109,8 @@ def run(args) -> int:
     from sapiens2.utils_io import write_json_atomic
 
     kwargs = {}
+    if args.task == "seg" and args.num_classes < 1:
+        raise ValueError(f"--num-classes {args.num_classes}: must be at least 1")
     if args.task == "seg":
         kwargs = {"num_classes": 29 if args.num_classes is None else args.num_classes,
                   "ignore_index": 255 if args.ignore_index is None else args.ignore_index,
@@ -121,7 +127,8 @@ def run(args) -> int:
         if args.pred_label_set:
             kwargs.update(pred_label_set=args.pred_label_set, unmapped=args.unmapped)
     out = evaluate_folders(args.task, args.pred, args.gt, args.mask, batch_size=args.batch_size,
-                           device=args.device, progress=True, **kwargs)
+                           device=args.device, progress=True, png_max=args.png_max,
+                           allow_empty_masks=args.allow_empty_masks, **kwargs)
     _print_table(args.task, out["metrics"])
     if args.json_out:
         write_json_atomic(args.json_out, out)

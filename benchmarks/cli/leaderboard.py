@@ -17,8 +17,9 @@ def register(sub) -> None:
     b.add_argument("--no-figures", action="store_true", help="skip the matplotlib figures")
     b.add_argument("--skip-unreadable", action="store_true",
                    help="leave out unreadable or invalid result files (each is listed) instead of failing")
-    b.add_argument("--comparisons", metavar="FILE", default=None,
-                   help="add the paired comparisons of a comparisons.json (run, or compare --json)")
+    b.add_argument("--comparisons", metavar="FILE", action="append", default=None,
+                   help="add the paired comparisons of a comparisons.json (run, or compare --json), checked "
+                   "against the records; may be given more than once")
     b.set_defaults(func=_build)
 
     v = lsub.add_parser("validate",
@@ -45,14 +46,18 @@ def _build(args) -> int:
 
     skipped: list[str] | None = [] if args.skip_unreadable else None
     comparisons = None
-    if args.comparisons:
+    for path in args.comparisons or []:
+        from benchmarks.probe.compare import check_comparisons
+        from leaderboard.results import load_records
         from sapiens2.utils_io import read_json
 
-        saved = read_json(args.comparisons)
-        comparisons = saved.get("comparisons") if isinstance(saved, dict) else None
-        if not isinstance(comparisons, list):
-            raise ValueError(f"{args.comparisons}: expected a JSON object with a 'comparisons' list "
+        saved = read_json(path)
+        listed = saved.get("comparisons") if isinstance(saved, dict) else None
+        if not isinstance(listed, list):
+            raise ValueError(f"{path}: expected a JSON object with a 'comparisons' list "
                              "(OUT/comparisons.json of run, or compare --json)")
+        records = load_records(args.results, skip_foreign=True, skipped=[] if args.skip_unreadable else None)
+        comparisons = check_comparisons((comparisons or []) + listed, records, where=str(path))
     paths = build_site(args.results, args.out, include_paper=args.include_paper, title=args.title,
                        with_figures=not args.no_figures, skipped=skipped,
                        protocol_names=known_protocol_names(), comparisons=comparisons)

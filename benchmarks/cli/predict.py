@@ -78,12 +78,17 @@ def _parse_bbox(text: str | None):
 
 def run(args: argparse.Namespace) -> int:
     """Predict and write the outputs; returns the exit code."""
-    from benchmarks.cli.convert import parse_hw
+    from benchmarks.cli.convert import PATCH_SIZE, parse_hw
     from sapiens2.inference import predict_files
 
     if args.bbox is not None and args.task != "pose":
         raise ValueError(f"--bbox is for --task pose only (got --task {args.task})")
-    size = parse_hw(args.input_size) if args.input_size else None
+    size = parse_hw(args.input_size, "--input-size", PATCH_SIZE) if args.input_size else None
+    import math
+
+    if not (math.isfinite(args.bbox_padding) and args.bbox_padding > 0):
+        raise ValueError(f"--bbox-padding {args.bbox_padding}: must be a positive factor (1.25 enlarges the "
+                         "box by 25 %; 0 or less would give an empty or mirrored crop)")
     stems = predict_files(args.image, args.task, args.out, checkpoint=args.checkpoint, config=args.config,
                           arch=args.arch, input_size_hw=size,
                           bbox_xyxy=_parse_bbox(args.bbox), bbox_padding=args.bbox_padding,

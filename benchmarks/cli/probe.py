@@ -137,11 +137,11 @@ def run(args) -> int:
     weights = _weights(args)
     if args.backbone != ORACLE:
         resolve_backbone_cfg(args.backbone)  # an unknown name or a bad module:Class fails before any work
-    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.api import run_probe, seed_list
 
+    seeds = seed_list(str(args.seeds))  # before any work
     with dist_utils.process_group(args.device):
         data = args.data or default_data_dir(protocol, quick=args.quick)
-        seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
         paths = run_probe(
             args.backbone,
             args.tasks,

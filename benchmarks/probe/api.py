@@ -33,16 +33,17 @@ from benchmarks.probe.features import FeatureSet, FeatureStore
 from benchmarks.probe.headline import seed_intervals
 from benchmarks.probe.optim import check_training_names
 from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
-from benchmarks.probe.runkey import run_identity, run_mismatch, weights_sha256
+from benchmarks.probe.runkey import run_identity, run_mismatch, seed_list, weights_sha256
 from benchmarks.probe.sidefile import side_path
 from benchmarks.probe.tasks import build_task, probe_task_names
 from benchmarks.probe.train import fit_task_shortcut, train_decoder
 from leaderboard.results import make_record, read_record, write_record
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
+from sapiens2.output_lock import output_lock
 from sapiens2.records.view import RecordView, record_views
 
-__all__ = ["ORACLE", "RecordConflictError", "run_probe"]
+__all__ = ["ORACLE", "RecordConflictError", "run_probe", "seed_list"]
 
 
 class RecordConflictError(BenchError, ValueError):
@@ -130,19 +131,28 @@ def run_probe(
 
     Raises:
         RecordConflictError: a record path holds a record of another run (checked before training).
+        OutputBusyError: another probe is writing into the same record folder (its lock is held).
     """
     t_start = time.perf_counter()
     tasks = _task_list(tasks)
-    seeds = [int(s) for s in seeds]
+    seeds = seed_list(seeds)
     protocol = _protocol(protocol, quick)
     check_training_names(protocol)
     cfg = None if backbone == ORACLE else resolve_backbone_cfg(backbone)  # a bad name fails here
     label = ORACLE if backbone == ORACLE else backbone_label(backbone)
     # the task's protocol id: out/<backbone>/<its id>/<task>/
-    folder = {t: Path(out_dir) / label.replace(os.sep, "_").replace(":", "_") / protocol.protocol_id(t) / t
-              for t in tasks}
+    out = Path(out_dir) / label.replace(os.sep, "_").replace(":", "_")
+    folder = {t: out / protocol.protocol_id(t) / t for t in tasks}
     source = as_data_source(data_dir)
+    # one lock per backbone folder (every task's records of the backbone live below it): a second
+    # probe of this backbone into this --out stops here, whatever its tasks
+    with output_lock(out, f"probe {label}"):
+        return _probe(tasks, seeds, protocol, cfg, label, folder, source, checkpoint, cache_dir, device,
+                      t_start)
 
+
+def _probe(tasks, seeds, protocol, cfg, label, folder, source, checkpoint, cache_dir, device, t_start):
+    """:func:`run_probe` after its argument checks, holding the lock of the backbone's record folder."""
     # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
     task_objs = {t: build_task(t, protocol) for t in tasks}
     splits, data_ids = {}, {}

@@ -31,6 +31,7 @@ import numpy as np
 from benchmarks.probe.headline import PROBE_HEADLINE, Headline, format_interval
 from benchmarks.probe.sidefile import content_sha256, images_sha256, read_side_file
 from evaluators.bootstrap import percentile_interval
+from leaderboard.comparisons import COMPARISON_HASH_FIELD, comparison_hash
 from sapiens2.records.results import load_records
 from sapiens2.records.view import Record, RecordView, record_views
 from sapiens2.tasks import task_names
@@ -120,10 +121,30 @@ def paired_distributions(rec_a: Record, rec_b: Record, metric: str) -> tuple[np.
             raise ValueError(f"cannot pair {both}: different {what} ({va!r} vs {vb!r}); a paired bootstrap "
                              "needs the same protocol, test images and resamples")
     (da, pa), (db, pb) = _side(rec_a, rec_b), _side(rec_b, rec_a)
-    for d, p in ((da, pa), (db, pb)):
+    for rec, d, p in ((rec_a, da, pa), (rec_b, db, pb)):
         if metric not in d:
             raise ValueError(f"{p}: no resampled values of {metric!r} (has {sorted(d)})")
+        _check_point(rec, metric, d[metric], p)
     return da[metric], db[metric]
+
+
+def _check_point(rec: RecordView, metric: str, dist: np.ndarray, path: Path) -> None:
+    """The record's value must lie within the range of its own resampled values.
+
+    A resample of all n test images is centred on the point value, so over the protocol's resamples
+    the point value falls between their minimum and maximum; a headline edited after the fact (and
+    the record rehashed) lands outside almost always, and is refused.
+    """
+    value = rec.metric(metric)
+    finite = dist[np.isfinite(dist)]
+    if value is None or not finite.size:
+        return
+    lo, hi = float(finite.min()), float(finite.max())
+    slack = 1e-9 * max(1.0, abs(lo), abs(hi))
+    if not lo - slack <= float(value) <= hi + slack:
+        raise ValueError(f"{_where(rec)}: its {metric} {value:.6g} lies outside [{lo:.6g}, {hi:.6g}], the "
+                         f"range of its own resampled values in {path}: the record's value was edited, or "
+                         "the side file is another run's")
 
 
 def _verdict(spec: Headline, low: float, high: float, a: str, b: str, level: float) -> tuple[str | None, str]:
@@ -165,9 +186,48 @@ def compare_records(rec_a: Record, rec_b: Record, level: float = 0.95) -> dict:
         "protocol_id": rec_a.protocol.id,
         "seed_a": rec_a.seeds[0], "seed_b": rec_b.seeds[0],
         "record_a": _where(rec_a), "record_b": _where(rec_b), "winner": winner, "verdict": verdict,
+        "record_hash_a": rec_a.record_hash, "record_hash_b": rec_b.record_hash,
     }
     out["display"] = dict(zip(("metric", "value_a", "value_b", "difference"), comparison_cells(out)[1:5]))
+    out[COMPARISON_HASH_FIELD] = comparison_hash(out)
     return out
+
+
+def check_comparisons(comparisons: list[dict], records: list[Record],
+                      where: str = "the comparisons") -> list[dict]:
+    """The comparisons (duplicates dropped), each checked against its seal and the ``records`` being built.
+
+    A comparison must carry its seal (:func:`leaderboard.comparisons.comparison_hash`, so hand-edited
+    numbers or verdicts are refused), both records it was made from must be among ``records`` (by
+    record hash), and its values must be those records' values.
+
+    Raises:
+        ValueError: naming ``where``, the comparison (task, A, B) and what does not hold.
+    """
+    by_hash = {r.record_hash: r for r in record_views(records) if r.record_hash}
+    kept, seen = [], set()
+    for i, c in enumerate(comparisons):
+        name = f"{where}: comparison {i} ({c.get('task')}, {c.get('a')} vs {c.get('b')})"
+        seal = c.get(COMPARISON_HASH_FIELD)
+        if seal is None:
+            raise ValueError(f"{name}: not sealed ({COMPARISON_HASH_FIELD} missing): made by an older "
+                             "version; make it again with compare --json or run --compare")
+        if comparison_hash(c) != seal:
+            raise ValueError(f"{name}: its fields do not match its {COMPARISON_HASH_FIELD} (edited after it "
+                             "was made); make it again from the records")
+        for side in ("a", "b"):
+            rec = by_hash.get(c.get(f"record_hash_{side}"))
+            if rec is None:
+                raise ValueError(f"{name}: record {c.get(f'record_{side}')} it was made from is not among "
+                                 "the records being built (other records, or another dataset); build it "
+                                 "with those records, or compare these ones")
+            if rec.model.name != c[side] or rec.task != c["task"] or \
+                    rec.metric(c["metric"]) != c[f"value_{side}"]:
+                raise ValueError(f"{name}: its {side} side does not match record {_where(rec)}")
+        if seal not in seen:
+            seen.add(seal)
+            kept.append(c)
+    return kept
 
 
 def _wanted_ids(protocol_id, task: str) -> set[str] | None:

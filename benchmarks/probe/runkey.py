@@ -92,3 +92,26 @@ def run_mismatch(stored: dict | None, wanted: dict) -> str | None:
 def _short(v, limit: int = 160) -> str:
     s = repr(v)
     return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def seed_list(seeds) -> list[int]:
+    """Decoder seeds from a comma string (``--seeds``) or an iterable: integers, at least one, no repeats.
+
+    Raises:
+        ValueError: naming ``--seeds``, the value and what is wrong.
+
+    Example:
+        >>> seed_list("0, 1,2")
+        [0, 1, 2]
+    """
+    items = [s.strip() for s in seeds.split(",")] if isinstance(seeds, str) else list(seeds)
+    try:
+        out = [int(s) for s in items if not isinstance(s, str) or s]
+    except (TypeError, ValueError):
+        raise ValueError(f"--seeds {seeds!r}: expected comma-separated integers, e.g. 0,1,2") from None
+    if not out:
+        raise ValueError(f"--seeds {seeds!r}: no seed given")
+    repeated = sorted({s for s in out if out.count(s) > 1})
+    if repeated:
+        raise ValueError(f"--seeds {seeds!r}: seed(s) {repeated} given twice; each seed is one record")
+    return out

@@ -117,6 +117,22 @@ def fit_task_shortcut(task, features, targets: dict, protocol):
     return fit_shortcut(task, features, targets, protocol)
 
 
+def _read_checkpoint(path, device) -> dict | None:
+    """A decoder checkpoint, or None (with a message naming the file) when it is truncated or foreign."""
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:  # a truncated zip, a foreign pickle: the run is not blocked by it
+        why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    else:
+        if isinstance(state, dict) and {"decoder", "optimizer", "iteration"} <= set(state):
+            return state
+        why = f"a {type(state).__name__} without the decoder, optimizer and iteration entries"
+    if dist_utils.is_main():
+        print(f"probe: {path} is not a readable decoder checkpoint ({why}); it is ignored and rewritten",
+              file=sys.stderr)
+    return None
+
+
 def train_decoder(
     task,
     features,
@@ -171,14 +187,16 @@ def train_decoder(
     opt = build_optimizer(decoder.parameters(), protocol)
     run = dict(run) if run is not None else {"protocol_id": protocol.protocol_id(task.name)}
     start = 0
+    loss_val = float("nan")
     if ckpt_path is not None and Path(ckpt_path).is_file():
-        state = torch.load(ckpt_path, map_location=features.feats.device, weights_only=True)
+        state = _read_checkpoint(ckpt_path, features.feats.device)
         # a checkpoint of another run (protocol, data, weights, task or seed) is stale: start afresh
-        why = run_mismatch(state.get("run"), run)
+        why = "not a readable decoder checkpoint" if state is None else run_mismatch(state.get("run"), run)
         if why is None:
             decoder.load_state_dict(state["decoder"])
             opt.load_state_dict(state["optimizer"])
             start = int(state["iteration"])
+            loss_val = float(state.get("loss", float("nan")))  # the notes' final loss when nothing is left
         elif rank == 0:
             print(
                 f"{desc}: ignoring the decoder checkpoint {ckpt_path}: {why}; training from iteration 0",
@@ -190,7 +208,6 @@ def train_decoder(
         model = nn.parallel.DistributedDataParallel(decoder, device_ids=[dev] if dev.type == "cuda" else None)
     decoder.train()
     n = features.feats.shape[0]
-    loss_val = float("nan")
     bar = tqdm(
         range(start, protocol.iterations),
         desc=desc,
@@ -224,6 +241,7 @@ def train_decoder(
                 "iteration": done,
                 "protocol_id": protocol.protocol_id(task.name),
                 "run": run,
+                "loss": loss_val,
             }
             atomic_write(ckpt_path, lambda tmp, s=state: torch.save(s, tmp))
     bar.close()

@@ -129,6 +129,29 @@ def unavailable(item: Item, reason: str, cache_dir) -> HubUnavailableError:
         f"{HUB}/{item.repo_id}/tree/main), and copy {what} to {where}; reproduce reads it from there")
 
 
+# Seconds a hub request may wait for an answer (download --timeout); the file body's reads have
+# huggingface_hub's own per-read timeout (HF_HUB_DOWNLOAD_TIMEOUT, 10 s by default).
+DEFAULT_TIMEOUT = 30.0
+
+
+def check_repo_file(name: str) -> str:
+    """``name`` if it is a path inside a repository snapshot: relative, no ``..``, no drive or backslash.
+
+    Raises:
+        BenchError: a path that would leave the snapshot (it could link any file into the layout).
+
+    Example:
+        >>> check_repo_file("sub/model.safetensors")
+        'sub/model.safetensors'
+    """
+    parts = name.split("/")
+    if not name or name.startswith("/") or "\\" in name or ":" in parts[0] or any(
+            p in ("", ".", "..") for p in parts):
+        raise BenchError(f"--file {name!r}: not a file of the repository (a relative path inside it, without "
+                         "'..', '.', empty parts or a leading '/'); nothing outside the snapshot is placed")
+    return name
+
+
 def find_in_cache(item: Item, revision: str | None, cache_dir,
                   file_override: str | None = None) -> Path | None:
     """The item's checkpoint in the Hugging Face cache (offline), chosen as online; None if absent.
@@ -148,7 +171,7 @@ def find_in_cache(item: Item, revision: str | None, cache_dir,
         return None
     files = sorted(p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file())
     try:
-        name = file_override or choose_file(files, item.task, item.size)
+        name = check_repo_file(file_override) if file_override else choose_file(files, item.task, item.size)
     except BenchError:
         return None
     path = snapshot / name
@@ -160,7 +183,8 @@ def find_in_cache(item: Item, revision: str | None, cache_dir,
     return path
 
 
-def resolve_remote(item: Item, revision: str | None, file_override: str | None = None) -> None:
+def resolve_remote(item: Item, revision: str | None, file_override: str | None = None,
+                   timeout: float = DEFAULT_TIMEOUT) -> None:
     """Fill ``item.filename``, ``sha256`` and ``nbytes`` from the hub's file listing.
 
     Raises:
@@ -170,7 +194,10 @@ def resolve_remote(item: Item, revision: str | None, file_override: str | None =
     """
     from huggingface_hub import HfApi
 
-    info = HfApi(endpoint=_endpoint()).model_info(item.repo_id, revision=revision, files_metadata=True)
+    if file_override:
+        check_repo_file(file_override)
+    info = HfApi(endpoint=_endpoint()).model_info(item.repo_id, revision=revision, files_metadata=True,
+                                                  timeout=timeout)
     siblings = {s.rfilename: s for s in (info.siblings or [])}
     item.filename = file_override or choose_file(sorted(siblings), item.task, item.size)
     if item.filename not in siblings:
@@ -205,12 +232,12 @@ def _progress_class():
     return Progress
 
 
-def fetch_to_cache(item: Item, revision: str | None, cache_dir) -> Path:
+def fetch_to_cache(item: Item, revision: str | None, cache_dir, timeout: float = DEFAULT_TIMEOUT) -> Path:
     """Download the item's file into the cache (progress bar on stderr); returns the cached path."""
     from huggingface_hub import hf_hub_download
 
     return Path(hf_hub_download(item.repo_id, item.filename, revision=revision, cache_dir=cache_dir,
-                                endpoint=_endpoint(), tqdm_class=_progress_class()))
+                                endpoint=_endpoint(), tqdm_class=_progress_class(), etag_timeout=timeout))
 
 
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")

@@ -9,7 +9,9 @@ The format rules (suffixes, channel layouts, value ranges, masks) are documented
   scale would be a guess). Label maps are integer arrays. The header is checked against the file
   size before anything is allocated.
 * ``.png``: integers whose bit depth defines the scale: labels as they are; normals
-  ``v / vmax * 2 - 1``; albedo ``v / vmax`` (vmax = 255 or 65535); pointmaps cannot be PNGs.
+  ``v / vmax * 2 - 1``; albedo ``v / vmax`` (vmax = 255 or 65535); pointmaps cannot be PNGs. A
+  16-bit map whose values all fit in 8 bits is an error unless the scale is given (``png_max``).
+* images are read upright: the EXIF Orientation tag is applied (as ``cv2.imread`` does).
 * ``.exr``: float RGB (normals, pointmaps, albedo), channels R, G, B = x, y, z.
 * masks: PNG non-zero = valid; ``.npy`` bool or only 0/1 values; a colour mask must be grey.
 
@@ -98,15 +100,22 @@ def read_npy(path: str | os.PathLike, record=None) -> np.ndarray:
         raise DatasetError(f"{where(path, record)}: unreadable .npy ({e})") from e
 
 
+def _upright(im):
+    """``im`` in its displayed frame: the EXIF Orientation tag applied (as ``cv2.imread`` does)."""
+    from PIL import ImageOps
+
+    return ImageOps.exif_transpose(im)
+
+
 def read_rgb(path: str | os.PathLike, record=None) -> np.ndarray:
-    """Read an image as H x W x 3 uint8 RGB."""
+    """Read an image as H x W x 3 uint8 RGB, upright (its EXIF Orientation applied)."""
     from PIL import Image
 
     path = Path(path)
     _check_file(path, record)
     try:
         with Image.open(path) as im:
-            return np.asarray(im.convert("RGB"))
+            return np.asarray(_upright(im).convert("RGB"))
     except Exception as e:  # PIL raises several types for corrupt files
         raise DatasetError(f"{where(path, record)}: unreadable image ({e})") from e
 
@@ -126,6 +135,7 @@ def read_png(path: str | os.PathLike, record=None) -> np.ndarray:
         return _read_16bit_rgb(path, record)
     try:
         with Image.open(path) as im:
+            im = _upright(im)
             arr = np.asarray(im.convert("L") if im.mode == "1" else im)
     except Exception as e:  # PIL raises several types for corrupt files
         raise DatasetError(f"{where(path, record)}: unreadable image ({e})") from e
@@ -282,7 +292,29 @@ def _hwc(arr: np.ndarray, path: Path, record, what: str) -> np.ndarray:
     raise DatasetError(f"{where(path, record)}: {what} must be H x W x 3 or 3 x H x W, got shape {arr.shape}")
 
 
-def read_map(path: str | os.PathLike, kind: str, record=None, check_range: bool = True) -> np.ndarray:
+def _png_scale(arr: np.ndarray, path: Path, record, png_max: int | None) -> float:
+    """The full-scale value of an integer map: ``png_max`` when given, else 255 or 65535 by bit depth.
+
+    Raises:
+        DatasetError: a 16-bit file whose values all fit in 8 bits (most likely 8-bit values saved
+            with 16 bits: read by depth they would be 256 times too dark), unless ``png_max`` says the scale.
+    """
+    if png_max is not None:
+        if int(png_max) <= 0 or arr.max(initial=0) > int(png_max):
+            raise DatasetError(f"{where(path, record)}: png_max {png_max} is not the full scale of this "
+                               f"file (its maximum is {int(arr.max(initial=0))})")
+        return float(png_max)
+    if arr.dtype == np.uint16 and arr.max(initial=0) <= 255:
+        raise DatasetError(
+            f"{where(path, record)}: a 16-bit PNG whose values are all <= 255 (maximum "
+            f"{int(arr.max(initial=0))}): most likely 8-bit values saved in a 16-bit file, which read by "
+            "bit depth would be divided by 65535; re-save it as 8-bit or say the scale (eval --png-max 255 "
+            "or 65535)")
+    return 65535.0 if arr.dtype == np.uint16 else 255.0
+
+
+def read_map(path: str | os.PathLike, kind: str, record=None, check_range: bool = True,
+             png_max: int | None = None) -> np.ndarray:
     """Read a 3-channel map (normals, albedo, pointmap) as H x W x 3 float32.
 
     Args:
@@ -293,6 +325,8 @@ def read_map(path: str | os.PathLike, kind: str, record=None, check_range: bool 
         record: manifest record for error messages.
         check_range: check the albedo range here (:func:`check_pair_range` checks a prediction
             and its GT together, naming both files).
+        png_max: the full-scale value of an integer image (default: 255 or 65535 by bit depth; a
+            16-bit PNG whose values all fit in 8 bits is then an error).
 
     Raises:
         DatasetError: unreadable file, wrong shape, an integer ``.npy``, a PNG pointmap, or albedo
@@ -324,8 +358,7 @@ def read_map(path: str | os.PathLike, kind: str, record=None, check_range: bool 
             arr = arr[..., :3]
         if not np.issubdtype(arr.dtype, np.integer):
             raise DatasetError(f"{where(path, record)}: {what} PNG must be 8- or 16-bit, got {arr.dtype}")
-        vmax = 65535.0 if arr.dtype == np.uint16 else 255.0
-        arr = arr.astype(np.float32) / vmax
+        arr = arr.astype(np.float32) / _png_scale(arr, path, record, png_max)
         if kind == "normal":
             arr = arr * 2.0 - 1.0
     arr = _hwc(np.asarray(arr), path, record, f"{what} map")

@@ -37,6 +37,25 @@ def list_images(root: str | Path) -> list[Path]:
     return files
 
 
+def images_sha256(files: list[Path]) -> str:
+    """SHA-256 over the names and bytes of the image files (in order): the data identity of a run.
+
+    Example:
+        >>> len(images_sha256([]))
+        64
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(Path(f).name.encode("utf-8") + b"\0")
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
 def read_image(path: Path) -> torch.Tensor:
     """An image file as a 3 x H x W float tensor in [0, 1].
 

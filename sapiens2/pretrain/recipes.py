@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 
 from sapiens2.errors import BenchError, UnknownNameError
 
@@ -184,6 +185,22 @@ def _pair(cfg: dict, section: str, key: str) -> None:
     cfg[section][key] = list(v)
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_optim_numbers(optim: dict) -> None:
+    """Every optimiser setting is a finite number (a string such as ``"fast"`` fails here, not in AdamW)."""
+    for key in ("lr", "weight_decay", "min_lr", "clip_grad", "warmup_steps"):
+        if key in optim and not (_number(optim[key]) and optim[key] >= 0):
+            raise BenchError(f"pretraining config: optim.{key} must be a finite number >= 0, "
+                             f"got {optim[key]!r}")
+    betas = optim.get("betas")
+    if betas is not None and not (isinstance(betas, (list, tuple)) and len(betas) == 2
+                                  and all(_number(b) and 0 <= b < 1 for b in betas)):
+        raise BenchError(f"pretraining config: optim.betas must be two numbers in [0, 1), got {betas!r}")
+
+
 def resolve_config(config: dict) -> dict:
     """Merge ``config`` over :data:`DEFAULTS` and check it.
 
@@ -218,6 +235,7 @@ def resolve_config(config: dict) -> dict:
         from sapiens2.pretrain.synthdata import check_data_spec
 
         cfg["data"] = check_data_spec(cfg["data"])
+    _check_optim_numbers(cfg["optim"])
     frozen = cfg["optim"]["freeze_prototypes_steps"]
     if not isinstance(frozen, int) or isinstance(frozen, bool) or frozen < 0:
         raise BenchError(f"pretraining config: optim.freeze_prototypes_steps must be an int >= 0, "

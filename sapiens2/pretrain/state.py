@@ -25,10 +25,52 @@ BACKBONE_FILE = "backbone.safetensors"
 BACKBONE_CARD = "backbone.json"
 
 
+def run_key(run: dict) -> str:
+    """A short key of a run identity (16 hex digits), written on every log row.
+
+    Example:
+        >>> run_key({"config_hash": "ab", "seed": 0}) == run_key({"seed": 0, "config_hash": "ab"})
+        True
+    """
+    import hashlib
+
+    return hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def check_run(state: dict, run: dict, path: Path) -> None:
+    """Refuse to resume ``state`` (read from ``path``) in a run of another identity.
+
+    Raises:
+        BenchError: the state names no identity, or another one; the message says what differs.
+    """
+    have = state.get("run")
+    if not isinstance(have, dict):
+        raise BenchError(f"cannot resume: {path} records no run identity (data, recipe, seed), so it "
+                         "cannot be checked against this run's images; start again in another --out")
+    diff = [f"{k}: {have.get(k)!r} in the state, {v!r} now" for k, v in run.items() if have.get(k) != v]
+    if diff:
+        raise BenchError(f"cannot resume: {path} belongs to another run (" + "; ".join(diff) + "); use the "
+                         "same --data, recipe and seed, or another --out")
+
+
+def _check_finite(model: nn.Module, step: int, path: Path) -> None:
+    bad = [k for k, v in model.state_dict().items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise BenchError(f"pretraining step {step}: non-finite weights ({', '.join(bad[:4])}"
+                         f"{', ...' if len(bad) > 4 else ''}); not written to {path}, which keeps the last "
+                         "finite state")
+
+
 def save_state(path: Path, *, model: nn.Module, optimizer: torch.optim.Optimizer, step: int,
-               config: dict, config_hash: str, world_size: int) -> Path:
-    """Write the training state atomically."""
+               config: dict, config_hash: str, world_size: int, run: dict | None = None) -> Path:
+    """Write the training state atomically (never a non-finite one).
+
+    Raises:
+        BenchError: a weight is NaN or infinite; nothing is written.
+    """
+    _check_finite(model, step, path)
     state = {
+        "run": run,
         "format": STATE_FORMAT,
         "step": int(step),
         "world_size": int(world_size),
@@ -78,7 +120,7 @@ def probe_spec(backbone_cfg: dict, name: str) -> dict:
 
 
 def export_backbone(out_dir: Path, backbone: nn.Module, backbone_cfg: dict, *, which: str, step: int,
-                    config: dict, config_hash: str) -> Path:
+                    config: dict, config_hash: str, run: dict | None = None) -> Path:
     """Write ``backbone.safetensors`` and its card ``backbone.json`` atomically.
 
     Returns:
@@ -99,6 +141,7 @@ def export_backbone(out_dir: Path, backbone: nn.Module, backbone_cfg: dict, *, w
         "sha256": file_sha256(path),
         "recipe": config.get("name"),
         "config_hash": config_hash,
+        "run": run,
         "step": int(step),
         "steps": int(config["steps"]),
         "exported": which,

@@ -1,7 +1,11 @@
 """The pretraining loop: config -> checks -> (resume) -> steps -> checkpoints -> backbone export.
 
 Everything that can be wrong with the input (no images, an unknown arch or type, crop sizes the
-backbone cannot take, a checkpoint of another config) is reported before the first step.
+backbone cannot take, a checkpoint of another config or other images) is reported before the first
+step. A run's identity (config hash, seed, SHA-256 of its images) is written into ``config.json``,
+the training state and the backbone card, and its key on every log row; one run at a time holds the
+output folder (:mod:`sapiens2.output_lock`). A non-finite gradient stops the run before the update,
+and a non-finite state is never checkpointed.
 Under ``torchrun`` the student is wrapped in DistributedDataParallel (gloo on CPU, NCCL on CUDA;
 the caller sets up the process group, see :func:`sapiens2.distributed.process_group`); rank 0
 writes the files.
@@ -15,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,14 +27,15 @@ import torch
 
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError
+from sapiens2.output_lock import output_lock
 from sapiens2.pretrain.crops import MultiCrop
-from sapiens2.pretrain.data import StepBatches, list_images, read_image
+from sapiens2.pretrain.data import StepBatches, images_sha256, list_images, read_image
 from sapiens2.pretrain.distill import teacher_temperature
 from sapiens2.pretrain.encoder import token_grid
 from sapiens2.pretrain.optim import build_optimizer, lr_at, set_lr
 from sapiens2.pretrain.recipes import config_hash, resolve_config
 from sapiens2.pretrain.registry import build
-from sapiens2.pretrain.state import STATE_FILE, export_backbone, load_state, save_state
+from sapiens2.pretrain.state import STATE_FILE, check_run, export_backbone, load_state, run_key, save_state
 from sapiens2.utils_io import write_json_atomic
 
 LOG_FILE = "log.jsonl"
@@ -85,11 +89,30 @@ def _check_sizes(model, crops: MultiCrop, cfg: dict) -> tuple[int, int]:
 
 
 def _read_log(path: Path, before: int) -> list[dict]:
+    """The log rows of the steps before ``before``; a partial last line (a run killed mid-write) is dropped.
+
+    Raises:
+        BenchError: a malformed line elsewhere, naming the file and the line.
+    """
     if not path.is_file():
         return []
-    with open(path, encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    return [r for r in rows if r["step"] < before]
+    lines = path.read_text(encoding="utf-8").split("\n")
+    rows = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            step = int(row["step"])
+        except (ValueError, KeyError, TypeError) as e:
+            if i == len(lines):  # no newline after it: the write of the last row was cut off
+                print(f"pretrain: {path}: dropping the partial last line {i}", flush=True)
+                continue
+            raise BenchError(f"{path}: line {i} is not a log row ({type(e).__name__}: {e}); "
+                             "fix or delete that line to resume") from e
+        if step < before:
+            rows.append(row)
+    return rows
 
 
 def _mean_over_ranks(values: dict[str, float]) -> dict[str, float]:
@@ -134,7 +157,8 @@ def pretrain(config: dict, data_dir: str | Path | None, out_dir: str | Path, *, 
             ``None``: the config's ``data`` section, rendered once and cached.
         out_dir: output folder: ``config.json``, ``log.jsonl``, ``train_state.pt``,
             ``backbone.safetensors`` and ``backbone.json``.
-        resume: continue from ``out_dir/train_state.pt`` (same config, same number of processes).
+        resume: continue from ``out_dir/train_state.pt`` (same config, images and seed, same number
+            of processes: the state's run identity must match).
         stop_at: stop after this many steps in total (the schedule still spans ``config["steps"]``);
             a later ``resume`` continues as if never stopped.
         device: ``cpu`` or ``cuda``.
@@ -145,10 +169,17 @@ def pretrain(config: dict, data_dir: str | Path | None, out_dir: str | Path, *, 
 
     Raises:
         BenchError: bad input (see the module docstring), found before the first step.
+        OutputBusyError: another run is writing into ``out_dir`` (it holds the folder's lock).
     """
     cfg = resolve_config(config)
+    # A second run into this folder fails here, before reading or writing anything in it.
+    with output_lock(out_dir, f"pretrain {cfg['name']}"):
+        return _pretrain(cfg, data_dir, Path(out_dir), resume, stop_at, device, progress)
+
+
+def _pretrain(cfg: dict, data_dir, out: Path, resume: bool, stop_at, device: str, progress: bool):
+    """:func:`pretrain` holding the lock of its output folder."""
     chash = config_hash(cfg)
-    out = Path(out_dir)
     rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
     end = cfg["steps"] if stop_at is None else int(stop_at)
     if not 0 < end <= cfg["steps"]:
@@ -169,6 +200,11 @@ def pretrain(config: dict, data_dir: str | Path | None, out_dir: str | Path, *, 
     # After the config checks, so a bad config fails before a recipe's images are rendered.
     files = list_images(resolve_data_dir(cfg, data_dir, progress))
     read_image(files[0])
+    # The run identity: which images, which recipe, which seed; a resume must match it.
+    run = {"config_hash": chash, "seed": int(cfg["seed"]), "data_sha256": images_sha256(files),
+           "num_images": len(files)}
+    if state is not None:
+        check_run(state, run, out / STATE_FILE)
     opt_cfg = cfg["optim"]
     optimizer = build_optimizer(model.student, opt_cfg["lr"], opt_cfg["betas"], opt_cfg["weight_decay"])
     start = 0
@@ -181,7 +217,7 @@ def pretrain(config: dict, data_dir: str | Path | None, out_dir: str | Path, *, 
     result = PretrainResult(out_dir=out, config_hash=chash, start_step=start, end_step=max(start, end))
 
     if rank == 0:
-        write_json_atomic(out / "config.json", {"config_hash": chash, "config": cfg})
+        write_json_atomic(out / "config.json", {"config_hash": chash, "run": run, "config": cfg})
     log_path = out / LOG_FILE
     if rank == 0:
         kept = _read_log(log_path, start)
@@ -225,10 +261,14 @@ def pretrain(config: dict, data_dir: str | Path | None, out_dir: str | Path, *, 
         if step < opt_cfg["freeze_prototypes_steps"] and model.student.head is not None:
             model.student.head.prototypes.grad = None  # AdamW skips it: no update, no decay
         grad_norm = torch.nn.utils.clip_grad_norm_(model.student.parameters(), opt_cfg["clip_grad"])
+        if not torch.isfinite(grad_norm):  # before the update: a bad step is neither applied nor saved
+            raise BenchError(f"pretraining step {step}: non-finite gradient norm {float(grad_norm)}; the "
+                             "step was not applied and nothing of it was saved")
         optimizer.step()
         model.update_teacher()
         t_temp = teacher_temperature(step, *model.teacher_temp, model.teacher_temp_warmup_steps)
-        record = {"step": step, **_mean_over_ranks({k: float(v.detach()) for k, v in losses.items()}),
+        record = {"step": step, "run_key": run_key(run),
+                  **_mean_over_ranks({k: float(v.detach()) for k, v in losses.items()}),
                   "lr": lr, "grad_norm": float(grad_norm), "teacher_temp": t_temp,
                   "seconds": time.perf_counter() - t0}
         result.records.append(record)
@@ -241,14 +281,12 @@ def pretrain(config: dict, data_dir: str | Path | None, out_dir: str | Path, *, 
         done = step + 1
         if rank == 0 and (done % cfg["run"]["checkpoint_every"] == 0 or done == end):
             save_state(out / STATE_FILE, model=model, optimizer=optimizer, step=done, config=cfg,
-                       config_hash=chash, world_size=world)
-        if not math.isfinite(record["grad_norm"]):
-            raise BenchError(f"pretraining step {step}: non-finite gradient norm")
+                       config_hash=chash, world_size=world, run=run)
     bar.close()
     if rank == 0:
         which = cfg["export"] if model.teacher is not None else "student"  # no teacher: the student
         result.backbone = export_backbone(
             out, model.export_backbone(which), cfg["model"]["backbone"], which=which,
-            step=result.end_step, config=cfg, config_hash=chash)
+            step=result.end_step, config=cfg, config_hash=chash, run=run)
     dist_utils.barrier()
     return result

@@ -23,6 +23,17 @@ class FeatureShapeError(ValueError):
     """A backbone returned features that do not match what it declared."""
 
 
+class PluginError(FeatureShapeError):
+    """A backbone's own code failed or declared impossible settings; the message names its module."""
+
+
+def _who(backbone) -> str:
+    """``backbone Name (module m)``, saying "plug-in" for a class defined outside sapiens2-bench."""
+    cls = type(backbone)
+    own = cls.__module__.startswith(("benchmarks.", "sapiens2.", "evaluators.", "leaderboard."))
+    return f"{'backbone' if own else 'plug-in backbone'} {cls.__name__} (module {cls.__module__})"
+
+
 class ProbeBackbone(nn.Module):
     """Base class of probing backbones.
 
@@ -79,10 +90,27 @@ class ProbeBackbone(nn.Module):
         Returns:
             (featmaps list, cls list or None), validated against the declared shapes.
         """
+        self.check_declared()
         x = self.prepare(images, padding)
-        feats, cls = self.forward_layers(x, layers)
+        try:
+            feats, cls = self.forward_layers(x, layers)
+        except (torch.cuda.OutOfMemoryError, KeyboardInterrupt):
+            raise
+        except Exception as e:  # the backbone's own code: name it, keep the cause (--debug shows it)
+            raise PluginError(f"{_who(self)}: forward_layers raised {type(e).__name__}: {e} (on input "
+                              f"{tuple(x.shape)}, layers {layers}); this is an error in that backbone's "
+                              "code, not in the probe (--debug shows the traceback)") from e
         self.check_features(feats, cls, x.shape, layers)
         return feats, cls
+
+    def check_declared(self) -> None:
+        """Raise :class:`PluginError` unless patch_size, embed_dims and num_layers are positive integers."""
+        bad = [f"{k}={getattr(self, k, None)!r}" for k in ("patch_size", "embed_dims", "num_layers")
+               if not (isinstance(getattr(self, k, None), int) and not isinstance(getattr(self, k), bool)
+                       and getattr(self, k) > 0)]
+        if bad:
+            raise PluginError(f"{_who(self)} declares {', '.join(bad)}: each must be a positive integer "
+                              "(set them in its __init__; see docs/probing.md, 'Adding a backbone')")
 
     def check_features(self, feats, cls, input_shape, layers) -> None:
         """Raise :class:`FeatureShapeError` unless the features match the declared shapes."""
@@ -95,6 +123,9 @@ class ProbeBackbone(nn.Module):
                 f"{layers}, got {type(feats).__name__} of length {len(feats)}"
             )
         for i, f in zip(layers, feats):
+            if not isinstance(f, torch.Tensor):
+                raise PluginError(f"{_who(self)}: feature map of layer {i} is a {type(f).__module__}."
+                                  f"{type(f).__name__}, not a torch.Tensor (forward_layers returns tensors)")
             want = (b, self.embed_dims, gh, gw)
             if tuple(f.shape) != want:
                 raise FeatureShapeError(
@@ -109,6 +140,9 @@ class ProbeBackbone(nn.Module):
                     f"{'none' if cls is None else len(cls)} for {len(layers)} layers"
                 )
             for i, c in zip(layers, cls):
+                if not isinstance(c, torch.Tensor):
+                    raise PluginError(f"{_who(self)}: CLS token of layer {i} is a {type(c).__name__}, not a "
+                                      "torch.Tensor")
                 if tuple(c.shape) != (b, self.embed_dims):
                     raise FeatureShapeError(
                         f"backbone {name}: CLS token of layer {i} has shape "

@@ -50,11 +50,15 @@ def backbone_class(name: str) -> type[ProbeBackbone]:
     mod_name, cls_name = (s.strip() for s in name.split(":"))
     try:
         module = importlib.import_module(mod_name)
-    except ImportError as e:
+    except ModuleNotFoundError as e:
+        if e.name is not None and mod_name != e.name and not mod_name.startswith(e.name + "."):
+            raise _plugin_error(f"--backbone {name}", mod_name, e) from e
         raise BackboneSpecError(
             f"--backbone {name}: cannot import module {mod_name!r} ({e}); put it on PYTHONPATH or pass "
             "--include PATH (a .py file or the folder holding it)"
         ) from e
+    except (Exception, SystemExit) as e:  # the plug-in's own code failed: say so, and where
+        raise _plugin_error(f"--backbone {name}", mod_name, e) from e
     if not hasattr(module, cls_name):
         known = sorted(
             n
@@ -69,6 +73,17 @@ def backbone_class(name: str) -> type[ProbeBackbone]:
             "of benchmarks.probe.backbones.ProbeBackbone; see docs/probing.md, 'Adding a backbone')"
         )
     return obj
+
+
+def _plugin_error(what: str, module: str, e: BaseException) -> BackboneSpecError:
+    """The error of a plug-in module that failed while being imported (its code, not sapiens2-bench's)."""
+    if isinstance(e, SystemExit):
+        why = f"it called sys.exit({e.code!r}) while being imported"
+    else:
+        why = f"{type(e).__name__}: {e}"
+    return BackboneSpecError(f"{what}: the plug-in module {module!r} failed to import: {why}. This is an "
+                             "error in the plug-in's code, not in sapiens2-bench (--debug shows the "
+                             "traceback)")
 
 
 def _what(obj) -> str:
@@ -134,8 +149,8 @@ def _import_module(name: str, path: Path) -> str:
         )
     try:
         module = importlib.import_module(name)
-    except Exception as e:  # any error in user code: report which file failed and why
-        raise BackboneSpecError(f"--include: importing {path} failed: {type(e).__name__}: {e}") from e
+    except (Exception, SystemExit) as e:  # any error in user code: report which file failed and why
+        raise _plugin_error(f"--include {path}", name, e) from e
     if Path(getattr(module, "__file__", "") or "").resolve() != path.resolve():
         raise BackboneSpecError(
             f"--include {path}: importing {name!r} found {getattr(module, '__file__', module)} first on "
