@@ -116,7 +116,7 @@ def _top_rows(t: GroupTable, rows: pd.DataFrame, label: str) -> tuple[pd.DataFra
     """At most :data:`MAX_FIGURE_ROWS` of ``rows`` (the best by ``label``, in table order), a title note."""
     if len(rows) <= MAX_FIGURE_ROWS:
         return rows, ""
-    spec = next(s for s in headline_metrics(t.task) if s.label == label)
+    spec = next(s for s in headline_ok_metrics(t.task) if s.label == label)
     vals = pd.to_numeric(rows[label], errors="coerce").to_numpy(dtype=float)
     key = np.where(np.isfinite(vals), -vals if spec.higher_is_better else vals, np.inf)
     keep = np.sort(np.argsort(key, kind="stable")[:MAX_FIGURE_ROWS])

@@ -36,6 +36,7 @@ NOT_RECORDS = {
     ("leaderboard/report_view.py", "seeds"): "a row of the leaderboard's long frame",
     ("leaderboard/tables.py", "seeds"): "a group of the leaderboard's long frame",
     ("leaderboard/tables.py", "run_id"): "a group of the leaderboard's long frame",
+    ("benchmarks/reproduce/tables.py", "content_hash"): "protocol_for's description of the measured data",
 }
 
 

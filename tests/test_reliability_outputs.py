@@ -16,7 +16,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _probe_toy import make_toy_data  # noqa: E402
 
 from benchmarks.probe import api as probe_api  # noqa: E402
-from benchmarks.probe.protocol import quick_protocol  # noqa: E402
 from leaderboard.results import read_record  # noqa: E402
 from sapiens2.output_lock import LOCK_NAME, OutputBusyError, output_lock  # noqa: E402
 
@@ -25,7 +24,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _record_folder(out: Path) -> Path:
-    return out / "pixels" / quick_protocol().protocol_id()
+    """The folder a probe of ``pixels`` locks: the backbone's (its tasks' records live below it)."""
+    return out / "pixels"
 
 
 def test_a_probe_into_a_locked_record_folder_stops_before_writing(tmp_path):

@@ -109,7 +109,7 @@ def run(args) -> int:
     from sapiens2.utils_io import write_json_atomic
 
     kwargs = {}
-    if args.task == "seg" and args.num_classes < 1:
+    if args.task == "seg" and args.num_classes is not None and args.num_classes < 1:
         raise ValueError(f"--num-classes {args.num_classes}: must be at least 1")
     if args.task == "seg":
         kwargs = {"num_classes": 29 if args.num_classes is None else args.num_classes,

@@ -112,7 +112,7 @@ def _task_table(args, sizes) -> int:
     settings = _arch_settings(args.arch_settings)
     from benchmarks.cli.convert import parse_hw
     from benchmarks.reproduce.tables import is_4k, official_input
-    from sapiens2.records.view import ProtocolRef
+    from sapiens2.records.view import ProtocolRef, RecordView
 
     out = Path(args.out)
     records = []
@@ -125,8 +125,8 @@ def _task_table(args, sizes) -> int:
             print(f"note: {job.model_name}: config {job.config_name}")
         records.append(evaluate_job(job, args.data_root, out / "results", settings, input_size,
                                     args.batch_size, args.max_samples, args.device))
-        proto = json.loads(records[-1].read_text())["protocol"]
-        print(f"note: {job.model_name}: protocol {proto['protocol_id']}: {proto['description']}; never "
+        proto = RecordView.of(json.loads(records[-1].read_text())).protocol
+        print(f"note: {job.model_name}: protocol {proto.id}: {proto.description}; never "
               "ranked inside the paper's table, no delta to its numbers")
     _print_comparison(records, task)
     print(f"\nmeasured on {args.data_root}; reported on the paper's in-house test set (see the data note "
