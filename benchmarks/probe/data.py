@@ -69,7 +69,8 @@ class FolderData:
             f"{self.root / 'split.json'} exists (make data with `sapiens2-bench data synth`)"
         )
 
-    def load(self, task: str, split: str, protocol) -> list[dict]:
+    def reader(self, task: str, split: str, protocol):
+        """(the task's reader, the reader indices of ``split`` in order): nothing read but manifests."""
         folder, holdout = self._split_dir(split)
         kwargs = {"input_size": (protocol.input_size[1], protocol.input_size[0])} if task == "pose" else {}
         try:
@@ -85,6 +86,10 @@ class FolderData:
             keep = [i for i in range(n) if (i % k == k - 1) == is_test]
         else:
             keep = list(range(n))
+        return reader, keep
+
+    def load(self, task: str, split: str, protocol) -> list[dict]:
+        reader, keep = self.reader(task, split, protocol)
         return [reader[i] for i in keep]
 
     def content_hash(self, task: str, split: str) -> str:

@@ -229,12 +229,16 @@ class FeatureStore:
         rows = [self._load(h) for h in hashes]
         feats = torch.stack([r[0] for r in rows])
         cls = torch.stack([r[1] for r in rows]) if rows[0][1] is not None else None
-        h, w = images.shape[-2:]
+        dev = images.device
+        return self.feature_set(feats.to(dev), None if cls is None else cls.to(dev), tuple(images.shape[-2:]))
+
+    def feature_set(self, feats: torch.Tensor, cls: torch.Tensor | None, image_size) -> FeatureSet:
+        """A :class:`FeatureSet` of these features of images of ``image_size`` (H, W)."""
+        h, w = image_size
         gh, gw = feats.shape[-2:]
         p = self.backbone.patch_size
         frac = (h / (gh * p), w / (gw * p)) if self.protocol.padding == "pad" else (1.0, 1.0)
-        dev = images.device
-        return FeatureSet(feats.to(dev), None if cls is None else cls.to(dev), p, frac, (h, w))
+        return FeatureSet(feats, cls, p, frac, (h, w))
 
     def _share(self, todo: list[int], hashes: list[str]) -> None:
         """All-gather the features each rank computed for its shard of ``todo``."""
