@@ -110,7 +110,7 @@ class _Group:
             merged.update(_read_with_image(p.reader, i, common, img))
         return merged
 
-    def batch(self, positions: list[int]) -> SceneBatch:
+    def batch(self, positions: list[int], with_targets: bool = True) -> SceneBatch:
         samples = [self.sample(p) for p in positions]
         where = "/".join(self.tasks)
         return SceneBatch(
@@ -120,7 +120,7 @@ class _Group:
             ),
             ids=[str(s.get("id", q)) for s, q in zip(samples, positions)],
             images=stack_images(samples, self.input_size, where),
-            targets={p.task.name: p.task.targets(samples) for p in self.parts},
+            targets={p.task.name: p.task.targets(samples) for p in self.parts} if with_targets else {},
         )
 
 
@@ -142,14 +142,14 @@ def _read_with_image(reader: ManifestDataset, i: int, common: dict, img) -> dict
 
 
 class _Batches(Dataset):
-    def __init__(self, group: _Group, chunks: list[list[int]]):
-        self.group, self.chunks = group, chunks
+    def __init__(self, group: _Group, chunks: list[list[int]], with_targets: bool):
+        self.group, self.chunks, self.with_targets = group, chunks, with_targets
 
     def __len__(self) -> int:
         return len(self.chunks)
 
     def __getitem__(self, k: int) -> SceneBatch:
-        return self.group.batch(self.chunks[k])
+        return self.group.batch(self.chunks[k], self.with_targets)
 
 
 class SceneLoader:
@@ -203,18 +203,21 @@ class SceneLoader:
     def num_samples(self, group: tuple[str, ...]) -> int:
         return len(self._groups[group])
 
-    def batches(self, group: tuple[str, ...], rank: int = 0, world: int = 1):
-        """Yield the group's :class:`SceneBatch` objects in split order (every ``world``-th from ``rank``)."""
+    def batches(self, group: tuple[str, ...], rank: int = 0, world: int = 1, targets: bool = True):
+        """Yield the group's :class:`SceneBatch` objects in split order (every ``world``-th from ``rank``).
+
+        ``targets=False`` leaves :attr:`SceneBatch.targets` empty (a pass that needs the images only).
+        """
         g = self._groups[group]
         n = len(g)
         chunks = [list(range(s, min(n, s + self.batch_size))) for s in range(0, n, self.batch_size)]
         chunks = chunks[rank::world]
         if self.num_workers <= 0:
             for c in chunks:
-                yield g.batch(c)
+                yield g.batch(c, targets)
             return
         loader = DataLoader(
-            _Batches(g, chunks),
+            _Batches(g, chunks, targets),
             batch_size=None,
             shuffle=False,
             num_workers=self.num_workers,

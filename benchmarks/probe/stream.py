@@ -50,6 +50,7 @@ def feature_stream(
     rank: int = 0,
     world: int = 1,
     device: str | torch.device = "cpu",
+    targets: bool = True,
 ):
     """Yield a :class:`FeatureBatch` per batch of ``loader``'s ``group`` (this rank's share).
 
@@ -61,10 +62,12 @@ def feature_stream(
         oracle_tasks: ``{name: ProbeTask}`` of the group (the oracle only).
         rank, world: yield every ``world``-th batch from the ``rank``-th.
         device: where the images go for the forward (features come back on the CPU).
+        targets: build the batches' targets (False: a pass over the features alone; the oracle,
+            whose features are its targets, always builds them).
     """
     from benchmarks.probe.api import _oracle_features  # the oracle's features, as today's path makes them
 
-    for b in loader.batches(group, rank=rank, world=world):
+    for b in loader.batches(group, rank=rank, world=world, targets=targets or store is None):
         if store is None:
             if oracle_tasks is None:
                 raise ValueError("feature_stream: the oracle (store=None) needs oracle_tasks")

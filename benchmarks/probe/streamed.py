@@ -92,7 +92,7 @@ class _Gram:
 def _split_means(loader, group, store, protocol, oracle) -> dict[str, torch.Tensor]:
     """Channel mean of the train features per feature stream (one extra pass over the features)."""
     sums: dict[str, list] = {}
-    for fb in feature_stream(loader, group, store, protocol, oracle_tasks=oracle):
+    for fb in feature_stream(loader, group, store, protocol, oracle_tasks=oracle, targets=False):
         for t in group if store is None else group[:1]:
             f = fb.features[t].feats.double()
             key = t if store is None else "shared"
