@@ -70,7 +70,8 @@ class FolderData:
             f"{self.root / 'split.json'} exists (make data with `sapiens2-bench data synth`)"
         )
 
-    def load(self, task: str, split: str, protocol) -> list[dict]:
+    def reader(self, task: str, split: str, protocol):
+        """(the task's reader, the reader indices of ``split`` in order): nothing read but manifests."""
         folder, holdout = self._split_dir(split)
         crops = probe_task_class(task).crops  # top-down crops are cut at the protocol's input size
         kwargs = {"input_size": (protocol.input_size[1], protocol.input_size[0])} if crops else {}
@@ -87,6 +88,10 @@ class FolderData:
             keep = [i for i in range(n) if (i % k == k - 1) == is_test]
         else:
             keep = list(range(n))
+        return reader, keep
+
+    def load(self, task: str, split: str, protocol) -> list[dict]:
+        reader, keep = self.reader(task, split, protocol)
         return [reader[i] for i in keep]
 
     def content_hash(self, task: str, split: str) -> str:

@@ -1,10 +1,15 @@
 """Frozen-backbone features, computed once per image and shared by every decoder.
 
 The backbone runs under ``torch.inference_mode()``; each image's tapped layers are concatenated
-(``L*C x h x w``, plus ``L*C`` CLS values) and kept in memory, and optionally on disk under
-``cache_dir/<feature key>/<image hash>.pt`` so other tasks, seeds and later (resumed) runs reuse
-them. The dense tasks of the synthetic benchmark share their images, so their features are computed
-once. Under torch.distributed each rank computes a shard and the shards are all-gathered.
+(``L*C x h x w``, plus ``L*C`` CLS values) and kept in memory (unless ``keep_in_memory=False``), and
+optionally on disk under ``cache_dir/<feature key>/<image hash>.safetensors``
+(:mod:`benchmarks.probe.feature_cache`: crash-safe, a truncated entry is named and rebuilt) so other
+tasks, seeds and later (resumed) runs reuse them. The dense tasks of the synthetic benchmark share
+their images, so their features are computed once. A NaN, Inf or a value the protocol's
+``feature_dtype`` cannot hold is an error naming the backbone, the layer and the image, raised before
+any fit. Under torch.distributed each rank computes a shard of :meth:`FeatureStore.compute` and the
+shards are all-gathered; :meth:`FeatureStore.features` serves one batch on the calling rank alone
+(the streamed path, :mod:`benchmarks.probe.stream`).
 """
 
 from __future__ import annotations
@@ -18,10 +23,10 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from benchmarks.probe.feature_cache import DiskCache, check_finite
 from benchmarks.probe.runkey import weights_sha256
 from sapiens2 import distributed as dist_utils
 from sapiens2.distributed import all_gather_varlen
-from sapiens2.utils_io import atomic_write
 
 
 @dataclass
@@ -114,6 +119,9 @@ class FeatureStore:
         cache_dir: on-disk cache folder, or None for memory only.
         batch_size: images per backbone forward.
         weights_hash: the backbone's weights hash when already computed (see :func:`feature_key`).
+        keep_in_memory: keep every image's features in RAM (False: only the disk cache, if any,
+            remembers them; what the streamed probe uses, so memory does not grow with the images).
+        name: the backbone's name in error messages (default: its class name).
     """
 
     def __init__(
@@ -124,6 +132,8 @@ class FeatureStore:
         cache_dir: str | os.PathLike | None = None,
         batch_size=8,
         weights_hash: str | None = None,
+        keep_in_memory: bool = True,
+        name: str | None = None,
     ):
         self.backbone, self.layers, self.protocol, self.batch_size = (
             backbone,
@@ -134,26 +144,74 @@ class FeatureStore:
         self.dtype = getattr(torch, protocol.feature_dtype)
         self.key = feature_key(backbone, self.layers, protocol, weights_hash)
         self.dir = Path(cache_dir) / self.key if cache_dir else None
+        self.disk = DiskCache(self.dir, self.dtype) if self.dir is not None else None
+        self.keep_in_memory = keep_in_memory
+        self.name = name or type(backbone).__name__
         self.memory: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
         self.backbone_images = 0  # images actually run through the backbone by this process
 
     def _load(self, h: str):
         if h in self.memory:
             return self.memory[h]
-        if self.dir is not None and (self.dir / f"{h}.pt").is_file():
-            d = torch.load(self.dir / f"{h}.pt", map_location="cpu", weights_only=True)
-            self.memory[h] = (d["feats"], d.get("cls"))
-            return self.memory[h]
+        if self.disk is not None:
+            got = self.disk.read(h)
+            if got is not None and self.keep_in_memory:
+                self.memory[h] = got
+            return got
         return None
 
     def _store(self, h: str, feats: torch.Tensor, cls: torch.Tensor | None) -> None:
-        self.memory[h] = (feats, cls)
-        if self.dir is not None:
-            obj = {"feats": feats} if cls is None else {"feats": feats, "cls": cls}
-            atomic_write(self.dir / f"{h}.pt", lambda tmp: torch.save(obj, tmp))
+        if self.keep_in_memory:
+            self.memory[h] = (feats, cls)
+        if self.disk is not None:
+            self.disk.write(h, feats, cls)
 
-    def compute(self, images: torch.Tensor, desc: str = "features") -> FeatureSet:
-        """Features of N x 3 x H x W images in [0, 1] (cached ones are not recomputed)."""
+    def _run(self, images: torch.Tensor, names: list[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One backbone forward: (B x L*C x h x w, B x L*C or None) in ``feature_dtype`` on the CPU,
+        checked finite (and within the dtype's range) per layer and image before anything is stored."""
+        with backbone_autocast(images.device.type, self.protocol.backbone_dtype):
+            feats, cls = self.backbone.extract(images, self.layers, self.protocol.padding)
+        check_finite(feats, cls, self.dtype, self.name, self.layers, names)
+        f = torch.cat([t.to(self.dtype) for t in feats], 1).cpu()
+        c = torch.cat([t.to(self.dtype) for t in cls], 1).cpu() if cls is not None else None
+        self.backbone_images += int(images.shape[0])
+        return f, c
+
+    def features(
+        self, images: torch.Tensor, ids: list | None = None, hashes: list[str] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Features of one batch of B x 3 x H x W images in [0, 1], on this rank alone.
+
+        Cached images (memory or disk) are not recomputed; the others run through the backbone in
+        one forward. Nothing is kept in RAM when ``keep_in_memory`` is False.
+
+        Args:
+            images: the batch.
+            ids: a name per image for error messages (default: its position and content hash).
+            hashes: the images' :func:`image_hash` when already known.
+
+        Returns:
+            (B x L*C x h x w, B x L*C or None) in ``feature_dtype`` on the CPU.
+        """
+        hashes = hashes or [image_hash(im) for im in images]
+        rows = [self._load(h) for h in hashes]
+        todo = [i for i, r in enumerate(rows) if r is None]
+        if todo:
+            names = [_image_name(ids, i, hashes[i]) for i in todo]
+            f, c = self._run(images[todo], names)
+            for j, i in enumerate(todo):
+                rows[i] = (f[j].clone(), None if c is None else c[j].clone())
+                self._store(hashes[i], *rows[i])
+        feats = torch.stack([r[0] for r in rows])
+        return feats, (torch.stack([r[1] for r in rows]) if rows[0][1] is not None else None)
+
+    def compute(self, images: torch.Tensor, desc: str = "features", ids: list | None = None) -> FeatureSet:
+        """Features of N x 3 x H x W images in [0, 1] (cached ones are not recomputed).
+
+        ``ids`` names the images in errors (default: ``desc``, their position and content hash).
+        """
+        if not self.keep_in_memory:
+            raise ValueError("FeatureStore.compute needs keep_in_memory=True; stream with features()")
         hashes = [image_hash(im) for im in images]
         todo = [i for i, h in enumerate(hashes) if self._load(h) is None]
         rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
@@ -161,13 +219,9 @@ class FeatureStore:
         bar = tqdm(total=len(mine), desc=desc, unit="img", disable=rank != 0 or not mine, leave=False)
         for s in range(0, len(mine), self.batch_size):
             sel = mine[s : s + self.batch_size]
-            with backbone_autocast(images.device.type, self.protocol.backbone_dtype):
-                feats, cls = self.backbone.extract(images[sel], self.layers, self.protocol.padding)
-            f = torch.cat(feats, 1).to(self.dtype).cpu()
-            c = torch.cat(cls, 1).to(self.dtype).cpu() if cls is not None else None
+            f, c = self._run(images[sel], [_image_name(ids, i, hashes[i], desc) for i in sel])
             for j, i in enumerate(sel):
                 self._store(hashes[i], f[j].clone(), None if c is None else c[j].clone())
-            self.backbone_images += len(sel)
             bar.update(len(sel))
         bar.close()
         if world > 1 and todo:
@@ -175,12 +229,16 @@ class FeatureStore:
         rows = [self._load(h) for h in hashes]
         feats = torch.stack([r[0] for r in rows])
         cls = torch.stack([r[1] for r in rows]) if rows[0][1] is not None else None
-        h, w = images.shape[-2:]
+        dev = images.device
+        return self.feature_set(feats.to(dev), None if cls is None else cls.to(dev), tuple(images.shape[-2:]))
+
+    def feature_set(self, feats: torch.Tensor, cls: torch.Tensor | None, image_size) -> FeatureSet:
+        """A :class:`FeatureSet` of these features of images of ``image_size`` (H, W)."""
+        h, w = image_size
         gh, gw = feats.shape[-2:]
         p = self.backbone.patch_size
         frac = (h / (gh * p), w / (gw * p)) if self.protocol.padding == "pad" else (1.0, 1.0)
-        dev = images.device
-        return FeatureSet(feats.to(dev), None if cls is None else cls.to(dev), p, frac, (h, w))
+        return FeatureSet(feats, cls, p, frac, (h, w))
 
     def _share(self, todo: list[int], hashes: list[str]) -> None:
         """All-gather the features each rank computed for its shard of ``todo``."""
@@ -217,3 +275,10 @@ class FeatureStore:
         )
         shapes = dist_utils.all_gather_object(shape)
         return next(s for s in shapes if s is not None)
+
+
+def _image_name(ids, i: int, h: str, desc: str = "") -> str:
+    """How an error names image ``i``: its id, else its position (in ``desc``) and content hash."""
+    if ids is not None and ids[i] is not None:
+        return repr(str(ids[i]))
+    return f"#{i}{f' of {desc}' if desc else ''} (content hash {h[:12]})"

@@ -1,0 +1,193 @@
+"""Peak memory and time of the probe against the number of scenes and the input size.
+
+Each configuration (path x backbone x input size x scenes) runs in its own subprocess, so its peak
+RSS is its own (``os.wait4``'s ``ru_maxrss``); wall and CPU time are measured there too. ``today``
+is ``run_probe`` (whole splits in memory); ``streamed`` is
+:func:`benchmarks.probe.streamed.streamed_linear_probe` (lazy scene batches, features through a
+disk cache, per-batch statistics). Both run the default protocol (the closed-form linear read-out)
+at the given input size, all five tasks unless ``--tasks``.
+The synthetic splits are rendered once per (scenes, size) under ``--data-root``.
+
+A configuration whose RSS passes ``--max-rss-gb`` (default 4, for a shared machine) is stopped and
+reported as such; the next larger n of the same path, backbone and size is then skipped.
+
+Usage:
+    .venv/bin/python benchmarks/speed/probe_memory.py [--n 64,256,1024] [--sizes 256x192,512x384,1024x768]
+        [--backbones pixels,sapiens2_cpu_small,gt-oracle] [--paths today,streamed] [--json OUT.json]
+    .venv/bin/python benchmarks/speed/probe_memory.py --n 8 --sizes 64x48   # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+TASKS = "pose,seg,normal,pointmap,albedo"
+
+
+def _size(text: str) -> tuple[int, int]:
+    h, w = (int(v) for v in text.lower().split("x"))
+    return h, w
+
+
+def run_child(cfg: dict) -> dict:
+    """One configuration in this process: returns its wall and CPU seconds and what it produced."""
+    from benchmarks.probe.protocol import default_protocol
+
+    protocol = default_protocol().replace(input_size=list(cfg["size"]))
+    tasks = cfg["tasks"].split(",")
+    t0, c0 = time.perf_counter(), time.process_time()
+    work = Path(cfg["work"])
+    if cfg["path"] == "today":
+        from benchmarks.probe.api import run_probe
+
+        paths = run_probe(cfg["backbone"], tasks, cfg["data"], work / "out", protocol=protocol)
+        produced = len(paths)
+    else:
+        from benchmarks.probe.backbones import ORACLE, build_probe_backbone
+        from benchmarks.probe.features import FeatureStore
+        from benchmarks.probe.streamed import streamed_linear_probe
+        from benchmarks.probe.tasks import build_task
+
+        store = None
+        if cfg["backbone"] != ORACLE:
+            bb = build_probe_backbone(cfg["backbone"], img_size=tuple(cfg["size"]))
+            layers = protocol.tapped_layers(bb.num_layers)
+            store = FeatureStore(bb, layers, protocol, cache_dir=work / "cache", keep_in_memory=False)
+        objs = {t: build_task(t, protocol) for t in tasks}
+        produced = len(streamed_linear_probe(cfg["data"], objs, protocol, store=store))
+    return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "records": produced}
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def measure(cfg: dict, max_rss_gb: float, timeout_s: float) -> dict:
+    """Run ``cfg`` in a subprocess; its peak RSS (GB), wall and CPU seconds, or why it was stopped."""
+    with tempfile.TemporaryDirectory(prefix="probe_memory_") as work:
+        cfg = {**cfg, "work": work}
+        out = Path(work) / "result.json"
+        cmd = [sys.executable, __file__, "--child", json.dumps(cfg), "--child-out", str(out)]
+        t0 = time.perf_counter()
+        log = open(Path(work) / "stderr.txt", "w+")  # a file, not a pipe: a full pipe would block the child
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, text=True)
+        stopped = None
+        while True:  # os.wait4, not Popen.poll: the reaping call is the one that gets the rusage
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if _rss_kb(proc.pid) > max_rss_gb * 2**20:
+                stopped = f"RSS passed {max_rss_gb} GB"
+            elif time.perf_counter() - t0 > timeout_s:
+                stopped = f"ran past {timeout_s:.0f} s"
+            if stopped:
+                proc.kill()
+                _, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.2)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        log.seek(0)
+        err = log.read()
+        log.close()
+        res = {
+            "peak_rss_gb": usage.ru_maxrss / 2**20,
+            "wall_s": time.perf_counter() - t0,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+        }
+        if stopped:
+            return {**res, "stopped": stopped}
+        if proc.returncode != 0 or not out.is_file():
+            why = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
+            return {**res, "error": why}
+        inner = json.loads(out.read_text())
+        return {
+            **res,
+            "probe_wall_s": inner["wall_s"],
+            "probe_cpu_s": inner["cpu_s"],
+            "records": inner["records"],
+        }
+
+
+def ensure_split(root: Path, n: int, size: tuple[int, int]) -> Path:
+    from sapiens2.datasets.synth import ensure_default_split
+
+    return Path(ensure_default_split(f"mem{n}-{size[0]}x{size[1]}", n=n, size=size, seed=0, root=root))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", default="64,256,1024", help="scenes per split, comma-separated")
+    ap.add_argument("--sizes", default="256x192,512x384,1024x768", help="input sizes HxW")
+    ap.add_argument("--backbones", default="pixels,sapiens2_cpu_small,gt-oracle")
+    ap.add_argument("--paths", default="today,streamed")
+    ap.add_argument("--tasks", default=TASKS)
+    ap.add_argument("--data-root", default=None, help="where the synthetic splits are rendered (kept)")
+    ap.add_argument("--max-rss-gb", type=float, default=4.0)
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per configuration")
+    ap.add_argument("--json", default=None, help="also write every result to this file")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        res = run_child(json.loads(args.child))
+        Path(args.child_out).write_text(json.dumps(res))
+        return
+    root = Path(args.data_root or Path(tempfile.gettempdir()) / "probe_memory_data")
+    ns = sorted(int(v) for v in args.n.split(","))
+    print(f"probe memory: n = {ns}, sizes {args.sizes}, tasks {args.tasks}, RSS cap {args.max_rss_gb} GB")
+    print(
+        f"{'path':9s} {'backbone':20s} {'size':9s} {'n':>5s} {'peak GB':>8s} {'wall s':>8s} "
+        f"{'cpu s':>8s}  note"
+    )
+    results = []
+    for size in (_size(s) for s in args.sizes.split(",")):
+        splits = {n: ensure_split(root, n, size) for n in ns}
+        for path in args.paths.split(","):
+            for backbone in args.backbones.split(","):
+                skip = None
+                for n in ns:
+                    cfg = {
+                        "path": path,
+                        "backbone": backbone,
+                        "size": list(size),
+                        "tasks": args.tasks,
+                        "data": str(splits[n]),
+                        "n": n,
+                    }
+                    res = {"skipped": skip} if skip else measure(cfg, args.max_rss_gb, args.timeout)
+                    note = res.get("stopped") or res.get("error") or res.get("skipped") or ""
+                    if res.get("stopped"):
+                        skip = f"n = {n} was stopped"
+                    rss, wall, cpu = (res.get(k, float("nan")) for k in ("peak_rss_gb", "wall_s", "cpu_s"))
+                    print(
+                        f"{path:9s} {backbone:20s} {size[0]}x{size[1]:<5d} {n:5d} {rss:8.2f} {wall:8.1f} "
+                        f"{cpu:8.1f}  {note}",
+                        flush=True,
+                    )
+                    results.append({"config": {k: v for k, v in cfg.items() if k != "data"}, **res})
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(f"(this driver: peak RSS {usage.ru_maxrss / 2**20:.2f} GB, rendering included)")
+
+
+if __name__ == "__main__":
+    main()

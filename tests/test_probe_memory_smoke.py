@@ -1,0 +1,30 @@
+"""Smoke run of benchmarks/speed/probe_memory.py at a tiny n: each configuration runs in its own
+subprocess and reports its peak RSS, wall and CPU time (no timing is asserted, only that it ran)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_probe_memory_runs_today_and_streamed_at_small_n(tmp_path):
+    out = tmp_path / "res.json"
+    cmd = [
+        sys.executable, str(ROOT / "benchmarks/speed/probe_memory.py"), "--n", "8", "--sizes", "64x48",
+        "--backbones", "gt-oracle", "--tasks", "seg", "--paths", "today,streamed",
+        "--data-root", str(tmp_path / "data"), "--json", str(out),
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    res = json.loads(out.read_text())
+    assert [r["config"]["path"] for r in res] == ["today", "streamed"]
+    for r in res:
+        assert "error" not in r and "stopped" not in r, r
+        assert r["records"] == 1 and r["peak_rss_gb"] > 0.05 and r["cpu_s"] > 0, r
+    assert "peak GB" in proc.stdout and proc.stdout.count("gt-oracle") == 2
