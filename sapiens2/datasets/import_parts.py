@@ -36,13 +36,8 @@ PART_LAYOUTS = {
 
 
 def _mask_api():
-    try:
-        from pycocotools import mask
-    except ImportError:
-        try:  # xtcocotools ships the same C mask API
-            from xtcocotools import mask
-        except ImportError:
-            raise DatasetError("COCO polygon/RLE masks need pycocotools (pip install pycocotools)") from None
+    from pycocotools import mask  # a core dependency, imported only when masks are decoded
+
     return mask
 
 
