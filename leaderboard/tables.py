@@ -23,7 +23,7 @@ from leaderboard.catalog import (
 )
 from leaderboard.merge import dataset_key, dataset_labels, dedupe_records, model_name_key
 from leaderboard.paper import protocol_key
-from leaderboard.rowinfo import record_intervals, record_provenance
+from leaderboard.rowinfo import REFERENCE_KINDS, record_intervals, record_provenance
 from sapiens2.tasks import task_names
 
 LONG_COLUMNS = [
@@ -185,7 +185,7 @@ class GroupTable:
 
     def ranked(self) -> pd.Series:
         """Boolean mask of the rows that are ranked (measured, not the oracle ceiling)."""
-        return (self.rows["source"] == "reproduced") & (self.rows["kind"] != "oracle")
+        return (self.rows["source"] == "reproduced") & ~self.rows["kind"].isin(REFERENCE_KINDS)
 
 
 def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = None) -> list[GroupTable]:
@@ -252,13 +252,14 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
             deltas.append((col, s.label))
     first = next((s for s in specs if s.headline), specs[0])
     # the oracle ceiling first, then measured rows by the first headline metric, then reported rows
-    group = np.where(rows["kind"] == "oracle", 0, np.where(rows["source"] == "reproduced", 1, 2))
+    group = np.where(rows["kind"].isin(REFERENCE_KINDS), 0, np.where(rows["source"] == "reproduced", 1, 2))
     value = rows[first.label] if first.higher_is_better else -rows[first.label]
     order = pd.DataFrame({"g": group, "v": -value}).sort_values(["g", "v"], na_position="last",
                                                                  kind="stable").index
     rows = rows.loc[order].reset_index(drop=True)
     frames = {k: f.loc[order].reset_index(drop=True) for k, f in frames.items()}
-    ranked = (rows["source"] == "reproduced") & (rows["kind"] != "oracle") & rows[first.label].notna()
+    reference = rows["kind"].isin(REFERENCE_KINDS)
+    ranked = (rows["source"] == "reproduced") & ~reference & rows[first.label].notna()
     rank_by = rows[first.label].where(ranked)
     rows["rank"] = rank_by.rank(method="min", ascending=not first.higher_is_better)
     datasets = sorted(rows["dataset"].unique())

@@ -25,10 +25,10 @@ from benchmarks.probe.protocol import (  # noqa: E402
 
 def test_v4_headline_is_the_linear_probe_and_the_body_has_its_own_id():
     p, body = default_protocol(), body_protocol()
-    assert PROTOCOL_VERSION == 4 and p.protocol_id().startswith("probe-v4-")
+    assert PROTOCOL_VERSION == 5 and p.protocol_id().startswith("probe-v5-")  # v5: tests/test_probe_v5.py
     assert {t: s.decoder for t, s in p.tasks.items()} == {t: "linear" for t in TASKS}
     assert {t: s.decoder for t, s in body.tasks.items()} == {t: "pixelshuffle" for t in TASKS}
-    assert body.protocol_id() != p.protocol_id() and body.protocol_id().startswith("probe-v4-")
+    assert body.protocol_id() != p.protocol_id() and body.protocol_id().startswith("probe-v5-")
     # everything else is the same protocol
     assert body.replace(tasks={t: {"decoder": "linear"} for t in TASKS}) == p
     assert (p.backbone_dtype, p.ridge_product_dtype) == ("bfloat16", "float64")
@@ -149,7 +149,8 @@ def test_main_job_probes_pretrained_beside_its_twin_and_the_references():
         assert bb.weights not in (None, "none") and "random" in str(twin.weights)
         a, b = bb.state_dict(), twin.state_dict()
         assert a.keys() == b.keys() and any(not torch.equal(a[k], b[k]) for k in a)
-    assert any(resolve_backbone_cfg(n)["type"] == "HFViTProbe" for n in names if n != ORACLE)
+    assert "floor" in names  # the feature-free floor (protocol v5)
+    assert any(resolve_backbone_cfg(n)["type"] == "HFViTProbe" for n in names if n not in (ORACLE, "floor"))
     from benchmarks.probe.backbones.presets import twin_pairs
     from sapiens2.weights import SHIPPED
 

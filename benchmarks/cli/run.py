@@ -3,9 +3,9 @@
 With no arguments: render (or reuse) the default synthetic split (384 scenes), probe the default
 backbones (the shipped pretrained sapiens2_cpu_small and its MAE-only variant beside their
 random-init twin, dinov2_small, pixels and the ground-truth oracle) on all five tasks under the
-default probing protocol (v4: the closed-form linear probe), write one result record per (backbone,
-task, seed) with 95% bootstrap intervals, build the leaderboard (Markdown + self-contained HTML,
-with the paper's numbers marked reported), print the headline table (value [low, high] n=N per task)
+default probing protocol (v5: the closed-form linear read-out with the per-pixel prior nested),
+write one result record per (backbone, task, seed) with 95% bootstrap intervals, build the
+leaderboard (Markdown + self-contained HTML, with the paper's numbers marked reported), print the headline table (value [low, high] n=N per task)
 and where the report is. Every backbone X whose random-init twin ``X-random`` (or, for a shipped
 backbone, the twin of another shipped backbone of its arch) is in the run, and every
 ``--compare A:B`` pair, is compared paired (95% paired bootstrap of the difference on the same test
@@ -15,7 +15,8 @@ images): printed and written to ``OUT/comparisons.json``.
 Backbones that take weights but get none are probed from a seeded random initialisation (the
 records and the report say so); pass ``--weights NAME=PATH`` to probe pretrained weights (``probe``
 takes ``--weights PATH``). Weight-free backbones (``pixels``) are labelled as such. ``gt-oracle``
-(features computed from the ground truth) gives the ceiling of the decoders and the evaluation.
+(features computed from the ground truth) gives the ceiling of the decoders and the evaluation;
+``floor`` (no features: the read-out's per-pixel train prior) the level a backbone must beat.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from sapiens2.tasks import task_names
 # The shipped pretrained backbones (the reference objective and its MAE-only ablation, one arch)
 # beside their random-init twin, a transformers baseline (random init: no weights can be downloaded
 # here), the pixels and the ground-truth ceiling.
-DEFAULT_BACKBONES = ("gt-oracle", "sapiens2_cpu_small", "sapiens2_cpu_small_mae", "sapiens2_cpu_small-random",
-                     "dinov2_small", "pixels")
-QUICK_BACKBONES = ("gt-oracle", "sapiens2_tiny", "pixels")
+DEFAULT_BACKBONES = ("gt-oracle", "floor", "sapiens2_cpu_small", "sapiens2_cpu_small_mae",
+                     "sapiens2_cpu_small-random", "dinov2_small", "pixels")
+QUICK_BACKBONES = ("gt-oracle", "floor", "sapiens2_tiny", "pixels")
 TASKS = ",".join(task_names())
 
 
@@ -107,7 +108,14 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from benchmarks.probe.api import run_probe
-    from benchmarks.probe.backbones import ORACLE, import_paths, resolve_backbone_cfg, weight_free
+    from benchmarks.probe.backbones import (
+        FLOOR,
+        ORACLE,
+        REFERENCE_BACKBONES,
+        import_paths,
+        resolve_backbone_cfg,
+        weight_free,
+    )
     from benchmarks.probe.backbones.presets import twin_pairs
     from benchmarks.probe.protocol import default_protocol, quick_protocol
     from leaderboard.build import build_site
@@ -121,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     names = [b.strip() for b in (args.backbones or default).split(",") if b.strip()]
     import_paths(args.include)
     for name in names:  # an unknown name or a bad module:Class fails before any work
-        if name != ORACLE:
+        if name not in REFERENCE_BACKBONES:
             resolve_backbone_cfg(name)
     pairs = list(dict.fromkeys(parse_compare(args.compare, names) + twin_pairs(names)))
     weights = _parse_weights(args.weights)
@@ -150,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
             state = f"weights {weights[name]}"
         elif name == ORACLE:
             state = "features = ground truth: the ceiling of decoder + evaluation"
+        elif name == FLOOR:
+            state = "no features: the read-out's per-pixel train prior, the level to beat"
         elif weight_free(name):
             state = "a backbone without weights"
         elif name in SHIPPED:

@@ -25,7 +25,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from benchmarks.probe.backbones import ORACLE, backbone_label, build_probe_backbone, resolve_backbone_cfg
+from benchmarks.probe.backbones import (
+    FLOOR,
+    ORACLE,
+    REFERENCE_BACKBONES,
+    backbone_label,
+    build_probe_backbone,
+    resolve_backbone_cfg,
+)
 from benchmarks.probe.data import as_data_source, load_task_split, sample_indices, stack_images
 from benchmarks.probe.evaluate import evaluate_decoder
 from benchmarks.probe.features import FeatureSet, FeatureStore
@@ -40,7 +47,7 @@ from leaderboard.results import make_record, read_record, write_record
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
 
-__all__ = ["ORACLE", "RecordConflictError", "run_probe"]
+__all__ = ["FLOOR", "ORACLE", "RecordConflictError", "run_probe"]
 
 
 class RecordConflictError(BenchError, ValueError):
@@ -109,8 +116,8 @@ def run_probe(
 
     Args:
         backbone: preset name (``sapiens2_0.1b``, ``dinov2_small``, ``pixels``, ...), registered
-            ``PROBE_BACKBONES`` type, ``package.module:ClassName``, config dict, or ``"gt-oracle"``
-            (features = ground truth).
+            ``PROBE_BACKBONES`` type, ``package.module:ClassName``, config dict, ``"gt-oracle"``
+            (features = ground truth) or ``"floor"`` (no features: the read-out's per-pixel train prior).
         tasks: task names (subset of ``pose, seg, normal, pointmap, albedo``) or a comma string.
         data_dir: dataset folder in the reader formats (or a :class:`~benchmarks.probe.data.MemoryData`).
         out_dir: output folder.
@@ -134,8 +141,9 @@ def run_probe(
     protocol = _protocol(protocol, quick)
     check_training_names(protocol)
     pid = protocol.protocol_id()
-    cfg = None if backbone == ORACLE else resolve_backbone_cfg(backbone)  # a bad name fails here
-    label = ORACLE if backbone == ORACLE else backbone_label(backbone)
+    reference = backbone if isinstance(backbone, str) and backbone in REFERENCE_BACKBONES else None
+    cfg = None if reference else resolve_backbone_cfg(backbone)  # a bad name fails here
+    label = reference or backbone_label(backbone)
     out = Path(out_dir) / label.replace(os.sep, "_").replace(":", "_") / pid
     source = as_data_source(data_dir)
 
@@ -162,8 +170,9 @@ def run_probe(
         bb_desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
         bb_id = {"spec": _spec_identity(cfg), "weights_sha256": weights_hash}
     else:
-        bb_desc = {"type": "GroundTruthOracle", "params": 0, "weights": "none", "cls_used": False}
-        bb_id = {"spec": ORACLE}
+        kind = "GroundTruthOracle" if reference == ORACLE else "FeatureFreeFloor"
+        bb_desc = {"type": kind, "params": 0, "weights": "none", "cls_used": False}
+        bb_id = {"spec": reference}
 
     # 2. done markers: a record counts only for this very run; one of another run stops us here
     plan = {
@@ -182,7 +191,7 @@ def run_probe(
     for name, task in task_objs.items():
         per_seed = [done[(name, seed)] for seed in seeds]
         if any(rec is None for rec in per_seed):
-            run = _task_run(task, splits[name], store, protocol, device)
+            run = _task_run(task, splits[name], store, protocol, device, reference)
             for i, (seed, path, ident) in enumerate(plan[name]):
                 if per_seed[i] is None:
                     per_seed[i] = _train_eval_record(ctx, run, seed, path, ident)
@@ -197,8 +206,8 @@ def run_probe(
     return written
 
 
-def _task_run(task, split, store, protocol, device) -> _TaskRun:
-    """Targets and features of one task's train and test split (features of the oracle: its GT)."""
+def _task_run(task, split, store, protocol, device, reference=None) -> _TaskRun:
+    """Targets and features of one task's train and test split (the oracle's: its GT; the floor's: 0)."""
     train, test = split
     t0 = time.perf_counter()
     tr_tgt = {k: v.to(device) for k, v in task.targets(train).items()}
@@ -208,7 +217,8 @@ def _task_run(task, split, store, protocol, device) -> _TaskRun:
         tr_feat = store.compute(stack_images(train, protocol.input_size, task.name).to(device), desc)
         te_feat = store.compute(stack_images(test, protocol.input_size, task.name).to(device), desc)
     else:
-        tr_feat, te_feat = _oracle_features(task, tr_tgt, protocol), _oracle_features(task, te_tgt, protocol)
+        ref = _floor_features if reference == FLOOR else _oracle_features
+        tr_feat, te_feat = ref(task, tr_tgt, protocol), ref(task, te_tgt, protocol)
     run = _TaskRun(task, tr_feat, tr_tgt, te_feat, te_tgt, sample_indices(test), len(train))
     run.features_s = time.perf_counter() - t0
     return run
@@ -268,6 +278,15 @@ def _oracle_features(task, tgt, protocol):
         patch *= r
     image_size = tuple(protocol.input_size) if task.name == "pose" else size
     return FeatureSet(feats, None if cls is None else cls.float(), patch, valid, image_size)
+
+
+def _floor_features(task, tgt, protocol):
+    """The floor's features: one constant channel (0) on the oracle's grid, so the read-out has nothing
+    to regress on and is exactly its per-pixel train prior, under the protocol of every backbone."""
+    oracle = _oracle_features(task, tgt, protocol)
+    feats = torch.zeros(oracle.feats.shape[0], 1, *oracle.feats.shape[-2:])
+    return FeatureSet(feats.to(oracle.feats.device), None, oracle.patch_size, oracle.valid_frac,
+                      oracle.image_size)
 
 
 def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, identity: dict) -> dict:

@@ -24,7 +24,7 @@ from leaderboard.integrity import protocol_id
 from sapiens2.errors import UnknownNameError
 from sapiens2.tasks import task_names
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 _DTYPE_CHOICES = {
     "feature_dtype": ("float16", "bfloat16", "float32"),
     "backbone_dtype": ("float32", "bfloat16", "float16"),

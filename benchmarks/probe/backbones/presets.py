@@ -21,6 +21,9 @@ from sapiens2.errors import UnknownNameError
 from sapiens2.weights import SHIPPED, backbone_config, weights_path
 
 ORACLE = "gt-oracle"
+# the feature-free floor: constant features, so the read-out is its per-pixel train prior (no backbone)
+FLOOR = "floor"
+REFERENCE_BACKBONES = (ORACLE, FLOOR)
 SAPIENS2_NAMES = (
     "sapiens2_0.1b",
     "sapiens2_0.4b",
@@ -149,7 +152,7 @@ def _named_cfg(spec: str) -> dict:
     if is_class_path(spec) or _registered(spec) is not None:
         return dict(type=spec)
     err = UnknownNameError(
-        "probe backbone", spec, [*list_presets(), ORACLE, *sorted(PROBE_BACKBONES.module_dict)]
+        "probe backbone", spec, [*list_presets(), *REFERENCE_BACKBONES, *sorted(PROBE_BACKBONES.module_dict)]
     )
     err.args = (
         f"{err.args[0]}; or package.module:ClassName, a JSON config, or a class registered by a file "
@@ -229,7 +232,13 @@ def backbone_table(img_size: tuple[int, int] = (256, 192)) -> list[dict]:
         "params": None,
         "weights": "none (features = the ground truth)",
     }
-    rows = [oracle]
+    floor = {
+        "name": FLOOR,
+        "family": "floor",
+        "params": None,
+        "weights": "none (no features: the read-out's per-pixel train prior)",
+    }
+    rows = [oracle, floor]
     names = list_presets()
     preset_types = {resolve_backbone_cfg(n)["type"] for n in names}
     names += sorted(set(PROBE_BACKBONES.module_dict) - preset_types)
@@ -255,7 +264,7 @@ def backbone_table(img_size: tuple[int, int] = (256, 192)) -> list[dict]:
 
 def weight_free(spec: str | dict) -> bool:
     """Whether backbone ``spec`` has no weights at all (raw pixels, a parameter-free plug-in, the oracle)."""
-    if spec == ORACLE:
+    if spec in REFERENCE_BACKBONES:
         return True
     cfg = resolve_backbone_cfg(spec)
     cls = backbone_type(cfg.pop("type"))

@@ -73,6 +73,20 @@ def subsample(t: torch.Tensor, stride: int, offset: tuple[int, int] | None = Non
     return t[..., oy::stride, ox::stride]
 
 
+def prior_filled(z: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
+    """Maps from the read-outs of ``mask * t`` and ``mask`` (the last channel): ``t`` where the read-out
+    sees the mask, the per-pixel train mean of ``t`` where it does not.
+
+    ``z_t + (1 - z_m) * mu`` with ``mu = prior_t / prior_m`` the mean of ``t`` over the train masks
+    that cover the pixel (0 where none does). At the infinite penalty (``z = prior``) it is ``mu``
+    itself, the feature-free floor; for GT features (``z_m = 1`` on the mask) it is ``t`` exactly;
+    a read-out unsure of the mask falls back towards the prior instead of towards 0.
+    """
+    pm = prior[:, -1:]
+    mu = torch.where(pm > 0, prior[:, :-1] / pm.clamp_min(1e-12), torch.zeros_like(prior[:, :-1]))
+    return z[:, :-1] + (1 - z[:, -1:]) * mu
+
+
 class ProbeTask:
     """Base class of the five probing tasks.
 
@@ -130,12 +144,29 @@ class ProbeTask:
         ``loss_weights``; terms are per-sample means averaged over the batch."""
         return self.loss_spec(self, maps, glob, tgt, self.loss_weights)
 
-    def linear_targets(self, tgt: dict) -> torch.Tensor:
-        """B x out x H x W targets of the linear shortcut, in the decoder's pre-activation space.
+    @property
+    def readout_channels(self) -> int:
+        """Maps the read-out regresses (:meth:`linear_targets`; default: the output maps)."""
+        return self.out_channels
 
-        The ground-truth oracle's features are these maps, so the shortcut can reproduce them exactly.
+    def linear_targets(self, tgt: dict) -> torch.Tensor:
+        """B x ``readout_channels`` x H x W targets of the read-out, in the decoder's pre-activation space.
+
+        The ground-truth oracle's features are these maps, so the read-out can reproduce them exactly.
+        Pixels the evaluator does not score must not pull the per-pixel prior of scored ones: a task
+        either makes its prediction invariant to them (normals are normalised, seg and pose take an
+        argmax) or regresses ``mask * target`` and ``mask`` and divides (:meth:`from_readout`).
         """
         raise NotImplementedError
+
+    def from_readout(self, z: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
+        """The decoder's output maps (``out_channels``) from the read-out's maps ``z``.
+
+        Args:
+            z: B x ``readout_channels`` x H x W read-out maps.
+            prior: the same maps at the infinite penalty (the train per-pixel prior, the floor).
+        """
+        return z
 
     def global_targets(self, tgt: dict) -> torch.Tensor | None:
         """B x ``global_channels`` targets of the global branch (pre-activation), or None."""

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.losses import register_loss
-from benchmarks.probe.tasks.base import ProbeTask, loss_grid, per_sample_masked_mean, subsample
+from benchmarks.probe.tasks.base import ProbeTask, loss_grid, per_sample_masked_mean, prior_filled, subsample
 from evaluators.normal import NormalEvaluator
 
 
@@ -15,6 +15,7 @@ class NormalTask(ProbeTask):
 
     name = "normal"
     out_channels = 3
+    readout_channels = 4
     required_keys = ("normal", "mask")
 
     def targets(self, samples):
@@ -31,7 +32,12 @@ class NormalTask(ProbeTask):
         evaluator.update(pred, tgt["normal"], tgt["mask"], index=index)
 
     def linear_targets(self, tgt):
-        return tgt["normal"] * tgt["mask"][:, None]
+        # mask * normal and the mask: off the mask the prediction falls back to the per-pixel mean normal
+        m = tgt["mask"][:, None].to(tgt["normal"].dtype)
+        return torch.cat([tgt["normal"] * m, m], dim=1)
+
+    def from_readout(self, z, prior):
+        return prior_filled(z, prior)
 
 
 @register_loss("cosine_l1", task="normal", default_weights={"cos": 1.0, "l1": 1.0})

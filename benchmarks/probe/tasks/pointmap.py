@@ -1,9 +1,11 @@
-"""Pointmap probe: a canonical (focal-normalised, unit-mean-depth) pointmap plus a global scale.
+"""Pointmap probe: the canonical (focal-normalised) camera-frame pointmap in metres.
 
 The GT pointmap (camera frame, metres) is canonicalised to focal length ``f_c`` (768):
-``P_c = P * f_c / fx``. The target splits into ``P~ = P_c / s`` with ``s`` the mean depth over the mask,
-and ``log s``. The decoder predicts ``P~`` (3 maps) and ``log s`` (global branch); the prediction is
-``exp(log s) * P~``, scored against ``P_c`` by ``PointmapEvaluator`` on the GT mask.
+``P_c = P * f_c / fx``, and scored against the prediction by ``PointmapEvaluator`` on the GT mask.
+Protocol v5 regresses ``P_c`` itself (v4 split it into ``P_c / s`` and a per-image ``log s`` from
+pooled features, which is not linear in features that hold the points linearly: docs/probing.md).
+The read-out regresses ``mask * P_c`` and ``mask`` and divides (:func:`masked_ratio`), so the
+feature-free floor is the per-pixel train mean of ``P_c`` over the masks that cover that pixel.
 """
 
 from __future__ import annotations
@@ -16,18 +18,31 @@ from benchmarks.probe.tasks.base import (
     gradient_l1,
     loss_grid,
     per_sample_masked_mean,
+    prior_filled,
     resize_to,
     subsample,
 )
 from evaluators.pointmap import PointmapEvaluator
 
 
+def masked_ratio(z: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
+    """``(mask * t)`` read-out over the ``mask`` read-out (the last channel): a masked-mean estimate of ``t``.
+
+    At the infinite penalty both are the per-pixel train means, so the ratio is the mean of ``t``
+    over the train masks at that pixel; for GT features the mask read-out is 1 on the mask, so the
+    ratio is ``t`` exactly. The divisor is kept at least half its prior (and 1e-3), so a read-out
+    unsure of the mask cannot blow a pixel up by more than twice what the floor would predict there.
+    """
+    den = torch.maximum(z[:, -1:], (0.5 * prior[:, -1:]).clamp_min(1e-3))
+    return z[:, :-1] / den
+
+
 class PointmapTask(ProbeTask):
-    """Canonical pointmap and scale."""
+    """Canonical camera-frame pointmap (metres at focal ``f_c``)."""
 
     name = "pointmap"
     out_channels = 3
-    global_channels = 1
+    readout_channels = 4
     required_keys = ("pointmap", "mask", "K")
 
     def targets(self, samples):
@@ -46,41 +61,40 @@ class PointmapTask(ProbeTask):
         return {"pointmap": pc, "mask": mask, "log_scale": scale.log()}
 
     def predict(self, maps, glob, size):
-        return resize_to(maps.float(), size) * glob[:, :1, None, None].float().exp()
-
-    def global_prior(self, targets):
-        # the scale branch starts at the train-set mean log scale instead of log s = 0 (s = 1 m)
-        return targets["log_scale"].float().mean().reshape(1)
+        return resize_to(maps.float(), size)
 
     def make_evaluator(self):
         return PointmapEvaluator()
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
-        pred = self.predict(maps, glob, tgt["pointmap"].shape[-2:])
+        # zero off the GT mask, as the GT pointmap is: the official Sobel normals at the mask edge
+        # read the background, so a filled background would cost the oracle its exact normals
+        pred = self.predict(maps, glob, tgt["pointmap"].shape[-2:]) * tgt["mask"][:, None]
         evaluator.update(pred, tgt["pointmap"], tgt["mask"], index=index)
 
     def linear_targets(self, tgt):
-        # canonical pointmap P / s (zero outside the mask); the scale is the global branch's target
-        return tgt["pointmap"] / tgt["log_scale"].exp()[:, None, None, None]
+        # mask * P_c (P_c is already 0 off the mask) and the mask: their ratio is a masked mean
+        m = tgt["mask"][:, None].to(tgt["pointmap"].dtype)
+        return torch.cat([tgt["pointmap"] * m, m], dim=1)
 
-    def global_targets(self, tgt):
-        return tgt["log_scale"][:, None]
+    def from_readout(self, z, prior):
+        return prior_filled(z, prior)
 
 
 @register_loss(
     "pointmap_l1_grad_scale", task="pointmap", default_weights={"l1": 1.0, "grad": 0.0, "scale": 1.0}
 )
 def pointmap_l1_grad_scale(task: PointmapTask, maps, glob, tgt) -> dict:
-    """L1 and gradient L1 of the canonical pointmap on GT-mask pixels, and abs(log s error)."""
+    """L1 and gradient L1 of the canonical pointmap (metres) on GT-mask pixels, and the abs error of
+    the log of its mean depth over the mask (the scale)."""
     st = task.protocol.loss_stride
-    log_s = tgt["log_scale"]
-    pred_c = loss_grid(maps, tgt["pointmap"].shape[-2:], st, task.loss_offset)
+    pred = loss_grid(maps, tgt["pointmap"].shape[-2:], st, task.loss_offset)
     gt, mask = (
         subsample(tgt["pointmap"], st, task.loss_offset),
         subsample(tgt["mask"], st, task.loss_offset),
     )
-    gt_c = gt / log_s.exp()[:, None, None, None]
-    l1 = per_sample_masked_mean((pred_c - gt_c).abs(), mask).mean()
-    grad = gradient_l1(pred_c, gt_c, mask).mean()
-    scale = (glob[:, 0] - log_s).abs().mean()
+    l1 = per_sample_masked_mean((pred - gt).abs(), mask).mean()
+    grad = gradient_l1(pred, gt, mask).mean()
+    depth = per_sample_masked_mean(pred[:, 2:3], mask).clamp_min(1e-3)
+    scale = (depth.log() - tgt["log_scale"]).abs().mean()
     return {"l1": l1, "grad": grad, "scale": scale}
