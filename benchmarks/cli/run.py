@@ -1,15 +1,15 @@
 """``sapiens2-bench run``: the main job, end to end on the embedded synthetic data.
 
 With no arguments: render (or reuse) the default synthetic split (384 scenes), probe the default
-backbones (the shipped pretrained sapiens2_cpu_small and its MAE-only variant beside their random-init
-twin, dinov2_small, pixels and the ground-truth oracle) on all five tasks under the default probing
-protocol (v5: the closed-form linear read-out with the per-pixel prior nested), write one result record
-per (backbone, task, seed) with 95% bootstrap intervals, build the leaderboard (Markdown + self-
-contained HTML, with the paper's numbers marked reported), print the headline table (value [low, high]
-n=N per task) and where the report is. Every backbone X whose random-init twin ``X-random`` (or, for a
-shipped backbone, the twin of another shipped backbone of its arch) is in the run, and every ``--compare
-A:B`` pair, is compared paired (95% paired bootstrap of the difference on the same test images): printed
-and written to ``OUT/comparisons.json``.
+backbones (the shipped pretrained sapiens2_cpu_small and its MAE-only variant beside their
+random-init twin, dinov2_small, pixels and the ground-truth oracle) on all five tasks under the
+default probing protocol (v5: the linear read-out, floor nested), write one result record per (backbone,
+task, seed) with 95% bootstrap intervals, build the leaderboard (Markdown + self-contained HTML,
+with the paper's numbers marked reported), print the headline table (value [low, high] n=N per task)
+and where the report is. Every backbone X whose random-init twin ``X-random`` (or, for a shipped
+backbone, the twin of another shipped backbone of its arch) is in the run, and every
+``--compare A:B`` pair, is compared paired (95% paired bootstrap of the difference on the same test
+images): printed and written to ``OUT/comparisons.json``.
 ``--quick`` runs a tiny protocol for tests (its own protocol id, never ranked with the default one).
 
 Backbones that take weights but get none are probed from a seeded random initialisation (the
