@@ -9,7 +9,7 @@ that position; ``W`` is shared by all positions and fitted in closed form on the
 (:mod:`benchmarks.probe.ridge`, :func:`~benchmarks.probe.ridge.within_positions`; the penalty is
 chosen on held-out train images, the infinite penalty, i.e. the floor itself, among the candidates).
 Targets are the task's read-out targets (:meth:`ProbeTask.linear_targets`) and are combined into
-predictions by :meth:`ProbeTask.from_readout` (e.g. a masked mean as the ratio of two read-outs). Every
+predictions by :meth:`ProbeTask.from_readout` (masked tasks: the prior where the mask read-out is low). Every
 statistic is a sum over rows, accumulated batch by batch. The pixel-shuffle body, when the protocol
 asks for it, is trained on what the read-out leaves; features that hold the targets linearly (the
 ground-truth oracle) are decoded exactly.

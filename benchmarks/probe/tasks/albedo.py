@@ -1,7 +1,7 @@
 """Albedo probe: 3 channels clamped to [0, 1]; L1 + gradient-L1 loss on GT-mask pixels.
 
-The read-out regresses ``mask * albedo`` and ``mask`` and divides (:func:`masked_ratio`): its floor is
-the per-pixel train mean albedo over the masks that cover the pixel.
+The read-out regresses ``mask * albedo`` and ``mask`` (:func:`~benchmarks.probe.tasks.base.prior_filled`):
+its floor is the per-pixel train mean albedo over the masks that cover the pixel.
 """
 
 from __future__ import annotations

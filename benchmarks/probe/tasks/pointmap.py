@@ -4,8 +4,8 @@ The GT pointmap (camera frame, metres) is canonicalised to focal length ``f_c`` 
 ``P_c = P * f_c / fx``, and scored against the prediction by ``PointmapEvaluator`` on the GT mask.
 Protocol v5 regresses ``P_c`` itself (v4 split it into ``P_c / s`` and a per-image ``log s`` from
 pooled features, which is not linear in features that hold the points linearly: docs/probing.md).
-The read-out regresses ``mask * P_c`` and ``mask`` and divides (:func:`masked_ratio`), so the
-feature-free floor is the per-pixel train mean of ``P_c`` over the masks that cover that pixel.
+The read-out regresses ``mask * P_c`` and ``mask`` (:func:`~benchmarks.probe.tasks.base.prior_filled`),
+so the feature-free floor is the per-pixel train mean of ``P_c`` over the masks that cover that pixel.
 """
 
 from __future__ import annotations
@@ -23,18 +23,6 @@ from benchmarks.probe.tasks.base import (
     subsample,
 )
 from evaluators.pointmap import PointmapEvaluator
-
-
-def masked_ratio(z: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
-    """``(mask * t)`` read-out over the ``mask`` read-out (the last channel): a masked-mean estimate of ``t``.
-
-    At the infinite penalty both are the per-pixel train means, so the ratio is the mean of ``t``
-    over the train masks at that pixel; for GT features the mask read-out is 1 on the mask, so the
-    ratio is ``t`` exactly. The divisor is kept at least half its prior (and 1e-3), so a read-out
-    unsure of the mask cannot blow a pixel up by more than twice what the floor would predict there.
-    """
-    den = torch.maximum(z[:, -1:], (0.5 * prior[:, -1:]).clamp_min(1e-3))
-    return z[:, :-1] / den
 
 
 class PointmapTask(ProbeTask):
@@ -73,7 +61,7 @@ class PointmapTask(ProbeTask):
         evaluator.update(pred, tgt["pointmap"], tgt["mask"], index=index)
 
     def linear_targets(self, tgt):
-        # mask * P_c (P_c is already 0 off the mask) and the mask: their ratio is a masked mean
+        # mask * P_c (P_c is already 0 off the mask) and the mask (see prior_filled)
         m = tgt["mask"][:, None].to(tgt["pointmap"].dtype)
         return torch.cat([tgt["pointmap"] * m, m], dim=1)
 
