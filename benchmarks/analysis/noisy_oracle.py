@@ -28,9 +28,10 @@ from benchmarks.probe.tasks import build_task
 from benchmarks.probe.train import train_decoder
 
 
-def noisy_oracle_features(task, tgt: dict, protocol, sigma: float, seed: int) -> FeatureSet:
-    """The oracle's features of ``tgt`` plus noise of ``sigma`` x each channel's RMS (``inf``: noise only)."""
-    clean = _oracle_features(task, tgt, protocol)
+def noisy_oracle_features(task, tgt: dict, protocol, sigma: float, seed: int, train_tgt=None) -> FeatureSet:
+    """The oracle's features of ``tgt`` plus noise of ``sigma`` x each channel's RMS (``inf``: noise only;
+    ``train_tgt``: the train targets, for a masked task's prior)."""
+    clean = _oracle_features(task, tgt, protocol, train_tgt=train_tgt)
     f = clean.feats.float()
     rms = f.square().mean(dim=(0, 2, 3), keepdim=True).sqrt().clamp_min(1e-6)
     noise = torch.randn(f.shape, generator=torch.Generator().manual_seed(seed)) * rms
@@ -65,7 +66,7 @@ def ladder(data, task_name: str, levels, protocol=None) -> list[dict]:
             ftr, fte = _floor_features(task, tr, protocol), _floor_features(task, te, protocol)
         else:
             ftr = noisy_oracle_features(task, tr, protocol, float(level), seed=0)
-            fte = noisy_oracle_features(task, te, protocol, float(level), seed=1)
+            fte = noisy_oracle_features(task, te, protocol, float(level), seed=1, train_tgt=tr)
         metrics, iv = probe_features(task, ftr, tr, fte, te, idx, protocol)
         out.append({"level": level, "value": metrics[key], "bounds": iv["bounds"].get(key), "n": iv["n"]})
     return out

@@ -42,6 +42,7 @@ from benchmarks.probe.protocol import TASKS, ProbeProtocol, default_protocol, qu
 from benchmarks.probe.runkey import run_identity, run_mismatch, weights_sha256
 from benchmarks.probe.sidefile import side_path
 from benchmarks.probe.tasks import build_task
+from benchmarks.probe.tasks.base import masked_mean
 from benchmarks.probe.train import fit_task_shortcut, train_decoder
 from leaderboard.results import make_record, read_record, write_record
 from sapiens2 import distributed as dist_utils
@@ -218,7 +219,7 @@ def _task_run(task, split, store, protocol, device, reference=None) -> _TaskRun:
         te_feat = store.compute(stack_images(test, protocol.input_size, task.name).to(device), desc)
     else:
         ref = _floor_features if reference == FLOOR else _oracle_features
-        tr_feat, te_feat = ref(task, tr_tgt, protocol), ref(task, te_tgt, protocol)
+        tr_feat, te_feat = ref(task, tr_tgt, protocol), ref(task, te_tgt, protocol, train_tgt=tr_tgt)
     run = _TaskRun(task, tr_feat, tr_tgt, te_feat, te_tgt, sample_indices(test), len(train))
     run.features_s = time.perf_counter() - t0
     return run
@@ -259,14 +260,18 @@ class _TaskRun:
         return self.shortcut
 
 
-def _oracle_features(task, tgt, protocol):
+def _oracle_features(task, tgt, protocol, train_tgt=None):
     """GT-derived features, rearranged losslessly (space-to-depth) to the decoder's stage stride.
+
+    A masked task's features also hold the GT mask times the train prior (``train_tgt``'s
+    :func:`~benchmarks.probe.tasks.base.masked_mean`; default: ``tgt``'s own, for the train split).
 
     At that stride the protocol's pixel-shuffle decoder has no upsampling stage: its conv block and
     PixelShuffle head can reproduce the targets exactly, at the same output resolution as for every
     other backbone, so the oracle is scored under the very protocol of the real backbones.
     """
-    feats, cls, patch = task.oracle_features(tgt)
+    prior = masked_mean(task.linear_targets(tgt if train_tgt is None else train_tgt)) if task.masked else None
+    feats, cls, patch = task.oracle_features(tgt, prior)
     feats = feats.float()
     size = tuple(int(v) for v in feats.shape[-2:])
     valid = (1.0, 1.0)
@@ -280,7 +285,7 @@ def _oracle_features(task, tgt, protocol):
     return FeatureSet(feats, None if cls is None else cls.float(), patch, valid, image_size)
 
 
-def _floor_features(task, tgt, protocol):
+def _floor_features(task, tgt, protocol, train_tgt=None):
     """The floor's features: one constant channel (0) on the oracle's grid, so the read-out has nothing
     to regress on and is exactly its per-pixel train prior, under the protocol of every backbone."""
     oracle = _oracle_features(task, tgt, protocol)

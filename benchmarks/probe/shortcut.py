@@ -8,9 +8,11 @@ class prior, mean heatmap, mean masked pointmap, ...) and ``mx_p`` the train mea
 that position; ``W`` is shared by all positions and fitted in closed form on the train split
 (:mod:`benchmarks.probe.ridge`, :func:`~benchmarks.probe.ridge.within_positions`; the penalty is
 chosen on held-out train images, the infinite penalty, i.e. the floor itself, among the candidates).
-Targets are the task's read-out targets (:meth:`ProbeTask.linear_targets`) and are combined into
-predictions by :meth:`ProbeTask.from_readout` (masked tasks: the prior where the mask read-out is low). Every
-statistic is a sum over rows, accumulated batch by batch. The pixel-shuffle body, when the protocol
+Targets are the task's read-out targets (:meth:`ProbeTask.linear_targets`); a masked task (normals,
+pointmap, albedo: scored on the GT mask only) regresses ``mask * (t - mu)`` with ``mu`` the per-pixel
+mean of ``t`` over the train masks (a first pass over the targets alone), so off-mask pixels take the
+train mean and the fit minimises the error where the evaluator looks. Every statistic is a sum over
+rows, accumulated batch by batch. The pixel-shuffle body, when the protocol
 asks for it, is trained on what the read-out leaves; features that hold the targets linearly (the
 ground-truth oracle) are decoded exactly.
 """
@@ -66,23 +68,18 @@ class LinearShortcut:
     """A fitted read-out (kept outside the trained module: it is refit, never trained or saved).
 
     Args:
-        fit: spatial ridge fit, C x (readout * r^2) (its bias is unused: see ``bias_map``).
+        fit: spatial ridge fit, C x (out * r^2) (its bias is unused when ``bias_map`` is given).
         r: shuffle factor.
         out_channels: output maps.
         global_fit: ridge fit of the global outputs from the pooled vector, or None.
-        bias_map: P x (readout * r^2) per-position intercept ``my_p - mx_p W`` (P grid positions).
-        prior_map: P x (readout * r^2) per-position train mean of the targets (the floor).
-        combine: ``(read-out maps, prior maps) -> output maps`` (the task's ``from_readout``).
+        bias_map: P x (out * r^2) per-position intercept ``my_p - mx_p W`` (+ a masked task's ``mu``).
     """
 
     def __init__(self, fit: RidgeFit, r: int, out_channels: int, global_fit: RidgeFit | None = None,
-                 bias_map=None, prior_map=None, combine=None):
+                 bias_map: torch.Tensor | None = None):
         self.fit, self.r, self.out_channels, self.global_fit = fit, r, out_channels, global_fit
         self.in_channels = fit.weight.shape[0]
-        self.bias_map, self.prior_map, self.combine = bias_map, prior_map, combine
-
-    def _grid(self, z: torch.Tensor, b: int, h: int, w: int) -> torch.Tensor:
-        return z.reshape(b, h, w, -1).permute(0, 3, 1, 2)
+        self.bias_map = bias_map
 
     def maps(self, x: torch.Tensor, out_size, valid_frac) -> torch.Tensor:
         """Read-out maps from assembled features (the first ``in_channels`` channels are spatial)."""
@@ -97,11 +94,7 @@ class LinearShortcut:
                     f"{self.bias_map.shape[0]} positions"
                 )
             z = (z.reshape(b, h * w, -1) + self.bias_map.to(z)[None]).reshape(b * h * w, -1)
-        out = from_grid(self._grid(z, b, h, w), self.r, out_size, valid_frac)
-        if self.combine is not None:
-            prior = self._grid(self.prior_map.to(out), 1, h, w)
-            out = self.combine(out, from_grid(prior, self.r, out_size, valid_frac).expand(b, -1, -1, -1))
-        return out
+        return from_grid(z.reshape(b, h, w, -1).permute(0, 3, 1, 2), self.r, out_size, valid_frac)
 
     def global_outputs(self, pooled: torch.Tensor) -> torch.Tensor | None:
         return None if self.global_fit is None else self.global_fit(pooled.float())
@@ -109,7 +102,7 @@ class LinearShortcut:
     def describe(self) -> dict:
         d = {"alpha": _json_alpha(self.fit.alpha), "heldout_r2": self.fit.val_r2, "shuffle": self.r}
         if self.bias_map is not None:
-            d["prior"] = "per output pixel (heldout_r2: of what the per-position prior leaves)"
+            d["prior"] = "per output pixel (heldout_r2: of what that prior leaves)"
         if self.global_fit is not None:
             d.update(global_alpha=_json_alpha(self.global_fit.alpha), global_loo_r2=self.global_fit.val_r2)
         return d
@@ -191,15 +184,23 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8, alphas
     folds = holdout_fold(n, protocol.ridge_holdout_every)
     product_dtype = getattr(torch, protocol.ridge_product_dtype)
     key, shift, grams, pos_x = _feature_grams(features, folds, batch, product_dtype)
-    out_dim = task.readout_channels * r * r
-    stats = RidgeStats(c, out_dim, x_key=key, shift=shift, product_dtype=product_dtype)
-    positions = PositionSums(gh * gw, c, out_dim)
+    k, rr = task.out_channels, r * r
+
+    def grid(idx):
+        return to_grid(task.linear_targets(select(targets, idx)), (gh, gw), r, out_size, features.valid_frac)
+
+    mu = _masked_prior(grid, folds, batch, gh * gw, k, rr) if task.masked else None
+    stats = RidgeStats(c, k * rr, x_key=key, shift=shift, product_dtype=product_dtype)
+    positions = PositionSums(gh * gw, c, k * rr)
     positions.sx = pos_x.to(positions.sx)
     for idx in _batches(folds, batch):
         x = _rows(features.feats[idx].float())
-        y = to_grid(task.linear_targets(select(targets, idx)), (gh, gw), r, out_size, features.valid_frac)
-        stats.update(x, _rows(y), fold=int(folds[idx[0]]), gram=False)
-        positions.update(None, _rows(y), fold=int(folds[idx[0]]))
+        y = _rows(grid(idx))
+        if mu is not None:  # mask * (t - mu): off the mask 0, i.e. the prediction there is mu
+            m = y[:, k * rr :].double().repeat(1, k)
+            y = y[:, : k * rr].double() - m * mu.repeat(len(idx), 1).to(y.device)
+        stats.update(x, y, fold=int(folds[idx[0]]), gram=False)
+        positions.update(None, y, fold=int(folds[idx[0]]))
     for k, xx in enumerate(grams):
         if stats.folds[k].n:
             stats.set_gram(k, xx)
@@ -210,6 +211,8 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8, alphas
     fit = fit_ridge(within, alphas, total=total)
     _, mx, my = positions.means()
     bias_map = my - (mx + shift.cpu()[None]) @ fit.weight.double().cpu()
+    if mu is not None:
+        bias_map = bias_map + mu
     global_fit = None
     if task.global_channels:
         pooled = torch.cat(
@@ -219,9 +222,18 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8, alphas
             ]
         )
         global_fit = fit_ridge_dual(pooled, task.global_targets(targets).float(), protocol.ridge_alphas)
-    return LinearShortcut(
-        fit, r, task.out_channels, global_fit, bias_map.float(), my.float(), task.from_readout
-    )
+    return LinearShortcut(fit, r, task.out_channels, global_fit, bias_map.float())
+
+
+def _masked_prior(grid, folds, batch: int, positions: int, k: int, rr: int) -> torch.Tensor:
+    """P x (k * rr) per-pixel mean of ``t`` over the train masks (0 where none covers the pixel), from
+    the grid-layout targets ``[mask * t, mask]`` of every train batch (sums of the targets alone)."""
+    sums = PositionSums(positions, 1, (k + 1) * rr)
+    for idx in _batches(folds, batch):
+        sums.update(None, _rows(grid(idx)))
+    s = sums.sy.sum(0)
+    st, sm = s[:, : k * rr], s[:, k * rr :].repeat(1, k)
+    return torch.where(sm > 0, st / sm.clamp_min(1e-12), torch.zeros_like(st))
 
 
 @torch.no_grad()

@@ -1,7 +1,7 @@
 """Albedo probe: 3 channels clamped to [0, 1]; L1 + gradient-L1 loss on GT-mask pixels.
 
-The read-out regresses ``mask * albedo`` and ``mask`` (:func:`~benchmarks.probe.tasks.base.prior_filled`):
-its floor is the per-pixel train mean albedo over the masks that cover the pixel.
+The task is ``masked`` (:meth:`ProbeTask.linear_targets`): its floor is the per-pixel train mean
+albedo over the masks that cover the pixel.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from benchmarks.probe.tasks.base import (
     gradient_l1,
     loss_grid,
     per_sample_masked_mean,
-    prior_filled,
     resize_to,
     subsample,
 )
@@ -26,7 +25,7 @@ class AlbedoTask(ProbeTask):
 
     name = "albedo"
     out_channels = 3
-    readout_channels = 4
+    masked = True
     required_keys = ("albedo", "mask")
 
     def targets(self, samples):
@@ -50,8 +49,6 @@ class AlbedoTask(ProbeTask):
         m = tgt["mask"][:, None].to(tgt["albedo"].dtype)
         return torch.cat([tgt["albedo"] * m, m], dim=1)
 
-    def from_readout(self, z, prior):
-        return prior_filled(z, prior)
 
 
 @register_loss("l1_grad", task="albedo", default_weights={"l1": 1.0, "grad": 0.0})

@@ -73,18 +73,11 @@ def subsample(t: torch.Tensor, stride: int, offset: tuple[int, int] | None = Non
     return t[..., oy::stride, ox::stride]
 
 
-def prior_filled(z: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
-    """Maps from the read-outs of ``mask * t`` and ``mask`` (the last channel): ``t`` where the read-out
-    sees the mask, the per-pixel train mean of ``t`` where it does not.
-
-    ``z_t + (1 - z_m) * mu`` with ``mu = prior_t / prior_m`` the mean of ``t`` over the train masks
-    that cover the pixel (0 where none does). At the infinite penalty (``z = prior``) it is ``mu``
-    itself, the feature-free floor; for GT features (``z_m = 1`` on the mask) it is ``t`` exactly;
-    a read-out unsure of the mask falls back towards the prior instead of towards 0.
-    """
-    pm = prior[:, -1:]
-    mu = torch.where(pm > 0, prior[:, :-1] / pm.clamp_min(1e-12), torch.zeros_like(prior[:, :-1]))
-    return z[:, :-1] + (1 - z[:, -1:]) * mu
+def masked_mean(readout_targets: torch.Tensor) -> torch.Tensor:
+    """Per-pixel mean of ``t`` over the masks that cover the pixel (0 where none does): K x H x W from the
+    B x (K + 1) x H x W read-out targets ``[mask * t, mask]`` of a masked task."""
+    s = readout_targets.double().sum(0)
+    return torch.where(s[-1:] > 0, s[:-1] / s[-1:].clamp_min(1e-12), torch.zeros_like(s[:-1]))
 
 
 class ProbeTask:
@@ -99,6 +92,8 @@ class ProbeTask:
 
     name = ""
     out_channels = 0
+    # masked: linear_targets ends with the GT mask, and the read-out regresses mask * (t - prior)
+    masked = False
     global_channels = 0
     required_keys: tuple = ()
     oracle_patch = 1  # stride of the oracle features (the targets' own resolution)
@@ -144,29 +139,15 @@ class ProbeTask:
         ``loss_weights``; terms are per-sample means averaged over the batch."""
         return self.loss_spec(self, maps, glob, tgt, self.loss_weights)
 
-    @property
-    def readout_channels(self) -> int:
-        """Maps the read-out regresses (:meth:`linear_targets`; default: the output maps)."""
-        return self.out_channels
-
     def linear_targets(self, tgt: dict) -> torch.Tensor:
-        """B x ``readout_channels`` x H x W targets of the read-out, in the decoder's pre-activation space.
+        """B x out x H x W targets of the read-out, in the decoder's pre-activation space.
 
-        The ground-truth oracle's features are these maps, so the read-out can reproduce them exactly.
-        Pixels the evaluator does not score must not pull the per-pixel prior of scored ones: a task
-        either makes its prediction invariant to them (normals are normalised, seg and pose take an
-        argmax) or regresses ``mask * target`` and ``mask`` and divides (:meth:`from_readout`).
+        A ``masked`` task (the evaluator scores only GT-mask pixels) returns ``[mask * t, mask]``
+        (out + 1 maps): its read-out then regresses ``mask * (t - mu)``, with ``mu`` the per-pixel train
+        mean of ``t`` over the masks (:func:`masked_mean`), and adds ``mu`` back, so off-mask pixels
+        take the train mean and never pull the fit (:mod:`benchmarks.probe.shortcut`).
         """
         raise NotImplementedError
-
-    def from_readout(self, z: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
-        """The decoder's output maps (``out_channels``) from the read-out's maps ``z``.
-
-        Args:
-            z: B x ``readout_channels`` x H x W read-out maps.
-            prior: the same maps at the infinite penalty (the train per-pixel prior, the floor).
-        """
-        return z
 
     def global_targets(self, tgt: dict) -> torch.Tensor | None:
         """B x ``global_channels`` targets of the global branch (pre-activation), or None."""
@@ -186,12 +167,18 @@ class ProbeTask:
         raise NotImplementedError
 
     # ---------------------------------------------------------------- sanity check
-    def oracle_features(self, tgt: dict) -> tuple[torch.Tensor, torch.Tensor | None, int]:
+    def oracle_features(self, tgt: dict, prior: torch.Tensor | None = None):
         """Features computed from the GT itself: (B x C x h x w, CLS B x C or None, patch size).
 
-        They are the :meth:`linear_targets` (and :meth:`global_targets` as the CLS token), so the
-        closed-form linear shortcut maps them to the targets exactly and a probe trained on them
-        shows the ceiling that decoding and evaluation allow.
+        They are the :meth:`linear_targets` (and :meth:`global_targets` as the CLS token); a masked
+        task's also hold ``mask * prior`` (``prior``: the train split's :func:`masked_mean`), so the
+        closed-form read-out maps them to its targets exactly and a probe on them shows the ceiling
+        that decoding and evaluation allow.
         """
         glob = self.global_targets(tgt)
-        return self.linear_targets(tgt).float(), None if glob is None else glob.float(), self.oracle_patch
+        feats = self.linear_targets(tgt).float()
+        if self.masked:
+            if prior is None:
+                raise ValueError(f"{self.name} oracle features: the train prior (masked_mean) is needed")
+            feats = torch.cat([feats, feats[:, -1:] * prior.to(feats)[None]], dim=1)
+        return feats, None if glob is None else glob.float(), self.oracle_patch

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.losses import register_loss
-from benchmarks.probe.tasks.base import ProbeTask, loss_grid, per_sample_masked_mean, prior_filled, subsample
+from benchmarks.probe.tasks.base import ProbeTask, loss_grid, per_sample_masked_mean, subsample
 from evaluators.normal import NormalEvaluator
 
 
@@ -15,7 +15,7 @@ class NormalTask(ProbeTask):
 
     name = "normal"
     out_channels = 3
-    readout_channels = 4
+    masked = True
     required_keys = ("normal", "mask")
 
     def targets(self, samples):
@@ -32,12 +32,10 @@ class NormalTask(ProbeTask):
         evaluator.update(pred, tgt["normal"], tgt["mask"], index=index)
 
     def linear_targets(self, tgt):
-        # mask * normal and the mask: off the mask the prediction falls back to the per-pixel mean normal
+        # mask * normal and the mask: a masked task (off the mask: the per-pixel train mean normal)
         m = tgt["mask"][:, None].to(tgt["normal"].dtype)
         return torch.cat([tgt["normal"] * m, m], dim=1)
 
-    def from_readout(self, z, prior):
-        return prior_filled(z, prior)
 
 
 @register_loss("cosine_l1", task="normal", default_weights={"cos": 1.0, "l1": 1.0})

@@ -4,8 +4,8 @@ The GT pointmap (camera frame, metres) is canonicalised to focal length ``f_c`` 
 ``P_c = P * f_c / fx``, and scored against the prediction by ``PointmapEvaluator`` on the GT mask.
 Protocol v5 regresses ``P_c`` itself (v4 split it into ``P_c / s`` and a per-image ``log s`` from
 pooled features, which is not linear in features that hold the points linearly: docs/probing.md).
-The read-out regresses ``mask * P_c`` and ``mask`` (:func:`~benchmarks.probe.tasks.base.prior_filled`),
-so the feature-free floor is the per-pixel train mean of ``P_c`` over the masks that cover that pixel.
+The task is ``masked`` (:meth:`ProbeTask.linear_targets`): the feature-free floor is the per-pixel
+train mean of ``P_c`` over the masks that cover that pixel.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from benchmarks.probe.tasks.base import (
     gradient_l1,
     loss_grid,
     per_sample_masked_mean,
-    prior_filled,
     resize_to,
     subsample,
 )
@@ -30,7 +29,7 @@ class PointmapTask(ProbeTask):
 
     name = "pointmap"
     out_channels = 3
-    readout_channels = 4
+    masked = True
     required_keys = ("pointmap", "mask", "K")
 
     def targets(self, samples):
@@ -61,12 +60,10 @@ class PointmapTask(ProbeTask):
         evaluator.update(pred, tgt["pointmap"], tgt["mask"], index=index)
 
     def linear_targets(self, tgt):
-        # mask * P_c (P_c is already 0 off the mask) and the mask (see prior_filled)
+        # mask * P_c (P_c is already 0 off the mask) and the mask: a masked task
         m = tgt["mask"][:, None].to(tgt["pointmap"].dtype)
         return torch.cat([tgt["pointmap"] * m, m], dim=1)
 
-    def from_readout(self, z, prior):
-        return prior_filled(z, prior)
 
 
 @register_loss(
