@@ -131,7 +131,10 @@ def run(args: argparse.Namespace) -> int:
     for name in names:  # an unknown name or a bad module:Class fails before any work
         if name not in REFERENCE_BACKBONES:
             resolve_backbone_cfg(name)
-    pairs = list(dict.fromkeys(parse_compare(args.compare, names) + twin_pairs(names)))
+    # every backbone against the feature-free floor: a row below it beyond the paired interval is flagged
+    # by the verdict ("floor better beyond the interval")
+    floor_pairs = [(n, FLOOR) for n in names if FLOOR in names and n not in REFERENCE_BACKBONES]
+    pairs = list(dict.fromkeys(parse_compare(args.compare, names) + twin_pairs(names) + floor_pairs))
     weights = _parse_weights(args.weights)
     unused = sorted(set(weights) - set(names))
     if unused:
