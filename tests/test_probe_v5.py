@@ -181,3 +181,9 @@ def test_floor_is_a_reference_row_never_ranked():
     assert row_kind({"name": "floor", "backbone": "FeatureFreeFloor", "weights": "none"}, {}) == "floor"
     assert "floor" in REFERENCE_KINDS and "oracle" in REFERENCE_KINDS and "floor" in KIND_LABELS
     assert row_kind({"name": "pixels", "weights": "none"}, {}) == "weight-free"
+    from benchmarks.cli.run import DEFAULT_BACKBONES, QUICK_BACKBONES
+    from benchmarks.probe.backbones import FLOOR, weight_free
+    from benchmarks.probe.backbones.presets import backbone_table
+
+    assert FLOOR in DEFAULT_BACKBONES and FLOOR in QUICK_BACKBONES and weight_free(FLOOR)
+    assert {r["name"]: r["family"] for r in backbone_table()}[FLOOR] == "floor"
