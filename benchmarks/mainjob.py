@@ -19,9 +19,9 @@ from sapiens2.tasks import task_names
 # The shipped pretrained backbones (the reference objective and its MAE-only ablation, one arch)
 # beside their random-init twin, a transformers baseline (random init: no weights can be downloaded
 # here), the pixels and the ground-truth ceiling.
-DEFAULT_BACKBONES = ("gt-oracle", "sapiens2_cpu_small", "sapiens2_cpu_small_mae", "sapiens2_cpu_small-random",
-                     "dinov2_small", "pixels")
-QUICK_BACKBONES = ("gt-oracle", "sapiens2_tiny", "pixels")
+DEFAULT_BACKBONES = ("gt-oracle", "floor", "sapiens2_cpu_small", "sapiens2_cpu_small_mae",
+                     "sapiens2_cpu_small-random", "dinov2_small", "pixels")
+QUICK_BACKBONES = ("gt-oracle", "floor", "sapiens2_tiny", "pixels")
 TASKS = ",".join(task_names())
 
 # Scenes of the default synthetic split; the protocol holds out every 4th (test), the rest train.
@@ -64,7 +64,7 @@ def known_protocol_names() -> dict[str, str]:
 
     Example:
         >>> sorted(set(known_protocol_names().values()))
-        ['probe v4 (default: closed-form linear probe)', 'probe v4 quick', 'probe v4 trained body']
+        ['probe v5 (default: closed-form linear probe)', 'probe v5 quick', 'probe v5 trained body']
     """
     from benchmarks.probe.protocol import body_protocol, default_protocol, quick_protocol
 
@@ -161,7 +161,14 @@ def run_main_job(
     import torch
 
     from benchmarks.probe.api import run_probe
-    from benchmarks.probe.backbones import ORACLE, import_paths, resolve_backbone_cfg, weight_free
+    from benchmarks.probe.backbones import (
+        FLOOR,
+        ORACLE,
+        REFERENCE_BACKBONES,
+        import_paths,
+        resolve_backbone_cfg,
+        weight_free,
+    )
     from benchmarks.probe.backbones.presets import twin_pairs
     from benchmarks.probe.protocol import default_protocol, quick_protocol
     from leaderboard.build import build_site
@@ -177,13 +184,16 @@ def run_main_job(
         raise ValueError("backbones: none given (None runs the default backbones)")
     import_paths(list(include))
     for name in names:  # an unknown name or a bad module:Class fails before any work
-        if name != ORACLE:
+        if name not in REFERENCE_BACKBONES:
             resolve_backbone_cfg(name)
     extra = [tuple(p) for p in compare]
     bad = [p for p in extra if len(p) != 2 or p[0] == p[1] or not set(p) <= set(names)]
     if bad:
         raise ValueError(f"compare: {bad} are not pairs of two different backbones of the run ({names})")
-    pairs = list(dict.fromkeys(extra + twin_pairs(names)))
+    # every backbone against the feature-free floor: a row below it beyond the paired interval is flagged
+    # by the verdict ("floor better beyond the interval")
+    floor_pairs = [(n, FLOOR) for n in names if FLOOR in names and n not in REFERENCE_BACKBONES]
+    pairs = list(dict.fromkeys(extra + twin_pairs(names) + floor_pairs))
     weights = dict(weights or {})
     unused = sorted(set(weights) - set(names))
     if unused:
@@ -206,6 +216,8 @@ def run_main_job(
             state = f"weights {weights[name]}"
         elif name == ORACLE:
             state = "features = ground truth: the ceiling of decoder + evaluation"
+        elif name == FLOOR:
+            state = "no features: the read-out's per-pixel train prior, the level to beat"
         elif weight_free(name):
             state = "a backbone without weights"
         elif name in SHIPPED:

@@ -36,6 +36,7 @@ STYLES = {
     "weight-free": ("#b8bec9", "..", "measured: weight-free"),
     "reference": ("#e08a1e", "", "reference system"),
     "oracle": ("#2e9d57", "xx", "ceiling: GT oracle"),
+    "floor": ("#d14b3b", "--", "floor: no features"),
     "reported": ("#6b7280", "", "reported (paper)"),
 }
 WRAP = 34

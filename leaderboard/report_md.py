@@ -54,7 +54,7 @@ def table_markdown(tv: TableView) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in tv.ceiling:
         cells = [_cell(c) for c in r.cells]
-        cells[0] = f"*{cells[0]} (ceiling)*"
+        cells[0] = f"*{cells[0]} ({'floor' if r.kind == 'floor' else 'ceiling'})*"
         lines.append("| " + " | ".join(cells) + " |")
     for r in tv.rows:
         lines.append("| " + " | ".join(_cell(c) for c in r.cells) + " |")

@@ -13,7 +13,7 @@ import pandas as pd
 
 from leaderboard.catalog import metric_note, summary_metrics
 from leaderboard.protocols import ProtocolInfo, paper_protocol_info
-from leaderboard.rowinfo import KIND_LABELS, SOURCE_LABELS, has_pretrained_row
+from leaderboard.rowinfo import KIND_LABELS, REFERENCE_KINDS, SOURCE_LABELS, has_pretrained_row
 from leaderboard.tables import GroupTable
 from sapiens2.tasks import task_names
 
@@ -151,7 +151,7 @@ def table_view(t: GroupTable, info: ProtocolInfo, figures=(), breakdowns=()) -> 
                       Cell(r["weights_sha"] or "-", r["weights_sha"], "t mono", title=r["weights"]),
                       Cell(r["created"] or "-", r["created"], "t")]
         row = Row(r["model"], r["kind"], cells, f"{r['source']} k-{r['kind']}")
-        (ceiling if r["kind"] == "oracle" else rows).append(row)
+        (ceiling if r["kind"] in REFERENCE_KINDS else rows).append(row)
     title = f"{t.paper_table}: {t.task}" if paper else f"{t.task} — {info.label}"
     return TableView(t.table_id, title, cols, rows, ceiling, info, list(t.datasets), list(t.notes),
                      [(label, note) for label, _, note in metrics if note], list(figures), list(breakdowns))
@@ -183,7 +183,7 @@ def summary_view(long: pd.DataFrame, infos: dict[str, ProtocolInfo]) -> TableVie
     if multi_ds:
         cols.insert(3, Column("dataset", "t"))
     rows = []
-    kind_order = ["oracle", "pretrained", "unknown", "random-init", "weight-free", "reference"]
+    kind_order = ["oracle", "floor", "pretrained", "unknown", "random-init", "weight-free", "reference"]
     keys = mine.drop_duplicates(["model_key", "protocol_key", "dataset"])
     pkeys = list(dict.fromkeys(keys["protocol_key"]))
     keys = keys.assign(_p=keys["protocol_key"].map(pkeys.index),

@@ -4,6 +4,8 @@ Kinds, from the record's ``model`` and ``config`` (never from the display name a
 
 - ``oracle``: ``gt-oracle``, features computed from the ground truth: the ceiling of decoder and
   evaluation, shown as a reference row and never ranked;
+- ``floor``: ``floor``, no features: the read-out's per-pixel train prior, the level a backbone
+  must beat to show that its features hold anything; shown as a reference row and never ranked;
 - ``reference``: an external pretrained system (``config.system``, e.g. MediaPipe) under its own protocol;
 - ``weight-free``: a backbone without weights (``model.weights == "none"``, e.g. ``pixels``);
 - ``random-init``: a seeded random initialisation (``model.weights`` starts with ``random``);
@@ -26,10 +28,15 @@ from sapiens2.records.view import Record, RecordView
 
 ORACLE_NAMES = ("gt-oracle",)
 ORACLE_BACKBONES = ("GroundTruthOracle",)
+FLOOR_NAMES = ("floor",)
+FLOOR_BACKBONES = ("FeatureFreeFloor",)
+#: kinds shown as reference rows (never ranked or bolded)
+REFERENCE_KINDS = ("oracle", "floor")
 
 #: display label of each kind (the "kind" column of every table)
 KIND_LABELS = {
     "oracle": "ceiling (GT oracle)",
+    "floor": "floor (no features)",
     "reference": "reference system",
     "weight-free": "weight-free",
     "random-init": "random init",
@@ -46,6 +53,8 @@ def row_kind(model: dict, config: dict | None) -> str:
     """The kind of a record's row (see the module docstring)."""
     if model.get("name") in ORACLE_NAMES or model.get("backbone") in ORACLE_BACKBONES:
         return "oracle"
+    if model.get("name") in FLOOR_NAMES or model.get("backbone") in FLOOR_BACKBONES:
+        return "floor"
     if isinstance(config, dict) and config.get("system"):
         return "reference"
     weights = str(model.get("weights") or "").strip().lower()

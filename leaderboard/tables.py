@@ -23,7 +23,7 @@ from leaderboard.catalog import (
     is_nonfinite_count,
 )
 from leaderboard.merge import dataset_labels, dedupe_records, model_name_key
-from leaderboard.rowinfo import record_intervals, record_provenance
+from leaderboard.rowinfo import REFERENCE_KINDS, record_intervals, record_provenance
 from sapiens2.records.view import Record, record_views
 from sapiens2.tasks import task_names
 
@@ -190,7 +190,7 @@ class GroupTable:
 
     def ranked(self) -> pd.Series:
         """Boolean mask of the rows that are ranked (measured, not the oracle ceiling)."""
-        return (self.rows["source"] == "reproduced") & (self.rows["kind"] != "oracle")
+        return (self.rows["source"] == "reproduced") & ~self.rows["kind"].isin(REFERENCE_KINDS)
 
 
 def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = None) -> list[GroupTable]:
@@ -259,14 +259,15 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
     head = headline_metric(task).key if task in task_names() else None
     first = next((s for s in specs if s.key == head), None)
     first = first or next((s for s in specs if s.headline_ok), specs[0])
-    # the oracle ceiling first, then measured rows by that metric, then reported rows
-    group = np.where(rows["kind"] == "oracle", 0, np.where(rows["source"] == "reproduced", 1, 2))
+    # the reference rows (oracle ceiling, floor) first, then measured rows by that metric, then reported
+    group = np.where(rows["kind"].isin(REFERENCE_KINDS), 0, np.where(rows["source"] == "reproduced", 1, 2))
     value = rows[first.label] if first.higher_is_better else -rows[first.label]
     order = pd.DataFrame({"g": group, "v": -value}).sort_values(["g", "v"], na_position="last",
                                                                  kind="stable").index
     rows = rows.loc[order].reset_index(drop=True)
     frames = {k: f.loc[order].reset_index(drop=True) for k, f in frames.items()}
-    ranked = (rows["source"] == "reproduced") & (rows["kind"] != "oracle") & rows[first.label].notna()
+    reference = rows["kind"].isin(REFERENCE_KINDS)
+    ranked = (rows["source"] == "reproduced") & ~reference & rows[first.label].notna()
     rank_by = rows[first.label].where(ranked)
     rows["rank"] = rank_by.rank(method="min", ascending=not first.higher_is_better)
     datasets = sorted(rows["dataset"].unique())

@@ -27,7 +27,7 @@ TASKS = probe_task_names()
 
 def test_v4_headline_is_the_linear_probe_and_the_body_has_its_own_id():
     p, body = default_protocol(), body_protocol()
-    assert PROTOCOL_VERSION == 4 and all(i.startswith("probe-v4-") for i in p.protocol_ids().values())
+    assert PROTOCOL_VERSION == 5 and all(i.startswith("probe-v5-") for i in p.protocol_ids().values())
     assert {t: s.decoder for t, s in p.tasks.items()} == {t: "linear" for t in TASKS}
     assert {t: s.decoder for t, s in body.tasks.items()} == {t: "pixelshuffle" for t in TASKS}
     assert not set(body.protocol_ids().values()) & set(p.protocol_ids().values())
@@ -152,7 +152,8 @@ def test_main_job_probes_pretrained_beside_its_twin_and_the_references():
         assert bb.weights not in (None, "none") and "random" in str(twin.weights)
         a, b = bb.state_dict(), twin.state_dict()
         assert a.keys() == b.keys() and any(not torch.equal(a[k], b[k]) for k in a)
-    assert any(resolve_backbone_cfg(n)["type"] == "HFViTProbe" for n in names if n != ORACLE)
+    assert "floor" in names  # the feature-free floor (protocol v5)
+    assert any(resolve_backbone_cfg(n)["type"] == "HFViTProbe" for n in names if n not in (ORACLE, "floor"))
     from benchmarks.probe.backbones.presets import twin_pairs
     from sapiens2.weights import SHIPPED
 

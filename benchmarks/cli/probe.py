@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="preset (sapiens2_0.1b, sapiens_0.3b, dinov2_small, dinov3_vits16, mae_base, clip_b16, "
         "siglip_b16, pixels, ...; '_tiny' variants; see --list-backbones), a registered PROBE_BACKBONES "
         "type, package.module:ClassName (a ProbeBackbone subclass), a JSON config whose 'type' is one of "
-        "those, or gt-oracle",
+        "those, gt-oracle (features = the ground truth) or floor (no features: the per-pixel train prior)",
     )
     p.add_argument(
         "--include",
@@ -118,7 +118,7 @@ def run(args) -> int:
     """Run the probe; returns the exit code."""
     import json
 
-    from benchmarks.probe.backbones import ORACLE, import_paths, resolve_backbone_cfg
+    from benchmarks.probe.backbones import REFERENCE_BACKBONES, import_paths, resolve_backbone_cfg
     from sapiens2 import distributed as dist_utils
 
     import_paths(args.include)
@@ -135,7 +135,7 @@ def run(args) -> int:
     if not args.backbone:
         raise ValueError("--backbone is required (see --list-backbones)")
     weights = _weights(args)
-    if args.backbone != ORACLE:
+    if args.backbone not in REFERENCE_BACKBONES:
         resolve_backbone_cfg(args.backbone)  # an unknown name or a bad module:Class fails before any work
     from benchmarks.probe.api import run_probe, seed_list
 

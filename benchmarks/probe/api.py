@@ -26,7 +26,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from benchmarks.probe.backbones import ORACLE, backbone_label, build_probe_backbone, resolve_backbone_cfg
+from benchmarks.probe.backbones import (
+    FLOOR,
+    ORACLE,
+    REFERENCE_BACKBONES,
+    backbone_label,
+    build_probe_backbone,
+    resolve_backbone_cfg,
+)
 from benchmarks.probe.data import as_data_source, load_task_split, sample_indices, stack_images
 from benchmarks.probe.evaluate import evaluate_decoder
 from benchmarks.probe.features import FeatureSet, FeatureStore
@@ -36,6 +43,7 @@ from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_pro
 from benchmarks.probe.runkey import run_identity, run_mismatch, seed_list, weights_sha256
 from benchmarks.probe.sidefile import side_path
 from benchmarks.probe.tasks import build_task, probe_task_names
+from benchmarks.probe.tasks.base import masked_mean
 from benchmarks.probe.train import fit_task_shortcut, train_decoder
 from leaderboard.results import make_record, read_record, write_record
 from sapiens2 import distributed as dist_utils
@@ -43,7 +51,7 @@ from sapiens2.errors import BenchError, UnknownNameError
 from sapiens2.output_lock import output_lock
 from sapiens2.records.view import RecordView, record_views
 
-__all__ = ["ORACLE", "RecordConflictError", "run_probe", "seed_list"]
+__all__ = ["FLOOR", "ORACLE", "RecordConflictError", "run_probe", "seed_list"]
 
 
 class RecordConflictError(BenchError, ValueError):
@@ -113,8 +121,8 @@ def run_probe(
 
     Args:
         backbone: preset name (``sapiens2_0.1b``, ``dinov2_small``, ``pixels``, ...), registered
-            ``PROBE_BACKBONES`` type, ``package.module:ClassName``, config dict, or ``"gt-oracle"``
-            (features = ground truth).
+            ``PROBE_BACKBONES`` type, ``package.module:ClassName``, config dict, ``"gt-oracle"``
+            (features = ground truth) or ``"floor"`` (no features: the read-out's per-pixel train prior).
         tasks: task names (registered probe tasks: ``pose, seg, normal, pointmap, albedo``) or a comma string.
         data_dir: dataset folder in the reader formats (or a :class:`~benchmarks.probe.data.MemoryData`).
         out_dir: output folder.
@@ -138,8 +146,9 @@ def run_probe(
     seeds = seed_list(seeds)
     protocol = _protocol(protocol, quick)
     check_training_names(protocol)
-    cfg = None if backbone == ORACLE else resolve_backbone_cfg(backbone)  # a bad name fails here
-    label = ORACLE if backbone == ORACLE else backbone_label(backbone)
+    reference = backbone if isinstance(backbone, str) and backbone in REFERENCE_BACKBONES else None
+    cfg = None if reference else resolve_backbone_cfg(backbone)  # a bad name fails here
+    label = reference or backbone_label(backbone)
     # the task's protocol id: out/<backbone>/<its id>/<task>/
     out = Path(out_dir) / label.replace(os.sep, "_").replace(":", "_")
     folder = {t: out / protocol.protocol_id(t) / t for t in tasks}
@@ -147,11 +156,12 @@ def run_probe(
     # one lock per backbone folder (every task's records of the backbone live below it): a second
     # probe of this backbone into this --out stops here, whatever its tasks
     with output_lock(out, f"probe {label}"):
-        return _probe(tasks, seeds, protocol, cfg, label, folder, source, checkpoint, cache_dir, device,
-                      t_start)
+        return _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir,
+                      device, t_start)
 
 
-def _probe(tasks, seeds, protocol, cfg, label, folder, source, checkpoint, cache_dir, device, t_start):
+def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir, device,
+           t_start):
     """:func:`run_probe` after its argument checks, holding the lock of the backbone's record folder."""
     # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
     task_objs = {t: build_task(t, protocol) for t in tasks}
@@ -176,8 +186,9 @@ def _probe(tasks, seeds, protocol, cfg, label, folder, source, checkpoint, cache
         bb_desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
         bb_id = {"spec": _spec_identity(cfg), "weights_sha256": weights_hash}
     else:
-        bb_desc = {"type": "GroundTruthOracle", "params": 0, "weights": "none", "cls_used": False}
-        bb_id = {"spec": ORACLE}
+        kind = "GroundTruthOracle" if reference == ORACLE else "FeatureFreeFloor"
+        bb_desc = {"type": kind, "params": 0, "weights": "none", "cls_used": False}
+        bb_id = {"spec": reference}
 
     # 2. done markers: a record counts only for this very run; one of another run stops us here
     plan = {
@@ -197,7 +208,7 @@ def _probe(tasks, seeds, protocol, cfg, label, folder, source, checkpoint, cache
     for name, task in task_objs.items():
         per_seed = [done[(name, seed)] for seed in seeds]
         if any(rec is None for rec in per_seed):
-            run = _task_run(task, splits[name], store, protocol, device)
+            run = _task_run(task, splits[name], store, protocol, device, reference)
             for i, (seed, path, ident) in enumerate(plan[name]):
                 if per_seed[i] is None:
                     per_seed[i] = _train_eval_record(ctx, run, seed, path, ident)
@@ -213,8 +224,8 @@ def _probe(tasks, seeds, protocol, cfg, label, folder, source, checkpoint, cache
     return written
 
 
-def _task_run(task, split, store, protocol, device) -> _TaskRun:
-    """Targets and features of one task's train and test split (features of the oracle: its GT)."""
+def _task_run(task, split, store, protocol, device, reference=None) -> _TaskRun:
+    """Targets and features of one task's train and test split (the oracle's: its GT; the floor's: 0)."""
     train, test = split
     t0 = time.perf_counter()
     tr_tgt = {k: v.to(device) for k, v in task.targets(train).items()}
@@ -224,7 +235,8 @@ def _task_run(task, split, store, protocol, device) -> _TaskRun:
         tr_feat = store.compute(stack_images(train, protocol.input_size, task.name).to(device), desc)
         te_feat = store.compute(stack_images(test, protocol.input_size, task.name).to(device), desc)
     else:
-        tr_feat, te_feat = _oracle_features(task, tr_tgt, protocol), _oracle_features(task, te_tgt, protocol)
+        ref = _floor_features if reference == FLOOR else _oracle_features
+        tr_feat, te_feat = ref(task, tr_tgt, protocol), ref(task, te_tgt, protocol, train_tgt=tr_tgt)
     run = _TaskRun(task, tr_feat, tr_tgt, te_feat, te_tgt, sample_indices(test), len(train))
     run.features_s = time.perf_counter() - t0
     return run
@@ -265,14 +277,18 @@ class _TaskRun:
         return self.shortcut
 
 
-def _oracle_features(task, tgt, protocol):
+def _oracle_features(task, tgt, protocol, train_tgt=None):
     """GT-derived features, rearranged losslessly (space-to-depth) to the decoder's stage stride.
+
+    A masked task's features also hold the GT mask times the train prior (``train_tgt``'s
+    :func:`~benchmarks.probe.tasks.base.masked_mean`; default: ``tgt``'s own, for the train split).
 
     At that stride the protocol's pixel-shuffle decoder has no upsampling stage: its conv block and
     PixelShuffle head can reproduce the targets exactly, at the same output resolution as for every
     other backbone, so the oracle is scored under the very protocol of the real backbones.
     """
-    feats, cls, patch = task.oracle_features(tgt)
+    prior = masked_mean(task.linear_targets(tgt if train_tgt is None else train_tgt)) if task.masked else None
+    feats, cls, patch = task.oracle_features(tgt, prior)
     feats = feats.float()
     size = tuple(int(v) for v in feats.shape[-2:])
     valid = (1.0, 1.0)
@@ -284,6 +300,15 @@ def _oracle_features(task, tgt, protocol):
         patch *= r
     image_size = tuple(protocol.input_size) if task.crops else size
     return FeatureSet(feats, None if cls is None else cls.float(), patch, valid, image_size)
+
+
+def _floor_features(task, tgt, protocol, train_tgt=None):
+    """The floor's features: one constant channel (0) on the oracle's grid, so the read-out has nothing
+    to regress on and is exactly its per-pixel train prior, under the protocol of every backbone."""
+    oracle = _oracle_features(task, tgt, protocol)
+    feats = torch.zeros(oracle.feats.shape[0], 1, *oracle.feats.shape[-2:])
+    return FeatureSet(feats.to(oracle.feats.device), None, oracle.patch_size, oracle.valid_frac,
+                      oracle.image_size)
 
 
 def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, identity: dict) -> dict:

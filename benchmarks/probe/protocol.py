@@ -34,7 +34,7 @@ from benchmarks.probe.tasks import probe_task_class, probe_task_names
 from sapiens2.errors import UnknownNameError
 from sapiens2.records.integrity import protocol_id
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 _DTYPE_CHOICES = {
     "feature_dtype": ("float16", "bfloat16", "float32"),
     "backbone_dtype": ("float32", "bfloat16", "float16"),

@@ -219,7 +219,7 @@ def validation_curve(stats: RidgeStats, alphas, max_outputs: int = 1536) -> tupl
     return curve, var
 
 
-def fit_ridge(stats: RidgeStats, alphas=(1e-6, 1e-4, 1e-2, 1.0)) -> RidgeFit:
+def fit_ridge(stats: RidgeStats, alphas=(1e-6, 1e-4, 1e-2, 1.0), total: _Fold | None = None) -> RidgeFit:
     """Choose ``alpha`` on the held-out fold (when it has rows), then fit on all rows.
 
     Near-ties go to the smaller penalty. With an empty held-out fold the smallest grid value is used.
@@ -227,6 +227,8 @@ def fit_ridge(stats: RidgeStats, alphas=(1e-6, 1e-4, 1e-2, 1.0)) -> RidgeFit:
     Args:
         stats: the accumulated :class:`RidgeStats`.
         alphas: penalty grid (per row, standardised units); ``inf`` (the intercept alone) is added.
+        total: the sums the final fit uses (default: every fold of ``stats`` added); a per-position
+            centred fit (:func:`within_positions`) centres them on the all-fold means instead.
 
     Returns:
         The :class:`RidgeFit` refit on every fold.
@@ -238,7 +240,7 @@ def fit_ridge(stats: RidgeStats, alphas=(1e-6, 1e-4, 1e-2, 1.0)) -> RidgeFit:
         curve, var = validation_curve(stats, alphas)
         alpha = _pick(curve, var)
         r2 = 1.0 - curve[alpha] / var if var > 0 else None
-    total = stats.total()
+    total = stats.total() if total is None else total
     if total.n == 0:
         raise ValueError("ridge fit: no rows")
     w, b = _solve(total, alpha)
@@ -284,3 +286,109 @@ def _pick(curve: dict, var: float) -> float:
     rounding floor of the statistics, as when the targets are exactly linear) go to the smaller one."""
     best = min(curve.values())
     return min(a for a, v in curve.items() if v <= best + 1e-9 * abs(var) + 1e-300)
+
+
+class PositionSums:
+    """Per-position sums of the rows ``x`` and ``y`` and row counts, per fold (float64).
+
+    The rows of one update are whole images in :func:`benchmarks.probe.shortcut` order (image-major,
+    then the ``positions`` grid positions), so row ``i`` is at position ``i % positions``. With
+    :class:`RidgeStats` they are all a per-position centred ridge fit needs (:func:`within_positions`).
+    ``x`` and ``y`` may be added in separate updates (the feature sums are shared by several tasks).
+
+    Args:
+        positions: grid positions P per image.
+        in_dim: feature channels C.
+        out_dim: outputs O.
+        folds: number of folds.
+        shift: subtracted from every ``x`` row first (the shift of the matching :class:`RidgeStats`).
+    """
+
+    def __init__(self, positions: int, in_dim: int, out_dim: int, folds: int = 2, shift=None):
+        self.positions, self.in_dim, self.out_dim = positions, in_dim, out_dim
+        self.shift = None if shift is None else shift.double().reshape(1, in_dim)
+        self.n = torch.zeros(folds, positions, dtype=torch.float64)
+        self.sx = torch.zeros(folds, positions, in_dim, dtype=torch.float64)
+        self.sy = torch.zeros(folds, positions, out_dim, dtype=torch.float64)
+
+    def _per_position(self, rows: torch.Tensor, dim: int, what: str) -> torch.Tensor:
+        if rows.dim() != 2 or rows.shape[1] != dim or rows.shape[0] % self.positions:
+            raise ValueError(
+                f"position sums: {what} rows {tuple(rows.shape)} are not whole images of "
+                f"{self.positions} positions x {dim} values"
+            )
+        return rows.double().reshape(-1, self.positions, dim)
+
+    def update(self, x: torch.Tensor | None, y: torch.Tensor | None, fold: int = 0, count=None) -> None:
+        """Add the rows ``x`` (R x C) and/or ``y`` (R x O) of whole images to ``fold``.
+
+        The images are counted once per update when ``count`` (default: when ``y`` is given), so
+        feature sums added apart from the targets (shared by several tasks) are not counted twice.
+        """
+        images = 0
+        if x is not None:
+            x = self._per_position(x, self.in_dim, "x")
+            if self.shift is not None:
+                x = x - self.shift.to(x)[None]
+            self.sx[fold] += x.sum(0).cpu()
+            images = x.shape[0]
+        if y is not None:
+            y = self._per_position(y, self.out_dim, "y")
+            self.sy[fold] += y.sum(0).cpu()
+            images = y.shape[0]
+        if count if count is not None else y is not None:
+            self.n[fold] += images
+
+    def merge(self, other: PositionSums) -> None:
+        """Add another process's sums (same shape) into these."""
+        self.n += other.n
+        self.sx += other.sx
+        self.sy += other.sy
+
+    def means(self, folds=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(counts P, x means P x C in shifted units, y means P x O) over ``folds`` (default: all)."""
+        sel = list(range(self.n.shape[0])) if folds is None else list(folds)
+        n = self.n[sel].sum(0)
+        d = n.clamp_min(1)[:, None]
+        return n, self.sx[sel].sum(0) / d, self.sy[sel].sum(0) / d
+
+
+def _about_positions(f: _Fold, n_p, sx_p, sy_p, mx_p, my_p) -> _Fold:
+    """The sums of ``f`` (whose per-position sums are ``n_p``, ``sx_p``, ``sy_p``) about the
+    per-position means ``mx_p``, ``my_p``: the sums of ``x - mx_p`` and ``y - my_p`` over its rows."""
+    nmx, nmy = n_p[:, None] * mx_p, n_p[:, None] * my_p
+    return _Fold(
+        f.n,
+        f.sx - nmx.sum(0),
+        f.sy - nmy.sum(0),
+        f.xx - sx_p.T @ mx_p - mx_p.T @ sx_p + mx_p.T @ nmx,
+        f.xy - sx_p.T @ my_p - mx_p.T @ sy_p + mx_p.T @ nmy,
+        f.yy - 2 * (my_p * sy_p).sum(0) + (nmy * my_p).sum(0),
+    )
+
+
+def within_positions(stats: RidgeStats, pos: PositionSums) -> tuple[RidgeStats, _Fold]:
+    """Ridge statistics centred per position: (held-out search statistics, final-fit sums).
+
+    The fit then predicts ``y = my_p + (x - mx_p) W`` at position ``p``: the train mean of ``y`` at
+    that position (the feature-free floor, reached exactly at an infinite penalty) plus what the
+    features add beyond their own mean there. For the penalty search fold 0 is centred on its own
+    per-position means and fold 1 on fold 0's (an honest held-out error of the floor itself); the
+    final fit centres every row on the all-fold means.
+    """
+    if len(stats.folds) != pos.n.shape[0] or pos.in_dim != stats.in_dim or pos.out_dim != stats.out_dim:
+        raise ValueError("within_positions: the ridge and position statistics do not match")
+    dev = stats.folds[0].xy.device if stats.folds[0].xy is not None else "cpu"
+    n0, mx0, my0 = (t.to(dev) for t in pos.means([0]))
+    folds = []
+    for k, f in enumerate(stats.folds):
+        if f.n == 0:
+            folds.append(_Fold())
+            continue
+        folds.append(_about_positions(f, pos.n[k].to(dev), pos.sx[k].to(dev), pos.sy[k].to(dev), mx0, my0))
+    out = RidgeStats(stats.in_dim, stats.out_dim, len(stats.folds), x_key=None if stats.x_key is None
+                     else f"{stats.x_key}|per-position", product_dtype=stats.product_dtype)
+    out.folds = folds
+    n, mx, my = (t.to(dev) for t in pos.means())
+    total = _about_positions(stats.total(), n, pos.sx.sum(0).to(dev), pos.sy.sum(0).to(dev), mx, my)
+    return out, total

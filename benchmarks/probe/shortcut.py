@@ -1,14 +1,20 @@
-"""The decoders' linear shortcut: closed-form ridge regression from the tapped features to the outputs.
+"""The read-out: a per-position train prior plus closed-form ridge regression from the tapped features.
 
 Every feature position predicts its ``R x R`` block of output pixels (``R = ceil(patch / output
-stride)``), i.e. a 1x1 conv to ``out * R^2`` channels followed by PixelShuffle(R), fitted in closed
-form on the train split (:mod:`benchmarks.probe.ridge`; the penalty is chosen on held-out train
-images). Targets are the task's pre-activation targets (:meth:`ProbeTask.linear_targets`): seg
-one-hot logits with a margin, albedo logits, canonical pointmap, unit normals, pose heatmaps. The
-global branch (pointmap ``log s``) gets the same treatment from the pooled vector (leave-one-out
-penalty). The pixel-shuffle body is then trained on what the shortcut leaves, so a linear probe is
-the starting point of every decoder, and features that hold the targets linearly (the ground-truth
-oracle) are decoded exactly.
+stride)``), i.e. a 1x1 conv to ``out * R^2`` channels followed by PixelShuffle(R). Protocol v5 nests
+the feature-free floor in it: at position ``p`` the read-out is ``my_p + (x - mx_p) W``, where ``my_p``
+is the train mean of the targets at that output pixel (every sub-pixel and channel: the per-pixel
+class prior, mean heatmap, mean masked pointmap, ...) and ``mx_p`` the train mean of the features at
+that position; ``W`` is shared by all positions and fitted in closed form on the train split
+(:mod:`benchmarks.probe.ridge`, :func:`~benchmarks.probe.ridge.within_positions`; the penalty is
+chosen on held-out train images, the infinite penalty, i.e. the floor itself, among the candidates).
+Targets are the task's read-out targets (:meth:`ProbeTask.linear_targets`); a masked task (normals,
+pointmap, albedo: scored on the GT mask only) regresses ``mask * (t - mu)`` with ``mu`` the per-pixel
+mean of ``t`` over the train masks (a first pass over the targets alone), so off-mask pixels take the
+train mean and the fit minimises the error where the evaluator looks. Every statistic is a sum over
+rows, accumulated batch by batch. The pixel-shuffle body, when the protocol
+asks for it, is trained on what the read-out leaves; features that hold the targets linearly (the
+ground-truth oracle) are decoded exactly.
 """
 
 from __future__ import annotations
@@ -21,7 +27,14 @@ import torch.nn.functional as F
 
 from benchmarks.probe.batching import select
 from benchmarks.probe.decoders import crop_to_output, padded_size
-from benchmarks.probe.ridge import RidgeFit, RidgeStats, fit_ridge, fit_ridge_dual
+from benchmarks.probe.ridge import (
+    PositionSums,
+    RidgeFit,
+    RidgeStats,
+    fit_ridge,
+    fit_ridge_dual,
+    within_positions,
+)
 
 _GRAM_CACHE: dict = {}
 
@@ -52,38 +65,51 @@ def _rows(t: torch.Tensor) -> torch.Tensor:
 
 
 class LinearShortcut:
-    """A fitted shortcut (kept outside the trained module: it is refit, never trained or saved).
+    """A fitted read-out (kept outside the trained module: it is refit, never trained or saved).
 
     Args:
-        fit: spatial ridge fit, C x (out * r^2).
+        fit: spatial ridge fit, C x (out * r^2) (its bias is unused when ``bias_map`` is given).
         r: shuffle factor.
         out_channels: output maps.
         global_fit: ridge fit of the global outputs from the pooled vector, or None.
+        bias_map: P x (out * r^2) per-position intercept ``my_p - mx_p W`` (+ a masked task's ``mu``).
     """
 
-    def __init__(self, fit: RidgeFit, r: int, out_channels: int, global_fit: RidgeFit | None = None):
+    def __init__(self, fit: RidgeFit, r: int, out_channels: int, global_fit: RidgeFit | None = None,
+                 bias_map: torch.Tensor | None = None):
         self.fit, self.r, self.out_channels, self.global_fit = fit, r, out_channels, global_fit
         self.in_channels = fit.weight.shape[0]
+        self.bias_map = bias_map
 
     def maps(self, x: torch.Tensor, out_size, valid_frac) -> torch.Tensor:
-        """Shortcut maps from assembled features (the first ``in_channels`` channels are spatial)."""
+        """Read-out maps from assembled features (the first ``in_channels`` channels are spatial)."""
         b, _, h, w = x.shape
-        z = self.fit(_rows(x[:, : self.in_channels].float()))
-        z = z.reshape(b, h, w, -1).permute(0, 3, 1, 2)
-        return from_grid(z, self.r, out_size, valid_frac)
+        z = _rows(x[:, : self.in_channels].float()) @ self.fit.weight.to(x.device)
+        if self.bias_map is None:
+            z = z + self.fit.bias.to(z)
+        else:
+            if self.bias_map.shape[0] != h * w:
+                raise ValueError(
+                    f"read-out: features have a {h}x{w} grid, the read-out was fitted on "
+                    f"{self.bias_map.shape[0]} positions"
+                )
+            z = (z.reshape(b, h * w, -1) + self.bias_map.to(z)[None]).reshape(b * h * w, -1)
+        return from_grid(z.reshape(b, h, w, -1).permute(0, 3, 1, 2), self.r, out_size, valid_frac)
 
     def global_outputs(self, pooled: torch.Tensor) -> torch.Tensor | None:
         return None if self.global_fit is None else self.global_fit(pooled.float())
 
     def describe(self) -> dict:
         d = {"alpha": _json_alpha(self.fit.alpha), "heldout_r2": self.fit.val_r2, "shuffle": self.r}
+        if self.bias_map is not None:
+            d["prior"] = "per output pixel (heldout_r2: of what that prior leaves)"
         if self.global_fit is not None:
             d.update(global_alpha=_json_alpha(self.global_fit.alpha), global_loo_r2=self.global_fit.val_r2)
         return d
 
 
 def _json_alpha(a: float) -> float | str:
-    return "inf (train mean)" if math.isinf(a) else a
+    return "inf (train prior: the floor)" if math.isinf(a) else a
 
 
 def holdout_fold(n: int, every: int) -> torch.Tensor:
@@ -101,8 +127,9 @@ def holdout_fold(n: int, every: int) -> torch.Tensor:
 
 def _feature_grams(
     features, folds: torch.Tensor, batch: int, product_dtype: torch.dtype = torch.float64
-) -> tuple[str, torch.Tensor, list]:
-    """(content key, channel mean, ``x^T x`` of each fold about that mean) of the spatial features.
+) -> tuple[str, torch.Tensor, list, torch.Tensor]:
+    """(content key, channel mean, ``x^T x`` of each fold about that mean, per-position sums of the
+    shifted features per fold, folds x P x C) of the spatial features.
 
     Each batch's product is computed in ``product_dtype`` and accumulated in float64. Cached by
     content: the dense tasks share their images, hence their features.
@@ -114,11 +141,14 @@ def _feature_grams(
     if key not in _GRAM_CACHE:
         shift = f.double().mean(dim=(0, 2, 3))
         grams = [torch.zeros(f.shape[1], f.shape[1], dtype=torch.float64, device=f.device) for _ in range(2)]
+        positions = PositionSums(f.shape[2] * f.shape[3], f.shape[1], 1)
         for idx in _batches(folds, batch):
-            x = (_rows(f[idx].double()) - shift).to(product_dtype)
+            x = _rows(f[idx].double()) - shift
+            positions.update(x, None, fold=int(folds[idx[0]]))
+            x = x.to(product_dtype)
             grams[int(folds[idx[0]])] += (x.T @ x).double()
         _GRAM_CACHE.clear()
-        _GRAM_CACHE[key] = (shift, grams)
+        _GRAM_CACHE[key] = (shift, grams, positions.sx)
     return (key, *_GRAM_CACHE[key])
 
 
@@ -132,8 +162,8 @@ def _batches(folds: torch.Tensor, batch: int) -> list[torch.Tensor]:
 
 
 @torch.no_grad()
-def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8) -> LinearShortcut:
-    """Fit ``task``'s shortcut on the train ``features`` / ``targets`` under ``protocol``.
+def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8, alphas=None) -> LinearShortcut:
+    """Fit ``task``'s read-out on the train ``features`` / ``targets`` under ``protocol``.
 
     Args:
         task: the :class:`~benchmarks.probe.tasks.ProbeTask`.
@@ -141,6 +171,8 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8) -> Lin
         targets: the task's train targets.
         protocol: the protocol (``ridge_alphas``, ``ridge_holdout_every``, output stride).
         batch: images per accumulation step.
+        alphas: penalty grid instead of ``protocol.ridge_alphas`` (``()``: the infinite penalty
+            alone, i.e. the feature-free floor).
 
     Returns:
         The fitted :class:`LinearShortcut`.
@@ -151,16 +183,36 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8) -> Lin
     n, c, gh, gw = features.feats.shape
     folds = holdout_fold(n, protocol.ridge_holdout_every)
     product_dtype = getattr(torch, protocol.ridge_product_dtype)
-    key, shift, grams = _feature_grams(features, folds, batch, product_dtype)
-    stats = RidgeStats(c, task.out_channels * r * r, x_key=key, shift=shift, product_dtype=product_dtype)
+    key, shift, grams, pos_x = _feature_grams(features, folds, batch, product_dtype)
+    k, rr = task.out_channels, r * r
+
+    def grid(idx):
+        return to_grid(task.linear_targets(select(targets, idx)), (gh, gw), r, out_size, features.valid_frac)
+
+    mu = _masked_prior(grid, folds, batch, gh * gw, k, rr) if task.masked else None
+    stats = RidgeStats(c, k * rr, x_key=key, shift=shift, product_dtype=product_dtype)
+    positions = PositionSums(gh * gw, c, k * rr)
+    positions.sx = pos_x.to(positions.sx)
     for idx in _batches(folds, batch):
         x = _rows(features.feats[idx].float())
-        y = to_grid(task.linear_targets(select(targets, idx)), (gh, gw), r, out_size, features.valid_frac)
-        stats.update(x, _rows(y), fold=int(folds[idx[0]]), gram=False)
+        y = _rows(grid(idx))
+        if mu is not None:  # mask * (t - mu): off the mask 0, i.e. the prediction there is mu
+            m = y[:, k * rr :].double().repeat(1, k)
+            y = y[:, : k * rr].double() - m * mu.repeat(len(idx), 1).to(y.device)
+        stats.update(x, y, fold=int(folds[idx[0]]), gram=False)
+        positions.update(None, y, fold=int(folds[idx[0]]))
     for k, xx in enumerate(grams):
         if stats.folds[k].n:
             stats.set_gram(k, xx)
-    fit = fit_ridge(stats, protocol.ridge_alphas)
+    within, total = within_positions(stats, positions)
+    if alphas is None:
+        # features that never vary about their per-position mean (the floor's) have nothing to fit
+        alphas = protocol.ridge_alphas if bool(total.xx.diagonal().abs().max() > 0) else ()
+    fit = fit_ridge(within, alphas, total=total)
+    _, mx, my = positions.means()
+    bias_map = my - (mx + shift.cpu()[None]) @ fit.weight.double().cpu()
+    if mu is not None:
+        bias_map = bias_map + mu
     global_fit = None
     if task.global_channels:
         pooled = torch.cat(
@@ -170,7 +222,18 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8) -> Lin
             ]
         )
         global_fit = fit_ridge_dual(pooled, task.global_targets(targets).float(), protocol.ridge_alphas)
-    return LinearShortcut(fit, r, task.out_channels, global_fit)
+    return LinearShortcut(fit, r, task.out_channels, global_fit, bias_map.float())
+
+
+def _masked_prior(grid, folds, batch: int, positions: int, k: int, rr: int) -> torch.Tensor:
+    """P x (k * rr) per-pixel mean of ``t`` over the train masks (0 where none covers the pixel), from
+    the grid-layout targets ``[mask * t, mask]`` of every train batch (sums of the targets alone)."""
+    sums = PositionSums(positions, 1, (k + 1) * rr)
+    for idx in _batches(folds, batch):
+        sums.update(None, _rows(grid(idx)))
+    s = sums.sy.sum(0)
+    st, sm = s[:, : k * rr], s[:, k * rr :].repeat(1, k)
+    return torch.where(sm > 0, st / sm.clamp_min(1e-12), torch.zeros_like(st))
 
 
 @torch.no_grad()

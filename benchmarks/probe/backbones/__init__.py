@@ -12,7 +12,9 @@ from benchmarks.probe.backbones.hf import HFViTProbe, hf_preset
 from benchmarks.probe.backbones.pixels import PixelPatches
 from benchmarks.probe.backbones.plugins import BackboneSpecError, backbone_class, import_paths
 from benchmarks.probe.backbones.presets import (
+    FLOOR,
     ORACLE,
+    REFERENCE_BACKBONES,
     backbone_label,
     backbone_table,
     backbone_type,
@@ -25,7 +27,9 @@ from benchmarks.probe.backbones.presets import (
 from benchmarks.probe.backbones.sapiens import Sapiens2Probe, SapiensV1Probe
 
 __all__ = [
+    "FLOOR",
     "ORACLE",
+    "REFERENCE_BACKBONES",
     "BackboneSpecError",
     "backbone_class",
     "backbone_label",

@@ -22,6 +22,9 @@ from sapiens2.models.variants import variants
 from sapiens2.weights import SHIPPED, backbone_config, weights_path
 
 ORACLE = "gt-oracle"
+# the feature-free floor: constant features, so the read-out is its per-pixel train prior (no backbone)
+FLOOR = "floor"
+REFERENCE_BACKBONES = (ORACLE, FLOOR)
 # The Sapiens presets: the probe variants of the one variant table (sapiens2.models.variants)
 SAPIENS2_NAMES = tuple(v.name for v in variants("sapiens2", probe=True))
 SAPIENS_V1_NAMES = tuple(v.name for v in variants("sapiens", probe=True))
@@ -144,7 +147,7 @@ def _named_cfg(spec: str) -> dict:
     if is_class_path(spec) or _registered(spec) is not None:
         return dict(type=spec)
     err = UnknownNameError(
-        "probe backbone", spec, [*list_presets(), ORACLE, *sorted(PROBE_BACKBONES.module_dict)]
+        "probe backbone", spec, [*list_presets(), *REFERENCE_BACKBONES, *sorted(PROBE_BACKBONES.module_dict)]
     )
     err.args = (
         f"{err.args[0]}; or package.module:ClassName, a JSON config, or a class registered by a file "
@@ -224,7 +227,13 @@ def backbone_table(img_size: tuple[int, int] = (256, 192)) -> list[dict]:
         "params": None,
         "weights": "none (features = the ground truth)",
     }
-    rows = [oracle]
+    floor = {
+        "name": FLOOR,
+        "family": "floor",
+        "params": None,
+        "weights": "none (no features: the read-out's per-pixel train prior)",
+    }
+    rows = [oracle, floor]
     names = list_presets()
     preset_types = {resolve_backbone_cfg(n)["type"] for n in names}
     names += sorted(set(PROBE_BACKBONES.module_dict) - preset_types)
@@ -250,7 +259,7 @@ def backbone_table(img_size: tuple[int, int] = (256, 192)) -> list[dict]:
 
 def weight_free(spec: str | dict) -> bool:
     """Whether backbone ``spec`` has no weights at all (raw pixels, a parameter-free plug-in, the oracle)."""
-    if spec == ORACLE:
+    if spec in REFERENCE_BACKBONES:
         return True
     cfg = resolve_backbone_cfg(spec)
     cls = backbone_type(cfg.pop("type"))

@@ -1,4 +1,8 @@
-"""Albedo probe: 3 channels through a sigmoid to [0, 1]; L1 + gradient-L1 loss on GT-mask pixels."""
+"""Albedo probe: 3 channels clamped to [0, 1]; L1 + gradient-L1 loss on GT-mask pixels.
+
+The task is ``masked`` (:meth:`ProbeTask.linear_targets`): its floor is the per-pixel train mean
+albedo over the masks that cover the pixel.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ class AlbedoTask(ProbeTask):
     name = "albedo"
     settings_class = AlbedoSettings
     out_channels = 3
+    masked = True
     required_keys = ("albedo", "mask")
 
     def targets(self, samples):
@@ -45,7 +50,7 @@ class AlbedoTask(ProbeTask):
         }
 
     def predict(self, maps, size):
-        return torch.sigmoid(resize_to(maps.float(), size))
+        return resize_to(maps.float(), size).clamp(0.0, 1.0)
 
     def make_evaluator(self):
         return AlbedoEvaluator()
@@ -56,16 +61,16 @@ class AlbedoTask(ProbeTask):
         )
 
     def linear_targets(self, tgt):
-        # logit of the albedo (clamped to [0.01, 0.99]) on the mask, 0 elsewhere
-        a = tgt["albedo"].clamp(1e-2, 1 - 1e-2)
-        return torch.log(a / (1 - a)) * tgt["mask"][:, None]
+        m = tgt["mask"][:, None].to(tgt["albedo"].dtype)
+        return torch.cat([tgt["albedo"] * m, m], dim=1)
+
 
 
 @register_loss("l1_grad", task="albedo", default_weights={"l1": 1.0, "grad": 0.0})
 def l1_grad(task: AlbedoTask, maps, glob, tgt) -> dict:
-    """L1 and gradient L1 of the sigmoid albedo on GT-mask pixels."""
+    """L1 and gradient L1 of the albedo maps on GT-mask pixels (the evaluator clamps them to [0, 1])."""
     st = task.protocol.loss_stride
-    pred = torch.sigmoid(loss_grid(maps.float(), tgt["albedo"].shape[-2:], st, task.loss_offset))
+    pred = loss_grid(maps.float(), tgt["albedo"].shape[-2:], st, task.loss_offset)
     gt, mask = (
         subsample(tgt["albedo"], st, task.loss_offset),
         subsample(tgt["mask"], st, task.loss_offset),

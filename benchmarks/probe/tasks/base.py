@@ -78,6 +78,13 @@ def subsample(t: torch.Tensor, stride: int, offset: tuple[int, int] | None = Non
     return t[..., oy::stride, ox::stride]
 
 
+def masked_mean(readout_targets: torch.Tensor) -> torch.Tensor:
+    """Per-pixel mean of ``t`` over the masks that cover the pixel (0 where none does): K x H x W from the
+    B x (K + 1) x H x W read-out targets ``[mask * t, mask]`` of a masked task."""
+    s = readout_targets.double().sum(0)
+    return torch.where(s[-1:] > 0, s[:-1] / s[-1:].clamp_min(1e-12), torch.zeros_like(s[:-1]))
+
+
 class ProbeTask:
     """Base class of the probing tasks.
 
@@ -97,6 +104,8 @@ class ProbeTask:
     settings_class: type[TaskSettings] = TaskSettings
     crops = False
     out_channels = 0
+    # masked: linear_targets ends with the GT mask, and the read-out regresses mask * (t - prior)
+    masked = False
     global_channels = 0
     required_keys: tuple = ()
     oracle_patch = 1  # stride of the oracle features (the targets' own resolution)
@@ -143,9 +152,12 @@ class ProbeTask:
         return self.loss_spec(self, maps, glob, tgt, self.loss_weights)
 
     def linear_targets(self, tgt: dict) -> torch.Tensor:
-        """B x out x H x W targets of the linear shortcut, in the decoder's pre-activation space.
+        """B x out x H x W targets of the read-out, in the decoder's pre-activation space.
 
-        The ground-truth oracle's features are these maps, so the shortcut can reproduce them exactly.
+        A ``masked`` task (the evaluator scores only GT-mask pixels) returns ``[mask * t, mask]``
+        (out + 1 maps): its read-out then regresses ``mask * (t - mu)``, with ``mu`` the per-pixel train
+        mean of ``t`` over the masks (:func:`masked_mean`), and adds ``mu`` back, so off-mask pixels
+        take the train mean and never pull the fit (:mod:`benchmarks.probe.shortcut`).
         """
         raise NotImplementedError
 
@@ -167,15 +179,21 @@ class ProbeTask:
         raise NotImplementedError
 
     # ---------------------------------------------------------------- sanity check
-    def oracle_features(self, tgt: dict) -> tuple[torch.Tensor, torch.Tensor | None, int]:
+    def oracle_features(self, tgt: dict, prior: torch.Tensor | None = None):
         """Features computed from the GT itself: (B x C x h x w, CLS B x C or None, patch size).
 
-        They are the :meth:`linear_targets` (and :meth:`global_targets` as the CLS token), so the
-        closed-form linear shortcut maps them to the targets exactly and a probe trained on them
-        shows the ceiling that decoding and evaluation allow.
+        They are the :meth:`linear_targets` (and :meth:`global_targets` as the CLS token); a masked
+        task's also hold ``mask * prior`` (``prior``: the train split's :func:`masked_mean`), so the
+        closed-form read-out maps them to its targets exactly and a probe on them shows the ceiling
+        that decoding and evaluation allow.
         """
         glob = self.global_targets(tgt)
-        return self.linear_targets(tgt).float(), None if glob is None else glob.float(), self.oracle_patch
+        feats = self.linear_targets(tgt).float()
+        if self.masked:
+            if prior is None:
+                raise ValueError(f"{self.name} oracle features: the train prior (masked_mean) is needed")
+            feats = torch.cat([feats, feats[:, -1:] * prior.to(feats)[None]], dim=1)
+        return feats, None if glob is None else glob.float(), self.oracle_patch
 
 
 def register_probe_task(cls: type[ProbeTask]) -> type[ProbeTask]:

@@ -35,6 +35,7 @@ class NormalTask(ProbeTask):
     name = "normal"
     settings_class = NormalSettings
     out_channels = 3
+    masked = True
     required_keys = ("normal", "mask")
 
     def targets(self, samples):
@@ -51,7 +52,10 @@ class NormalTask(ProbeTask):
         evaluator.update(pred, tgt["normal"], tgt["mask"], index=index)
 
     def linear_targets(self, tgt):
-        return tgt["normal"] * tgt["mask"][:, None]
+        # mask * normal and the mask: a masked task (off the mask: the per-pixel train mean normal)
+        m = tgt["mask"][:, None].to(tgt["normal"].dtype)
+        return torch.cat([tgt["normal"] * m, m], dim=1)
+
 
 
 @register_loss("cosine_l1", task="normal", default_weights={"cos": 1.0, "l1": 1.0})

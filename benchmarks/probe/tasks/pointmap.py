@@ -1,9 +1,11 @@
-"""Pointmap probe: a canonical (focal-normalised, unit-mean-depth) pointmap plus a global scale.
+"""Pointmap probe: the canonical (focal-normalised) camera-frame pointmap in metres.
 
 The GT pointmap (camera frame, metres) is canonicalised to focal length ``f_c`` (768):
-``P_c = P * f_c / fx``. The target splits into ``P~ = P_c / s`` with ``s`` the mean depth over the mask,
-and ``log s``. The decoder predicts ``P~`` (3 maps) and ``log s`` (global branch); the prediction is
-``exp(log s) * P~``, scored against ``P_c`` by ``PointmapEvaluator`` on the GT mask.
+``P_c = P * f_c / fx``, and scored against the prediction by ``PointmapEvaluator`` on the GT mask.
+Protocol v5 regresses ``P_c`` itself (v4 split it into ``P_c / s`` and a per-image ``log s`` from
+pooled features, which is not linear in features that hold the points linearly: docs/probing.md).
+The task is ``masked`` (:meth:`ProbeTask.linear_targets`): the feature-free floor is the per-pixel
+train mean of ``P_c`` over the masks that cover that pixel.
 """
 
 from __future__ import annotations
@@ -42,12 +44,12 @@ class PointmapSettings(TaskSettings):
 
 @register_probe_task
 class PointmapTask(ProbeTask):
-    """Canonical pointmap and scale."""
+    """Canonical camera-frame pointmap (metres at focal ``f_c``)."""
 
     name = "pointmap"
     settings_class = PointmapSettings
     out_channels = 3
-    global_channels = 1
+    masked = True
     required_keys = ("pointmap", "mask", "K")
 
     def targets(self, samples):
@@ -66,41 +68,38 @@ class PointmapTask(ProbeTask):
         return {"pointmap": pc, "mask": mask, "log_scale": scale.log()}
 
     def predict(self, maps, glob, size):
-        return resize_to(maps.float(), size) * glob[:, :1, None, None].float().exp()
-
-    def global_prior(self, targets):
-        # the scale branch starts at the train-set mean log scale instead of log s = 0 (s = 1 m)
-        return targets["log_scale"].float().mean().reshape(1)
+        return resize_to(maps.float(), size)
 
     def make_evaluator(self):
         return PointmapEvaluator()
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
-        pred = self.predict(maps, glob, tgt["pointmap"].shape[-2:])
+        # zero off the GT mask, as the GT pointmap is: the official Sobel normals at the mask edge
+        # read the background, so a filled background would cost the oracle its exact normals
+        pred = self.predict(maps, glob, tgt["pointmap"].shape[-2:]) * tgt["mask"][:, None]
         evaluator.update(pred, tgt["pointmap"], tgt["mask"], index=index)
 
     def linear_targets(self, tgt):
-        # canonical pointmap P / s (zero outside the mask); the scale is the global branch's target
-        return tgt["pointmap"] / tgt["log_scale"].exp()[:, None, None, None]
+        # mask * P_c (P_c is already 0 off the mask) and the mask: a masked task
+        m = tgt["mask"][:, None].to(tgt["pointmap"].dtype)
+        return torch.cat([tgt["pointmap"] * m, m], dim=1)
 
-    def global_targets(self, tgt):
-        return tgt["log_scale"][:, None]
 
 
 @register_loss(
     "pointmap_l1_grad_scale", task="pointmap", default_weights={"l1": 1.0, "grad": 0.0, "scale": 1.0}
 )
 def pointmap_l1_grad_scale(task: PointmapTask, maps, glob, tgt) -> dict:
-    """L1 and gradient L1 of the canonical pointmap on GT-mask pixels, and abs(log s error)."""
+    """L1 and gradient L1 of the canonical pointmap (metres) on GT-mask pixels, and the abs error of
+    the log of its mean depth over the mask (the scale)."""
     st = task.protocol.loss_stride
-    log_s = tgt["log_scale"]
-    pred_c = loss_grid(maps, tgt["pointmap"].shape[-2:], st, task.loss_offset)
+    pred = loss_grid(maps, tgt["pointmap"].shape[-2:], st, task.loss_offset)
     gt, mask = (
         subsample(tgt["pointmap"], st, task.loss_offset),
         subsample(tgt["mask"], st, task.loss_offset),
     )
-    gt_c = gt / log_s.exp()[:, None, None, None]
-    l1 = per_sample_masked_mean((pred_c - gt_c).abs(), mask).mean()
-    grad = gradient_l1(pred_c, gt_c, mask).mean()
-    scale = (glob[:, 0] - log_s).abs().mean()
+    l1 = per_sample_masked_mean((pred - gt).abs(), mask).mean()
+    grad = gradient_l1(pred, gt, mask).mean()
+    depth = per_sample_masked_mean(pred[:, 2:3], mask).clamp_min(1e-3)
+    scale = (depth.log() - tgt["log_scale"]).abs().mean()
     return {"l1": l1, "grad": grad, "scale": scale}
