@@ -13,7 +13,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _probe_toy import make_toy_data  # noqa: E402
 
-from benchmarks.probe.protocol import PROTOCOL_VERSION, TASKS, default_protocol, quick_protocol  # noqa: E402
+from benchmarks.probe.protocol import PROTOCOL_VERSION, default_protocol, quick_protocol  # noqa: E402
+from benchmarks.probe.tasks import probe_task_names  # noqa: E402
+
+TASKS = probe_task_names()
 
 LINEAR = {t: {"decoder": "linear"} for t in TASKS}
 
@@ -23,7 +26,9 @@ def _protocol(**changes):
 
 
 def test_v5_protocol_id():
-    assert PROTOCOL_VERSION == 5 and default_protocol().protocol_id().startswith("probe-v5-")
+    ids = default_protocol().protocol_ids()
+    assert PROTOCOL_VERSION == 5 and set(ids) == set(TASKS)
+    assert all(i.startswith("probe-v5-") for i in ids.values())
 
 
 def test_within_position_statistics_match_an_explicit_fit_and_merge():
