@@ -61,10 +61,11 @@ def test_protocol_id_formula_is_shared():
 def test_a_v4_record_of_the_whole_protocol_still_validates():
     """Records made before the ids were per task hash the protocol of every task as one."""
     p = quick_protocol()
-    whole = protocol_id("probe", 4, p.to_dict())
-    assert p.version == 4 and whole == "probe-v4-ec9031eee36e"  # quick_protocol()'s id before
+    v4 = {**p.to_dict(), "version": 4}  # v5 added no field: v4's quick protocol is this dict
+    whole = protocol_id("probe", 4, v4)
+    assert whole == "probe-v4-ec9031eee36e"  # quick_protocol()'s id before the ids were per task
     rec = _probe_record(protocol={"kind": "probe", "protocol_id": whole},
-                        config={"protocol": p.to_dict(), "task": "seg", "seed": 0})
+                        config={"protocol": v4, "task": "seg", "seed": 0})
     assert validate(rec) == []
     # a later version stores its own task's protocol alone, and so does any record of another task
     later = {**p.to_dict(), "version": 5}

@@ -20,13 +20,18 @@ from benchmarks.probe.compare import compare_records
 from benchmarks.probe.headline import PROBE_HEADLINE, format_interval
 from benchmarks.probe.protocol import default_protocol
 from leaderboard.results import read_record
+from sapiens2.records.view import RecordView
 
 
-def _cell(rec: dict) -> str:
-    spec = PROBE_HEADLINE[rec["task"]]
-    iv = rec.get("intervals") or {}
-    bounds = (iv.get("bounds") or {}).get(spec.key)
-    return format_interval(spec, rec["metrics"].get(spec.key), bounds, iv.get("n"))
+def _bounds(rec: RecordView, key: str):
+    iv = rec.interval(key)
+    return None if iv is None else (iv.lo, iv.hi)
+
+
+def _cell(rec: RecordView) -> str:
+    spec = PROBE_HEADLINE[rec.task]
+    return format_interval(spec, rec.metric(spec.key), _bounds(rec, spec.key),
+                           rec.intervals.n if rec.intervals else None)
 
 
 def main(argv=None) -> int:
@@ -46,24 +51,24 @@ def main(argv=None) -> int:
     names = [b.strip() for b in args.backbones.split(",") if b.strip()]
     if "floor" not in names:
         names.insert(0, "floor")
-    recs: dict[str, dict] = {}
+    recs: dict[tuple[str, str], RecordView] = {}
     for name in names:
         for path in run_probe(name, args.tasks, args.data, args.out, seeds=(0,), protocol=protocol,
                               cache_dir=args.feature_cache):
-            rec = read_record(path)
-            rec["_path"] = str(path)  # where the paired comparison finds its bootstrap side file
-            recs[(name, rec["task"])] = rec
+            # the path tells the paired comparison where the bootstrap side file is
+            rec = RecordView(read_record(path), path=str(path))
+            recs[(name, rec.task)] = rec
     rows = []
     for task in args.tasks.split(","):
         floor = recs[("floor", task)]
-        print(f"\n{task} ({PROBE_HEADLINE[task].label}; protocol {floor['protocol']['protocol_id']})")
+        print(f"\n{task} ({PROBE_HEADLINE[task].label}; protocol {floor.protocol.id})")
         for name in names:
             rec = recs[(name, task)]
-            sc = rec["config"].get("shortcut") or {}
+            sc = rec.config.get("shortcut") or {}
             diff = ""
             key = PROBE_HEADLINE[task].key
-            row = {"task": task, "backbone": name, "value": rec["metrics"].get(key),
-                   "bounds": (rec["intervals"].get("bounds") or {}).get(key), "n": rec["intervals"].get("n"),
+            row = {"task": task, "backbone": name, "value": rec.metric(key), "bounds": _bounds(rec, key),
+                   "n": rec.intervals.n if rec.intervals else None,
                    "alpha": sc.get("alpha"), "heldout_r2": sc.get("heldout_r2")}
             if name != "floor":
                 c = compare_records(rec, floor)
