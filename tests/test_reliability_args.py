@@ -74,3 +74,15 @@ def test_counts_and_seeds_name_their_flag(argv, why, tmp_path, capsys):
     assert main(argv) == 1
     assert why in capsys.readouterr().err
     assert not (tmp_path / "OUT").exists()
+
+
+@pytest.mark.parametrize("seeds, why", [("a,b", "expected comma-separated integers"),
+                                        ("0,0", r"seed\(s\) \[0\] given twice")])
+def test_run_seeds_name_their_flag_before_any_work(seeds, why, tmp_path, capsys):
+    import re
+
+    out = tmp_path / "o"
+    assert main(["run", "--quick", "--data", str(tmp_path / "never_read"), "--out", str(out),
+                 "--seeds", seeds]) == 1
+    err = capsys.readouterr().err
+    assert f"--seeds {seeds!r}" in err and re.search(why, err) and not out.exists()
