@@ -1,0 +1,98 @@
+"""Work too big for the machine is refused before it starts: an image over the pixel limit or the
+available memory (from its header; nothing is decoded), and a pretraining recipe whose weights,
+gradients and optimiser state alone do not fit."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+from sapiens2.datasets.io import DatasetError, read_png, read_rgb
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _png_header(path, width: int, height: int, colour_type: int = 2) -> None:
+    """A PNG whose header declares ``width`` x ``height`` 8-bit pixels, with one empty data chunk."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(b""))
+                     + _chunk(b"IEND", b""))
+
+
+@pytest.fixture
+def little_memory(monkeypatch):
+    """The process has 512 MiB left."""
+    import sapiens2.memory
+
+    monkeypatch.setattr(sapiens2.memory, "available_memory", lambda: 512 * 2**20)
+
+
+@pytest.mark.parametrize("reader", [read_rgb, read_png])
+def test_a_9000x9000_image_under_a_memory_limit_is_refused_before_decoding(reader, tmp_path, little_memory):
+    path = tmp_path / "huge.png"
+    _png_header(path, 9000, 9000)  # 81 megapixels: under Pillow's bomb limit, over 512 MiB to decode
+    with pytest.raises(DatasetError) as e:
+        reader(path)
+    msg = str(e.value)
+    assert str(path) in msg and "9000x9000" in msg and "512.0 MiB of memory is available" in msg
+
+
+@pytest.mark.parametrize("reader", [read_rgb, read_png])
+def test_an_image_over_the_pixel_limit_names_the_limit_and_its_switch(reader, tmp_path, monkeypatch):
+    path = tmp_path / "bomb.png"
+    _png_header(path, 8000, 8000)
+    monkeypatch.setenv("SAPIENS2_MAX_IMAGE_PIXELS", "50000000")
+    monkeypatch.setattr("PIL.Image.MAX_IMAGE_PIXELS", 89_478_485)  # restored after the test
+    with pytest.raises(DatasetError) as e:
+        reader(path)
+    msg = str(e.value)
+    assert str(path) in msg and "8000x8000 (64.0 megapixels)" in msg
+    assert "over the limit of 50.0 megapixels" in msg and "SAPIENS2_MAX_IMAGE_PIXELS" in msg
+
+
+def test_a_decompression_bomb_header_is_refused_with_the_limit(tmp_path):
+    path = tmp_path / "bomb.jpg.png"
+    _png_header(path, 30000, 30000)  # 900 megapixels: Pillow itself refuses at open
+    with pytest.raises(DatasetError, match=r"bomb.jpg.png: image over the limit of 89.5 megapixels"):
+        read_rgb(path)
+
+
+def test_images_within_the_limits_read_as_before(tmp_path, little_memory):
+    from PIL import Image
+
+    arr = np.arange(48 * 32 * 3, dtype=np.uint8).reshape(48, 32, 3)
+    Image.fromarray(arr).save(tmp_path / "ok.png")
+    assert np.array_equal(read_rgb(tmp_path / "ok.png"), arr)
+    assert np.array_equal(read_png(tmp_path / "ok.png"), arr)
+
+
+def test_a_bad_pixel_limit_setting_is_named(tmp_path, monkeypatch):
+    _png_header(tmp_path / "a.png", 8, 8)
+    monkeypatch.setenv("SAPIENS2_MAX_IMAGE_PIXELS", "lots")
+    with pytest.raises(DatasetError, match="SAPIENS2_MAX_IMAGE_PIXELS='lots': expected a positive number"):
+        read_rgb(tmp_path / "a.png")
+
+
+def test_a_real_address_space_limit_is_seen_by_the_reader(tmp_path):
+    """Under ``ulimit -v`` (a child's, 300 MiB above what it has mapped) the 9000x9000 header is refused."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "huge.png"
+    _png_header(path, 9000, 9000)
+    child = (
+        "import resource, sys\n"
+        "from sapiens2.datasets.io import DatasetError, read_rgb\n"
+        "vm = [int(x.split()[1]) * 1024 for x in open('/proc/self/status') if x.startswith('VmSize:')][0]\n"
+        "hard = resource.getrlimit(resource.RLIMIT_AS)[1]\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + 300 * 2**20, hard))\n"
+        "try:\n    read_rgb(sys.argv[1])\nexcept DatasetError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, text=True,
+                         timeout=120)
+    assert "9000x9000" in out.stdout and "of memory is available" in out.stdout, out.stdout + out.stderr
