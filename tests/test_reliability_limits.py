@@ -96,3 +96,44 @@ def test_a_real_address_space_limit_is_seen_by_the_reader(tmp_path):
     out = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, text=True,
                          timeout=120)
     assert "9000x9000" in out.stdout and "of memory is available" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("recipe", ["smoke_tiny", "cpu_small", "cpu_small_mae"])
+def test_the_parameter_arithmetic_is_a_tight_lower_bound_of_the_built_model(recipe):
+    from sapiens2.pretrain.memory import estimate_memory
+    from sapiens2.pretrain.recipes import get_recipe
+    from sapiens2.pretrain.registry import build
+
+    cfg = get_recipe(recipe)
+    est = estimate_memory(cfg)
+    model = build(dict(cfg["model"]))
+    trained = sum(p.numel() for p in model.student.parameters())
+    teacher = sum(p.numel() for p in model.teacher.parameters()) if model.teacher is not None else 0
+    assert 0.97 * trained <= est.trained_params <= trained
+    assert 0.97 * teacher <= est.teacher_params <= teacher
+    assert est.firm_bytes == 16 * est.trained_params + 4 * est.teacher_params
+
+
+def test_paper_1b_on_a_4gb_cpu_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    from benchmarks.cli.main import main
+
+    monkeypatch.setattr("sapiens2.pretrain.memory.available_memory", lambda: 4 * 2**30)
+    out = tmp_path / "o"
+    assert main(["pretrain", "--recipe", "paper_1b", "--data", str(tmp_path / "never_read"),
+                 "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "'paper_1b' does not fit on cpu" in err and "1.51B trained parameters need 28.1 GiB" in err
+    assert "4.0 GiB free on cpu" in err and "Run it on a GPU (--device cuda) with at least" in err
+    assert not out.exists()
+
+
+def test_a_recipe_that_fits_passes_the_check(monkeypatch):
+    from sapiens2.errors import BenchError
+    from sapiens2.pretrain.memory import check_memory
+    from sapiens2.pretrain.recipes import get_recipe
+
+    monkeypatch.setattr("sapiens2.pretrain.memory.available_memory", lambda: 4 * 2**30)
+    assert check_memory(get_recipe("cpu_small"), "cpu").firm_bytes < 2**30
+    monkeypatch.setattr("sapiens2.pretrain.memory.available_memory", lambda: 2**20)
+    with pytest.raises(BenchError, match="'cpu_small' does not fit on cpu"):
+        check_memory(get_recipe("cpu_small"), "cpu")
