@@ -137,3 +137,15 @@ def test_a_recipe_that_fits_passes_the_check(monkeypatch):
     monkeypatch.setattr("sapiens2.pretrain.memory.available_memory", lambda: 2**20)
     with pytest.raises(BenchError, match="'cpu_small' does not fit on cpu"):
         check_memory(get_recipe("cpu_small"), "cpu")
+
+
+def test_an_npy_map_larger_than_the_available_memory_is_refused_before_loading(tmp_path, little_memory):
+    from sapiens2.datasets.io import read_map
+
+    path = tmp_path / "big.npy"
+    np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(9000, 9000, 3)).flush()  # sparse
+    with pytest.raises(DatasetError) as e:
+        read_map(path, "normal")
+    msg = str(e.value)
+    assert str(path) in msg and "(9000, 9000, 3) float32 needs 927.0 MiB" in msg
+    assert "only 512.0 MiB of memory is available" in msg
