@@ -86,3 +86,21 @@ def test_run_seeds_name_their_flag_before_any_work(seeds, why, tmp_path, capsys)
                  "--seeds", seeds]) == 1
     err = capsys.readouterr().err
     assert f"--seeds {seeds!r}" in err and re.search(why, err) and not out.exists()
+
+
+@pytest.mark.parametrize("override, why", [
+    ({"lr": "fast"}, "protocol.lr: expected a finite number, got 'fast'"),
+    ({"iterations": 2.5}, "protocol.iterations: expected an integer, got 2.5"),
+    ({"cls_concat": 1}, "protocol.cls_concat: expected true or false, got 1"),
+    ({"tasks": {"pose": {"sigma": "wide"}}},
+     "protocol.tasks['pose'].sigma: expected a finite number, got 'wide'"),
+])
+def test_a_probe_protocol_setting_of_the_wrong_type_is_named_before_any_work(override, why, tmp_path, capsys):
+    import json
+
+    (tmp_path / "p.json").write_text(json.dumps(override))
+    out = tmp_path / "o"
+    assert main(["probe", "--backbone", "pixels", "--tasks", "seg", "--quick", "--data", str(tmp_path / "no"),
+                 "--protocol", str(tmp_path / "p.json"), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert why in err and "most likely a bug" not in err and not out.exists()
