@@ -19,9 +19,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),  # cgroup v2
-                 ("/sys/fs/cgroup/memory/memory.limit_in_bytes",  # cgroup v1
-                  "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+# (limit, usage, stat file, the stat's reclaimable page-cache key): cgroup v2, then v1. The usage
+# counts the page cache, so its inactive part is taken off (the "working set" of docker and kubelet).
+_CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current",
+                  "/sys/fs/cgroup/memory.stat", "inactive_file"),
+                 ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                  "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+                  "/sys/fs/cgroup/memory/memory.stat", "total_inactive_file"))
 
 
 def format_bytes(n: int | float) -> str:
@@ -39,15 +43,27 @@ def _meminfo_available() -> int | None:
     return None
 
 
+def _stat_value(path: str, key: str) -> int:
+    try:
+        for line in Path(path).read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def _cgroup_headroom() -> int | None:
-    for limit_file, usage_file in _CGROUP_FILES:
+    for limit_file, usage_file, stat_file, cache_key in _CGROUP_FILES:
         try:
             limit = Path(limit_file).read_text().strip()
             usage = int(Path(usage_file).read_text().strip())
         except (OSError, ValueError):
             continue
         if limit.isdigit() and int(limit) < 2**60:  # "max" or a huge v1 value: no limit
-            return max(0, int(limit) - usage)
+            working_set = max(0, usage - _stat_value(stat_file, cache_key))
+            return max(0, int(limit) - working_set)
     return None
 
 

@@ -149,3 +149,19 @@ def test_an_npy_map_larger_than_the_available_memory_is_refused_before_loading(t
     msg = str(e.value)
     assert str(path) in msg and "(9000, 9000, 3) float32 needs 927.0 MiB" in msg
     assert "only 512.0 MiB of memory is available" in msg
+
+
+def test_a_cgroup_limit_lowers_the_available_memory_and_page_cache_does_not_count(tmp_path, monkeypatch):
+    import sapiens2.memory as memory
+
+    mib = 2**20
+    (tmp_path / "max").write_text(f"{1024 * mib}\n")
+    (tmp_path / "current").write_text(f"{900 * mib}\n")
+    (tmp_path / "stat").write_text(f"anon {300 * mib}\ninactive_file {600 * mib}\n")
+    files = ((str(tmp_path / "max"), str(tmp_path / "current"), str(tmp_path / "stat"), "inactive_file"),)
+    monkeypatch.setattr(memory, "_CGROUP_FILES", files)
+    monkeypatch.setattr(memory, "_meminfo_available", lambda: 8192 * mib)
+    monkeypatch.setattr(memory, "_rlimit_headroom", lambda: None)
+    assert memory.available_memory() == (1024 - 300) * mib
+    (tmp_path / "max").write_text("max\n")  # no limit: MemAvailable
+    assert memory.available_memory() == 8192 * mib
