@@ -74,3 +74,33 @@ def test_counts_and_seeds_name_their_flag(argv, why, tmp_path, capsys):
     assert main(argv) == 1
     assert why in capsys.readouterr().err
     assert not (tmp_path / "OUT").exists()
+
+
+@pytest.mark.parametrize("seeds, why", [("a,b", "expected comma-separated integers"),
+                                        ("0,0", r"seed\(s\) \[0\] given twice")])
+def test_run_seeds_name_their_flag_before_any_work(seeds, why, tmp_path, capsys):
+    import re
+
+    out = tmp_path / "o"
+    assert main(["run", "--quick", "--data", str(tmp_path / "never_read"), "--out", str(out),
+                 "--seeds", seeds]) == 1
+    err = capsys.readouterr().err
+    assert f"--seeds {seeds!r}" in err and re.search(why, err) and not out.exists()
+
+
+@pytest.mark.parametrize("override, why", [
+    ({"lr": "fast"}, "protocol.lr: expected a finite number, got 'fast'"),
+    ({"iterations": 2.5}, "protocol.iterations: expected an integer, got 2.5"),
+    ({"cls_concat": 1}, "protocol.cls_concat: expected true or false, got 1"),
+    ({"tasks": {"pose": {"sigma": "wide"}}},
+     "protocol.tasks['pose'].sigma: expected a finite number, got 'wide'"),
+])
+def test_a_probe_protocol_setting_of_the_wrong_type_is_named_before_any_work(override, why, tmp_path, capsys):
+    import json
+
+    (tmp_path / "p.json").write_text(json.dumps(override))
+    out = tmp_path / "o"
+    assert main(["probe", "--backbone", "pixels", "--tasks", "seg", "--quick", "--data", str(tmp_path / "no"),
+                 "--protocol", str(tmp_path / "p.json"), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert why in err and "most likely a bug" not in err and not out.exists()

@@ -76,6 +76,9 @@ def run(args) -> int:
     if args.show_config:
         print(json.dumps({"config_hash": config_hash(cfg), "config": cfg}, indent=2))
         return 0
+    from sapiens2.pretrain.memory import check_memory
+
+    check_memory(cfg, args.device)  # before any work: a 1B recipe on a 4 GB CPU is refused here
     if not args.out:
         raise ValueError("--out is required")
     if not args.data and cfg.get("data") is None:

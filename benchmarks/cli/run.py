@@ -81,10 +81,11 @@ def parse_compare(items: list[str], names: list[str]) -> list[tuple[str, str]]:
 def run(args: argparse.Namespace) -> int:
     """Parse the flags, run the main job (:func:`benchmarks.mainjob.run_main_job`); returns the exit code."""
     from benchmarks.mainjob import parse_weights, run_main_job
+    from benchmarks.probe.runkey import seed_list
 
+    seeds = seed_list(str(args.seeds))  # before any work: names --seeds, refuses repeats
     default = QUICK_BACKBONES if args.quick else DEFAULT_BACKBONES
     names = [b.strip() for b in args.backbones.split(",") if b.strip()] if args.backbones else list(default)
-    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
     job = run_main_job(args.out, quick=args.quick, backbones=names, tasks=args.tasks, seeds=seeds,
                        data=args.data, weights=parse_weights(args.weights), include=args.include,
                        compare=parse_compare(args.compare, names), include_paper=not args.no_paper,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,29 @@ def task_settings(name: str, value) -> TaskSettings:
     if not isinstance(value, dict):
         raise ValueError(f"protocol.tasks[{name!r}]: expected a dict of settings, got {value!r}")
     return cls(**_checked_keys(value, cls, f"protocol.tasks[{name!r}] key"))
+
+
+_SCALAR_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
+_SCALAR_WANTED = {"int": "an integer", "float": "a finite number", "str": "a string", "bool": "true or false"}
+
+
+def check_field_types(obj, where: str) -> None:
+    """Every ``int``/``float``/``str``/``bool`` field of dataclass ``obj`` holds that type (a float finite),
+    so ``{"lr": "fast"}`` is an error naming the setting here, not a TypeError inside the optimiser.
+
+    Raises:
+        ValueError: ``where.field: expected a number, got 'fast'``.
+    """
+    for f in dataclasses.fields(obj):
+        kinds = _SCALAR_TYPES.get(f.type if isinstance(f.type, str) else getattr(f.type, "__name__", ""))
+        value = getattr(obj, f.name)
+        if kinds is None:
+            continue
+        ok = isinstance(value, kinds) and (f.type == "bool" or not isinstance(value, bool))
+        if ok and f.type == "float" and not math.isfinite(value):
+            ok = False
+        if not ok:
+            raise ValueError(f"{where}.{f.name}: expected {_SCALAR_WANTED[f.type]}, got {value!r}")
 
 
 def _checked_keys(d: dict, cls, kind: str) -> dict:
@@ -174,6 +198,7 @@ class ProbeProtocol:
     holdout_every: int = 4
 
     def __post_init__(self):
+        check_field_types(self, "protocol")
         if self.padding not in ("pad", "resize"):
             raise ValueError(f"protocol.padding: expected 'pad' or 'resize', got {self.padding!r}")
         if self.augmentation != "none":
@@ -184,6 +209,7 @@ class ProbeProtocol:
             raise ValueError(f"protocol.input_size: expected (H, W) >= 8, got {self.input_size!r}")
         for name, ts in self.tasks.items():
             task_settings(name, ts)  # a known task with its own settings class
+            check_field_types(ts, f"protocol.tasks[{name!r}]")
             if ts.decoder not in ("linear", "pixelshuffle"):
                 raise ValueError(
                     f"protocol.tasks[{name!r}].decoder: expected 'linear' or 'pixelshuffle', "

@@ -12,6 +12,9 @@ The format rules (suffixes, channel layouts, value ranges, masks) are documented
   ``v / vmax * 2 - 1``; albedo ``v / vmax`` (vmax = 255 or 65535); pointmaps cannot be PNGs. A
   16-bit map whose values all fit in 8 bits is an error unless the scale is given (``png_max``).
 * images are read upright: the EXIF Orientation tag is applied (as ``cv2.imread`` does).
+* image size: checked from the header before decoding (``sapiens2.datasets.image_size``): over
+  Pillow's decompression-bomb limit (89.5 megapixels; ``$SAPIENS2_MAX_IMAGE_PIXELS`` sets it) or
+  over the available memory is an error naming the file, its size and the limit.
 * ``.exr``: float RGB (normals, pointmaps, albedo), channels R, G, B = x, y, z.
 * masks: PNG non-zero = valid; ``.npy`` bool or only 0/1 values; a colour mask must be grey.
 
@@ -94,6 +97,12 @@ def read_npy(path: str | os.PathLike, record=None) -> np.ndarray:
             f"{where(path, record)}: unreadable .npy (header declares shape {tuple(shape)} {dtype} = "
             f"{_gib(need)}, but the file holds {_gib(size - offset)} after the header: truncated or corrupt)"
         )
+    from sapiens2.memory import available_memory, format_bytes
+
+    free = available_memory()
+    if free is not None and need > free:
+        raise DatasetError(f"{where(path, record)}: .npy of shape {tuple(shape)} {dtype} needs "
+                           f"{format_bytes(need)}, but only {format_bytes(free)} of memory is available")
     try:
         return np.load(path, allow_pickle=False)
     except Exception as e:
@@ -109,20 +118,22 @@ def _upright(im):
 
 def read_rgb(path: str | os.PathLike, record=None) -> np.ndarray:
     """Read an image as H x W x 3 uint8 RGB, upright (its EXIF Orientation applied)."""
-    from PIL import Image
+    from .image_size import open_image
 
     path = Path(path)
     _check_file(path, record)
     try:
-        with Image.open(path) as im:
+        with open_image(path, record, 3) as im:
             return np.asarray(_upright(im).convert("RGB"))
+    except DatasetError:
+        raise
     except Exception as e:  # PIL raises several types for corrupt files
         raise DatasetError(f"{where(path, record)}: unreadable image ({e})") from e
 
 
 def read_png(path: str | os.PathLike, record=None) -> np.ndarray:
     """Read a PNG keeping its bit depth and palette indices: H x W or H x W x C (RGB order)."""
-    from PIL import Image
+    from .image_size import check_image_size, open_image
 
     path = Path(path)
     _check_file(path, record)
@@ -131,12 +142,17 @@ def read_png(path: str | os.PathLike, record=None) -> np.ndarray:
     if head[:8] != b"\x89PNG\r\n\x1a\n" or len(head) < 26:
         raise DatasetError(f"{where(path, record)}: unreadable image (not a PNG file)")
     depth16, colour_type = head[24] == 16, head[25]
+    channels = {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}.get(colour_type, 4)
+    check_image_size(int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big"), channels,
+                     2 if depth16 else 1, path, record)
     if depth16 and colour_type != 0:  # 16-bit RGB(A): PIL would reduce it to 8 bits
         return _read_16bit_rgb(path, record)
     try:
-        with Image.open(path) as im:
+        with open_image(path, record) as im:
             im = _upright(im)
             arr = np.asarray(im.convert("L") if im.mode == "1" else im)
+    except DatasetError:
+        raise
     except Exception as e:  # PIL raises several types for corrupt files
         raise DatasetError(f"{where(path, record)}: unreadable image ({e})") from e
     return arr.astype(np.uint16) if depth16 else arr
