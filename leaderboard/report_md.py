@@ -109,10 +109,10 @@ def build_markdown(page: dict, figures_dir: str | None = None) -> str:
         out += _section(sv, None)
     if not page["summaries"]:
         out += ["No measured results.", ""]
-    out += ["Each cell: the task's headline metric (pose: the probe's EPE and the official AP; units: px pixels, "
-            "deg degrees, cm centimetres, % percent), its interval in brackets where the record has one, and n "
-            "(test samples). Numbers of different protocols and label sets are never in one table; the ceiling "
-            "and floor rows are references, never ranked.", ""]
+    out += ["Each cell: the task's headline metric (pose: the probe's EPE and the official AP; units: px "
+            "pixels, deg degrees, cm centimetres, % percent), its interval in brackets where the record has "
+            "one, and n (test samples). Numbers of different protocols and label sets are never in one "
+            "table; the ceiling and floor rows are references, never ranked.", ""]
     if page.get("comparisons"):
         cv = page["comparisons"]
         out += [f"## {md_escape(cv['title'])}", ""]

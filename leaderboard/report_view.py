@@ -261,7 +261,8 @@ def _summary_table(n: int, fam: tuple, pkeys: list[str], g: pd.DataFrame, specs,
     built = []
     for _, k in keys.iterrows():
         mg = g[(g["model_key"] == k["model_key"]) & (g["dataset"] == k["dataset"])]
-        cells = [Cell(k["model"], k["model"], "t"), Cell(KIND_LABELS.get(k["kind"], k["kind"]), k["kind"], "t kind")]
+        kind = KIND_LABELS.get(k["kind"], k["kind"])
+        cells = [Cell(k["model"], k["model"], "t"), Cell(kind, k["kind"], "t kind")]
         if multi_ds:
             cells.append(Cell(k["dataset"], k["dataset"], "t"))
         for j, (t, spec) in enumerate(specs):
@@ -296,12 +297,13 @@ def _summary_table(n: int, fam: tuple, pkeys: list[str], g: pd.DataFrame, specs,
         (ceiling if k["kind"] in REFERENCE_KINDS else rows).append(
             Row(k["model"], k["kind"], cells, f"reproduced k-{k['kind']}"))
     info = infos.get(pkeys[0])
-    label = fam[1]
+    label = fam[1] if len(fam) == 2 else f"{fam[1]} [{fam[2].partition(':')[2]}]"  # one name, two keys
     notes = []
     if len(pkeys) > 1 or (info and info.key.startswith("probe:")):
         ids = sorted({(t, pk) for t, pk in zip(g["task"], g["protocol_key"])},
                      key=lambda x: _task_index(x[0]))
-        notes.append("Protocol ids (one per task): " + "; ".join(f"{t} {pk.partition(':')[2]}" for t, pk in ids))
+        notes.append("Protocol ids (one per task): "
+                     + "; ".join(f"{t} {pk.partition(':')[2]}" for t, pk in ids))
     if random_first:
         notes.append(random_first_note(random_first))
     safe = "".join(c if c.isalnum() else "-" for c in label)[:40]

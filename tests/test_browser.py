@@ -282,7 +282,8 @@ def test_summary_per_protocol_verdict_in_view_no_mid_word_break(browser, site, t
                 '#summary td[data-v]')).find(td => td.getAttribute('data-v') !== '' &&
                 !isNaN(Number(td.getAttribute('data-v'))));
                 return c ? JSON.parse(JSON.stringify(c.getBoundingClientRect())) : null; })()""")
-            assert first and first["top"] >= 0 and first["bottom"] <= height and first["right"] <= width, first
+            assert first and 0 <= first["top"] and first["bottom"] <= height, first
+            assert first["right"] <= width, first
         _check_png(browser.screenshot(tmp_path / f"5-summary-{width}x{height}.png"), width, height)
     finally:
         browser.resize(W, H)
