@@ -276,7 +276,8 @@ def test_summary_per_protocol_verdict_in_view_no_mid_word_break(browser, site, t
             for r in cells:
                 assert r["right"] <= min(box["right"], width) + 0.5, f"verdict cut off: {r} vs {box}"
         spill = browser.evaluate("Array.from(document.querySelectorAll('#summary td'))"
-                                 ".filter(td => td.scrollWidth > td.clientWidth + 1).map(td => td.textContent)")
+                                 ".filter(td => td.scrollWidth > td.clientWidth + 1)"
+                                 ".map(td => td.textContent)")
         assert not spill, f"text runs out of its summary cell at {width}x{height}: {spill}"
         broken = browser.evaluate(MID_WORD_BREAKS)
         assert not broken, f"words broken mid-word at {width}x{height}: {broken[:10]}"
