@@ -207,9 +207,13 @@ MID_WORD_BREAKS = r"""(() => {
   const out = [], walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     const el = n.parentElement;
-    // model names are identifiers: on a phone one too long for its column may break anywhere
-    if (!el || el.closest('script,style,code,.mono,.paths,details:not([open]),td:first-child')) continue;
+    if (!el || el.closest('script,style,code,.mono,.paths,details:not([open])')) continue;
+    const model = el.closest('td:first-child') !== null;
     for (const m of n.textContent.matchAll(/[\p{L}\p{N}]{2,}/gu)) {
+      // a model name is an identifier: one longer than 24 characters may break anywhere to fit
+      const token = n.textContent.slice(0, m.index).split(/\s/).pop() +
+                    n.textContent.slice(m.index).split(/\s/)[0];
+      if (model && token.length > 24) continue;
       const range = document.createRange();
       range.setStart(n, m.index);
       range.setEnd(n, m.index + m[0].length);
