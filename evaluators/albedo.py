@@ -104,12 +104,12 @@ class AlbedoEvaluator(Evaluator):
 
     task = "albedo"
     metrics = (
-        MetricDecl("mae", "MAE x1e-2", False, "data range", 100.0, bootstrapped=True, interval=True,
+        MetricDecl("mae", "MAE % of range", False, "data range", 100.0, bootstrapped=True, interval=True,
                    headline_ok=True),
-        MetricDecl("rmse", "RMSE x1e-2", False, "data range", 100.0, bootstrapped=True, interval=True),
+        MetricDecl("rmse", "RMSE % of range", False, "data range", 100.0, bootstrapped=True, interval=True),
         MetricDecl("psnr", "PSNR dB", True, "dB", bootstrapped=True, interval=True, headline_ok=True),
         MetricDecl("ssim", "SSIM", True, bootstrapped=True),
-        MetricDecl("grad_l1", "Grad-L1 x1e-2", False, "data range", 100.0, bootstrapped=True),
+        MetricDecl("grad_l1", "Grad-L1 % of range", False, "data range", 100.0, bootstrapped=True),
         count_decl("data_range", unit="data range"),
         count_decl("num_pixels"),
         count_decl("nonfinite_pred_pixels"),

@@ -144,14 +144,14 @@ class PointmapEvaluator(Evaluator):
     """
 
     task = "pointmap"
-    # distances in the pointmap's unit (metres, or canonical focal-768 coordinates) shown x100;
+    # distances in the pointmap's unit (metres, the canonical focal-768 frame too) shown x100: centimetres;
     # ``{v.key}``: the alignment variants (``scale_aligned.``, ``scale_shift_aligned.``) the settings enable
     metrics = (
-        MetricDecl("l2_mean", "L2 x1e-2", False, "length", 100.0, bootstrapped=True, interval=True,
+        MetricDecl("l2_mean", "L2 cm", False, "length", 100.0, bootstrapped=True, interval=True,
                    headline_ok=True),
-        MetricDecl("rmse", "RMSE x1e-2", False, "length", 100.0, bootstrapped=True, interval=True,
+        MetricDecl("rmse", "RMSE cm", False, "length", 100.0, bootstrapped=True, interval=True,
                    headline_ok=True),
-        MetricDecl("{a.key}_mae", "{a.label} abs x1e-2", False, "length", 100.0, bootstrapped=True),
+        MetricDecl("{a.key}_mae", "{a.label} abs cm", False, "length", 100.0, bootstrapped=True),
         MetricDecl("{d.key}", "<{d.label} cm %", True, "fraction", 100.0, bootstrapped=True,
                    shown=("within_10_cm",)),
         MetricDecl("rel_point_err", "rel. err", False, bootstrapped=True, shown=False),
@@ -160,11 +160,11 @@ class PointmapEvaluator(Evaluator):
         MetricDecl("normal_rmse", "normal RMSE deg", False, "deg", bootstrapped=True, shown=False),
         MetricDecl("{t.key}", "normal <{t.label} deg %", True, "fraction", 100.0, bootstrapped=True,
                    shown=False),
-        MetricDecl("{v.key}l2_mean", "L2 {v.label} x1e-2", False, "length", 100.0, bootstrapped=True,
+        MetricDecl("{v.key}l2_mean", "L2 {v.label} cm", False, "length", 100.0, bootstrapped=True,
                    shown=("scale_aligned.*",)),
-        MetricDecl("{v.key}rmse", "RMSE {v.label} x1e-2", False, "length", 100.0, bootstrapped=True,
+        MetricDecl("{v.key}rmse", "RMSE {v.label} cm", False, "length", 100.0, bootstrapped=True,
                    shown=False),
-        MetricDecl("{v.key}{a.key}_mae", "{a.label} abs {v.label} x1e-2", False, "length", 100.0,
+        MetricDecl("{v.key}{a.key}_mae", "{a.label} abs {v.label} cm", False, "length", 100.0,
                    bootstrapped=True, shown=False),
         MetricDecl("{v.key}{d.key}", "<{d.label} cm {v.label} %", True, "fraction", 100.0, bootstrapped=True,
                    shown=False),

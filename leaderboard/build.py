@@ -25,7 +25,7 @@ from leaderboard.plots import Figure, figures_for
 from leaderboard.protocols import protocol_infos
 from leaderboard.report_html import build_html
 from leaderboard.report_md import build_markdown
-from leaderboard.report_view import banner, breakdown_view, paper_views, summary_view, table_view
+from leaderboard.report_view import banner, breakdown_view, paper_views, summary_views, table_view
 from leaderboard.tables import GroupTable, combine, group_tables, paper_tables, records_to_frame
 from sapiens2.errors import BenchError
 from sapiens2.records.results import load_records
@@ -142,7 +142,7 @@ def build_site(
         "n_records": len(records),
         "inputs": inputs,
         "banner": banner(long),
-        "summary": summary_view(long, infos),
+        "summaries": summary_views(long, infos),
         "sections": sections,
         "paper": paper,
         "protocols": protocols,

@@ -23,8 +23,10 @@ import math
 COMPARISON_HASH_FIELD = "comparison_sha256"
 KEYS = ("task", "a", "b", "n", "verdict", "level", "display")
 DISPLAY = ("metric", "value_a", "value_b", "difference")
-COLUMNS = (("task", "task"), ("a", "A"), ("b", "B"), ("metric", "metric"), ("value_a", "A value"),
-           ("value_b", "B value"), ("difference", "A - B [interval]"), ("n", "n"), ("verdict", "verdict"))
+# the verdict right after the pair, so it stays in view on a narrow screen (the numbers follow it)
+COLUMNS = (("task", "task"), ("a", "A"), ("b", "B"), ("verdict", "verdict"),
+           ("difference", "A - B [interval]"), ("metric", "metric"), ("value_a", "A value"),
+           ("value_b", "B value"), ("n", "n"))
 
 
 def _finite_or_none(obj):

@@ -7,7 +7,7 @@ records carry and every knob of the stored protocol config, with the knobs that 
 probe protocols of the report marked.
 
 Example:
-    >>> rec = {"protocol": {"kind": "probe", "protocol_id": "probe-v3-0123456789ab"},
+    >>> rec = {"task": "seg", "protocol": {"kind": "probe", "protocol_id": "probe-v3-0123456789ab"},
     ...        "config": {"protocol": {"version": 3, "input_size": [64, 48], "iterations": 30}}}
     >>> info = protocol_infos([rec])["probe:probe-v3-0123456789ab"]
     >>> info.label, info.short_hash, info.knobs[0]
@@ -87,7 +87,8 @@ def _auto_label(kind: str, pid: str | None, knobs: dict[str, str]) -> str:
     parts = []
     try:
         h, w = json.loads(knobs.get("input_size", "null")) or (None, None)
-        parts.append(f"{h}x{w} input")
+        if h is not None:  # a protocol without the knob says nothing of it (no "NonexNone input")
+            parts.append(f"{h}x{w} input")
     except (TypeError, ValueError):
         pass
     if "iterations" in knobs:

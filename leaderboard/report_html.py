@@ -41,7 +41,7 @@ def build_html(page: dict) -> str:
     """The whole page.
 
     Args:
-        page: ``{"title", "generated_utc", "n_records", "inputs", "banner", "summary", "sections":
+        page: ``{"title", "generated_utc", "n_records", "inputs", "banner", "summaries", "sections":
             [{"task", "tables": [TableView]}], "paper": [TableView], "protocols": [ProtocolInfo]}``
             (``leaderboard.build``).
 

@@ -1,6 +1,6 @@
 """Markdown report: the same content as the HTML page (``leaderboard.report_view``), summary first.
 
-Order: title and banner, the summary (model x five task headlines), the protocols with their
+Order: title and banner, the summaries (one per protocol: model x task headlines), the protocols with their
 knobs, one table per (task, protocol) with its notes, figures and per-class tables, then the
 paper's Tables 2-8. Every user string goes through ``md_escape``.
 """
@@ -104,11 +104,15 @@ def build_markdown(page: dict, figures_dir: str | None = None) -> str:
     out.append("")
     if page.get("banner"):
         out += [f"> **No pretrained weights.** {md_escape(page['banner'])}", ""]
-    summary = page["summary"]
-    out += [f"## {md_escape(summary.title)}", ""]
-    out += [table_markdown(summary) if summary.rows else "No measured results.", ""]
-    out += ["Each cell: the task's first headline metric (pose: the probe's EPE and the official AP), "
-            "its interval in brackets where the record has one, and n (test samples).", ""]
+    out += ["## Summary: headline metric per task, one table per protocol", ""]
+    for sv in page["summaries"]:
+        out += _section(sv, None)
+    if not page["summaries"]:
+        out += ["No measured results.", ""]
+    out += ["Each cell: the task's headline metric (pose: the probe's EPE and the official AP; units: px "
+            "pixels, deg degrees, cm centimetres, % percent), its interval in brackets where the record has "
+            "one, and n (test samples). Numbers of different protocols and label sets are never in one "
+            "table; the ceiling and floor rows are references, never ranked.", ""]
     if page.get("comparisons"):
         cv = page["comparisons"]
         out += [f"## {md_escape(cv['title'])}", ""]

@@ -134,7 +134,7 @@ def table_view(t: GroupTable, info: ProtocolInfo, figures=(), breakdowns=()) -> 
             cells += [Cell(source, source, "t"), Cell(kind, r["kind"], "t kind"), Cell(rank or "-", rank)]
         cells += [Cell(fmt_params(r["params"]), _num(r["params"])), Cell(r["dataset"], r["dataset"], "t")]
         if not paper:
-            cells.append(Cell(r["seeds"] or "-", r["seeds"], "t"))
+            cells.append(Cell(seeds_text(r["seeds"]), r["seeds"], "t"))
         for label, _, _ in metrics:
             v = r[label]
             is_best = bool(ranked[i]) and label in best and not _missing(v) and v == best[label]
@@ -153,7 +153,10 @@ def table_view(t: GroupTable, info: ProtocolInfo, figures=(), breakdowns=()) -> 
         row = Row(r["model"], r["kind"], cells, f"{r['source']} k-{r['kind']}")
         (ceiling if r["kind"] in REFERENCE_KINDS else rows).append(row)
     title = f"{t.paper_table}: {t.task}" if paper else f"{t.task} — {info.label}"
-    return TableView(t.table_id, title, cols, rows, ceiling, info, list(t.datasets), list(t.notes),
+    notes = list(t.notes)
+    if not paper and ((t.rows["rank"] == 1) & (t.rows["kind"] == "random-init")).any():
+        notes.append(random_first_note([f"rank 1 by {t.task}'s headline"]))
+    return TableView(t.table_id, title, cols, rows, ceiling, info, list(t.datasets), notes,
                      [(label, note) for label, _, note in metrics if note], list(figures), list(breakdowns))
 
 
@@ -171,35 +174,99 @@ def breakdown_view(table_id: str, title: str, table: pd.DataFrame, figure=None) 
     return TableView(f"{table_id}-b-{safe}", title, cols, rows, figures=[figure] if figure else [])
 
 
-def summary_view(long: pd.DataFrame, infos: dict[str, ProtocolInfo]) -> TableView:
-    """Model x five task headlines (measured rows only), each value with its interval and n."""
+RANDOM_FIRST = (
+    "A random-init row ranks first here ({where}). That is no sign that pretraining hurts: under a linear "
+    "read-out a random network with more feature channels or a finer token grid can beat a small "
+    "pretrained one (a random-features regression; docs/probing.md, \"Validity: protocol v5\": a random "
+    "dinov2_small, 4x384 channels on 19x14 tokens, beats the shipped sapiens2_cpu_small, 4x192 channels on "
+    "16x12 tokens, on pose, seg and normal). Compare a backbone with the floor and with its own random "
+    "twin (the paired comparisons), not with another architecture's random row."
+)
+
+#: summary row order within a table: the references first, then measured rows by what they are
+_KIND_ORDER = ["oracle", "floor", "pretrained", "unknown", "random-init", "weight-free", "reference"]
+
+
+def seeds_text(seeds: str) -> str:
+    """The seeds cell: how many seeds and which (a bare ``0`` reads like a count of none).
+
+    Example:
+        >>> seeds_text("0"), seeds_text("0,1,2"), seeds_text("")
+        ('1 seed: 0', '3 seeds: 0, 1, 2', '-')
+    """
+    ids = [s for s in str(seeds or "").split(",") if s]
+    if not ids:
+        return "-"
+    return f"{len(ids)} seed{'' if len(ids) == 1 else 's'}: {', '.join(ids)}"
+
+
+def random_first_note(where: list[str]) -> str:
+    """The note shown with a table where a random-init row ranks first (``where``: its columns)."""
+    return RANDOM_FIRST.format(where=", ".join(where))
+
+
+def _families(mine: pd.DataFrame, infos: dict[str, ProtocolInfo]) -> dict[tuple, list[str]]:
+    """Protocol keys grouped into summary tables: one per protocol kind and name.
+
+    A probe protocol has one id per task (each task's knobs hashed apart), so the tasks of one named
+    protocol share a table; two keys of one task never do (they are split by key). A reference
+    system's protocol (MediaPipe's 2-class person/background seg, its shared-keypoint pose) has a name
+    of its own, hence a table of its own.
+    """
+    fams: dict[tuple, list[str]] = {}
+    for pk in dict.fromkeys(mine["protocol_key"]):
+        info = infos.get(pk)
+        fams.setdefault((pk.partition(":")[0], info.label if info else pk), []).append(pk)
+    out: dict[tuple, list[str]] = {}
+    for fam, pkeys in fams.items():
+        tasks = mine[mine["protocol_key"].isin(pkeys)].drop_duplicates(["task", "protocol_key"])["task"]
+        if tasks.is_unique:
+            out[fam] = pkeys
+        else:
+            out.update({(*fam, pk): [pk] for pk in pkeys})
+    return out
+
+
+def summary_views(long: pd.DataFrame, infos: dict[str, ProtocolInfo]) -> list[TableView]:
+    """One summary per protocol (and so label set): model x task headlines, measured rows only.
+
+    Numbers of different protocols never share a column: the probe's 29-class seg mIoU and a reference
+    system's 2-class person/background mIoU are in different tables. Each value carries its interval
+    and n; the reference rows (ceiling, floor) are apart and never bolded; a table whose best row on
+    some column is a random initialisation says why that can happen (:data:`RANDOM_FIRST`).
+    """
+    mine = long[long["source"] == "reproduced"]
     tasks = [t for t in task_names() if summary_metrics(t)]  # the table as it is now (tasks added late too)
-    specs = [(t, spec) for t in tasks for spec in summary_metrics(t)]
-    cols = [Column("model", "t"), Column("kind", "t"), Column("protocol", "t")]
+    views = []
+    for n, (fam, pkeys) in enumerate(_families(mine, infos).items()):
+        g = mine[mine["protocol_key"].isin(pkeys)]
+        specs = [(t, spec) for t in tasks for spec in summary_metrics(t)
+                 if ((g["task"] == t) & (g["metric"] == spec.key)).any()]
+        views.append(_summary_table(n, fam, pkeys, g, specs, infos))
+    # measured backbones first; tables of reference systems alone (MediaPipe) after them
+    return sorted(views, key=lambda v: not v.rows or all(r.kind == "reference" for r in v.rows))
+
+
+def _summary_table(n: int, fam: tuple, pkeys: list[str], g: pd.DataFrame, specs, infos) -> TableView:
+    cols = [Column("model", "t"), Column("kind", "t")]
+    multi_ds = g["dataset"].nunique() > 1
+    if multi_ds:
+        cols.append(Column("dataset", "t"))
     cols += [Column(f"{t}: {spec.label} {'↑' if spec.higher_is_better else '↓'}", "", spec.higher_is_better)
              for t, spec in specs]
-    mine = long[long["source"] == "reproduced"]
-    multi_ds = mine["dataset"].nunique() > 1
-    if multi_ds:
-        cols.insert(3, Column("dataset", "t"))
-    rows = []
-    kind_order = ["oracle", "floor", "pretrained", "unknown", "random-init", "weight-free", "reference"]
-    keys = mine.drop_duplicates(["model_key", "protocol_key", "dataset"])
-    pkeys = list(dict.fromkeys(keys["protocol_key"]))
-    keys = keys.assign(_p=keys["protocol_key"].map(pkeys.index),
-                       _k=keys["kind"].map(lambda k: kind_order.index(k) if k in kind_order else 9))
-    for _, k in keys.sort_values(["_p", "_k", "model"], kind="stable").iterrows():
-        g = mine[(mine["model_key"] == k["model_key"]) & (mine["protocol_key"] == k["protocol_key"])
-                 & (mine["dataset"] == k["dataset"])]
-        info = infos.get(k["protocol_key"])
-        label = info.label if info else k["protocol_key"]
+    keys = g.drop_duplicates(["model_key", "dataset"])
+    keys = keys.assign(_k=keys["kind"].map(lambda k: _KIND_ORDER.index(k) if k in _KIND_ORDER else 9))
+    keys = keys.sort_values(["_k", "model"], kind="stable")
+    values: dict[tuple, float] = {}
+    built = []
+    for _, k in keys.iterrows():
+        mg = g[(g["model_key"] == k["model_key"]) & (g["dataset"] == k["dataset"])]
         kind = KIND_LABELS.get(k["kind"], k["kind"])
-        cells = [Cell(k["model"], k["model"], "t"), Cell(kind, k["kind"], "t kind"),
-                 Cell(label, label, "t", title=k["protocol_key"])]
+        cells = [Cell(k["model"], k["model"], "t"), Cell(kind, k["kind"], "t kind")]
         if multi_ds:
             cells.append(Cell(k["dataset"], k["dataset"], "t"))
-        for t, spec in specs:
-            hit = g[(g["task"] == t) & (g["metric"] == spec.key)]
+        for j, (t, spec) in enumerate(specs):
+            hit = mg[(mg["task"] == t) & (mg["metric"] == spec.key)]
             if not len(hit):
                 cells.append(Cell("-", ""))
                 continue
@@ -209,9 +276,44 @@ def summary_view(long: pd.DataFrame, infos: dict[str, ProtocolInfo]) -> TableVie
             if not _missing(h["n"]):
                 cell.title = (cell.title + "; " if cell.title else "") + f"n = {int(h['n'])} test samples"
                 cell.ci = (cell.ci + " " if cell.ci else "") + f"n={int(h['n'])}"
+            if k["kind"] not in REFERENCE_KINDS and not _missing(h["value"]):
+                values[(len(built), j)] = h["value"] * s
             cells.append(cell)
-        rows.append(Row(k["model"], k["kind"], cells, f"reproduced k-{k['kind']}"))
-    return TableView("summary", "Summary: headline metric per task", cols, rows)
+        built.append((k, cells))
+    first = len(cols) - len(specs)
+    random_first = []
+    for j, (t, spec) in enumerate(specs):
+        col = {i: v for (i, jj), v in values.items() if jj == j}
+        if len(set(col.values())) < 2:  # a tie of every row marks nothing
+            continue
+        best = max(col.values()) if spec.higher_is_better else min(col.values())
+        for i, v in col.items():
+            if v == best:
+                built[i][1][first + j].cls = "best"
+                if built[i][0]["kind"] == "random-init" and t not in random_first:
+                    random_first.append(t)
+    rows, ceiling = [], []
+    for k, cells in built:
+        (ceiling if k["kind"] in REFERENCE_KINDS else rows).append(
+            Row(k["model"], k["kind"], cells, f"reproduced k-{k['kind']}"))
+    info = infos.get(pkeys[0])
+    label = fam[1] if len(fam) == 2 else f"{fam[1]} [{fam[2].partition(':')[2]}]"  # one name, two keys
+    notes = []
+    if len(pkeys) > 1 or (info and info.key.startswith("probe:")):
+        ids = sorted({(t, pk) for t, pk in zip(g["task"], g["protocol_key"])},
+                     key=lambda x: _task_index(x[0]))
+        notes.append("Protocol ids (one per task): "
+                     + "; ".join(f"{t} {pk.partition(':')[2]}" for t, pk in ids))
+    if random_first:
+        notes.append(random_first_note(random_first))
+    safe = "".join(c if c.isalnum() else "-" for c in label)[:40]
+    return TableView(f"summary-{n}-{safe}", f"Summary — {label}", cols, rows, ceiling,
+                     info if len(pkeys) == 1 else None, sorted(g["dataset"].unique()), notes)
+
+
+def _task_index(task: str) -> int:
+    names = list(task_names())
+    return names.index(task) if task in names else len(names)
 
 
 def banner(long: pd.DataFrame) -> str | None:

@@ -3,7 +3,11 @@
 At 1400 x 900 it checks that the summary table is above the fold, that the page is never wider
 than the window, that the model column stays put when a wide table is scrolled right (sticky),
 that the filter box hides rows, that sorting works and keeps the oracle's ceiling row on top, and
-that a hostile model name stays text. Screenshots go to the test's tmp folder (and to
+that a hostile model name stays text. At 1400 x 900 and on a 390 x 844 phone screen it checks one
+summary table per protocol (a reference system's 2-class person/background mIoU never in the
+probe's column; the floor and ceiling rows apart, never bolded; the note on a random-init row
+ranking first), the paired comparisons' verdict column in view, no word broken mid-word, and (on
+the phone) a number on the first screen. Screenshots go to the test's tmp folder (and to
 ``$SAPIENS2_SCREENSHOT_DIR`` when set). Marked ``chromium``: skips, with the reason printed, only
 when Chromium or chromedriver is missing (never under CI); ``scripts/install_chromium.sh`` installs both.
 """
@@ -25,11 +29,22 @@ HOSTILE = "<script>window.__pwned=1</script><b>bold</b>"
 MODELS = [("gt-oracle", "none", "GroundTruthOracle", None, 0.95),
           ("sapiens2_0.1b", "random(seed=0)", "sapiens2_0.1b", 114_000_000, 0.41),
           ("dinov2_small", "random(seed=0)", "dinov2_small", 22_000_000, 0.47),
+          ("floor", "none", "FeatureFreeFloor", None, 0.10),
           ("pixels", "none", "PixelPatches", None, 0.12),
           (HOSTILE, "random(seed=0)", "x", 5_000_000, 0.30)]
 pytestmark = pytest.mark.chromium
 TABLE = "t-pose-probe-p1"
 W, H = 1400, 900
+PHONE = (390, 844)
+REFERENCE = ("mediapipe-selfie-segmentation (0.10.21)", 85.0)  # a 2-class person/background mIoU
+# paired comparisons as the probe writes them, with a long verdict (the column that got cut off)
+# (names as long as the main job's, which made the table wider than 1400 px)
+PAIR = ("sapiens2_cpu_small_mae", "sapiens2_cpu_small_mae-random")
+COMPARISONS = [{"task": t, "a": PAIR[0], "b": PAIR[1], "n": 96, "level": 0.95,
+                "verdict": f"{PAIR[0]} better beyond the 95% interval",
+                "display": {"metric": f"{t} headline, % of range (lower is better)", "value_a": "14.38",
+                            "value_b": "15.02", "difference": "-0.634 [-0.774, -0.484]"}}
+               for t in ("pose", "seg", "normal", "pointmap", "albedo")]
 
 
 def _metrics(task: str, q: float) -> dict:
@@ -64,8 +79,17 @@ def site(tmp_path_factory):
                 protocol={"kind": "probe", "protocol_id": "p1"}, metrics=metrics,
                 config={"protocol": {"v": 1}}, seeds=[0], intervals=intervals if task != "pose" else None)
             write_record(root / "results" / f"{task}-{i}.json", rec)
+    name, miou = REFERENCE
+    rec = make_record(
+        model={"name": name, "params": None, "weights": "mediapipe selfie_segmenter.tflite"},
+        task="seg", dataset={"name": "synth", "split": "test", "content_hash": None, "num_samples": 40},
+        protocol={"kind": "eval", "protocol_id": "person-vs-background-v1",
+                  "description": "person vs background (2 classes); not comparable with 29-class mIoU"},
+        metrics={"summary": {"mIoU": miou, "mAcc": 90.0, "aAcc": 93.0}},
+        config={"system": "mediapipe", "task": "seg"}, seeds=[0])
+    write_record(root / "results" / "mediapipe-seg.json", rec)
     return build_site([root / "results"], root / "site", include_paper=True,
-                      protocol_names={"p1": "probe v1 (test)"})["html"]
+                      protocol_names={"p1": "probe v1 (test)"}, comparisons=COMPARISONS)["html"]
 
 
 @pytest.fixture(scope="module")
@@ -96,11 +120,11 @@ def test_summary_above_the_fold_and_page_fits_the_window(page, tmp_path):
     summary = page.rect("#summary table")
     assert 0 <= summary["top"] and summary["bottom"] <= H, f"summary table not above the fold: {summary}"
     first_table = page.evaluate("document.querySelector('table').id")
-    assert first_table == "summary"
+    assert first_table.startswith("summary-")
     models = page.evaluate("Array.from(document.querySelectorAll('#summary tbody tr'))"
                            ".map(r => r.getAttribute('data-model'))")
     expected = [m + (" (random init)" if w.startswith("random") else "") for m, w, *_ in MODELS]
-    assert sorted(models) == sorted(expected)
+    assert sorted(models) == sorted(expected + [REFERENCE[0]])
     assert page.evaluate("document.getElementById('no-pretrained') !== null")
     assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
     assert page.evaluate("Array.from(document.images).every(i => i.src.startsWith('data:image/png'))")
@@ -150,7 +174,7 @@ def test_sorting_keeps_the_ceiling_row_and_never_bolds_it(page):
     model = _header_index(page, TABLE, "model")
     assert model == 0
     page.click(f"#{TABLE} thead th:nth-child({ap + 1})")  # higher is better: first click sorts descending
-    measured = sorted((m for m in MODELS if m[0] != "gt-oracle"), key=lambda m: -m[4])
+    measured = sorted((m for m in MODELS if m[0] not in ("gt-oracle", "floor")), key=lambda m: -m[4])
     names = _column(page, TABLE, model)
     assert [n.replace(" (random init)", "") for n in names] == [m[0] for m in measured]
     assert page.evaluate(f"document.querySelectorAll('#{TABLE} thead th')[{ap}].getAttribute('aria-sort')") \
@@ -174,8 +198,104 @@ def test_hostile_model_name_stays_text(page):
 def test_sort_from_url_fragment_and_full_page(browser, site, tmp_path):
     browser.open(site.as_uri() + "#sort=t-seg-probe-p1:0:asc")
     names = _column(browser, "t-seg-probe-p1", 0)
-    assert names == sorted(names) and len(names) == len(MODELS) - 1
+    assert names == sorted(names) and len(names) == len(MODELS) - 2  # the ceiling and floor rows apart
     _check_png(browser.screenshot(tmp_path / "4-full.png", full_page=True), W, 3000, exact=False)
+
+
+# every run of letters or digits of visible text (code and hashes aside) that the layout split over two lines
+MID_WORD_BREAKS = r"""(() => {
+  const out = [], walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el || el.closest('script,style,code,.mono,.paths,details:not([open])')) continue;
+    const model = el.closest('td:first-child') !== null;
+    for (const m of n.textContent.matchAll(/[\p{L}\p{N}]{2,}/gu)) {
+      // a model name is an identifier: one longer than 24 characters may break anywhere to fit
+      const token = n.textContent.slice(0, m.index).split(/\s/).pop() +
+                    n.textContent.slice(m.index).split(/\s/)[0];
+      if (model && token.length > 24) continue;
+      const range = document.createRange();
+      range.setStart(n, m.index);
+      range.setEnd(n, m.index + m[0].length);
+      const tops = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0)
+                           .map(r => Math.round(r.top)));
+      if (tops.size > 1) out.push(m[0]);
+    }
+  }
+  return out;
+})()"""
+
+
+def _summaries(b) -> list[dict]:
+    """Each summary table: its title, header, and per body the rows as [model, [cell text], [cell class]]."""
+    return b.evaluate("""Array.from(document.querySelectorAll('#summary section.sum')).map(s => ({
+        title: s.querySelector('h3').textContent,
+        head: Array.from(s.querySelectorAll('thead th')).map(th => th.firstChild.textContent),
+        notes: Array.from(s.querySelectorAll('ul.notes li')).map(li => li.textContent),
+        bodies: Object.fromEntries(Array.from(s.querySelectorAll('tbody')).map(tb => [tb.className,
+            Array.from(tb.rows).map(r => [r.getAttribute('data-model'),
+                Array.from(r.cells).map(c => c.firstChild ? c.firstChild.textContent : ''),
+                Array.from(r.cells).map(c => c.className)])]))}))""")
+
+
+@pytest.mark.parametrize("size", [(W, H), PHONE], ids=["1400x900", "390x844"])
+def test_summary_per_protocol_verdict_in_view_no_mid_word_break(browser, site, tmp_path, size):
+    width, height = size
+    browser.resize(width, height)
+    try:
+        browser.open(site.as_uri())
+        assert browser.evaluate("[window.innerWidth, window.innerHeight]") == [width, height]
+        assert browser.evaluate("document.documentElement.scrollWidth") <= width, "page wider than the window"
+        tables = _summaries(browser)
+        assert [t["title"] for t in tables] == ["Summary — probe v1 (test)",
+                                                "Summary — eval person-vs-background-v1"]
+        probe, reference = tables
+        seg = probe["head"].index("seg: mIoU % ↑")
+        probe_seg = [float(cells[seg]) for body in probe["bodies"].values() for _, cells, _ in body]
+        assert max(probe_seg) < 100 * max(q for *_, q in MODELS) + 1e-6
+        assert REFERENCE[0] not in [m for body in probe["bodies"].values() for m, *_ in body]
+        # the reference system alone, in a table with only its task's column: 85.00 shares no column
+        assert reference["head"] == ["model", "kind", "seg: mIoU % ↑"]
+        assert [(m, cells[2]) for m, cells, _ in reference["bodies"]["ranked"]] == [(REFERENCE[0], "85.00")]
+        # the ceiling and floor rows are references: apart from the ranked rows and never bolded
+        assert sorted(m for m, *_ in probe["bodies"]["ceiling"]) == ["floor", "gt-oracle"]
+        assert not any("best" in c for _, _, classes in probe["bodies"]["ceiling"] for c in classes)
+        best = {probe["head"][j]: m for m, _, classes in probe["bodies"]["ranked"]
+                for j, c in enumerate(classes) if "best" in c}
+        assert best["seg: mIoU % ↑"] == "dinov2_small (random init)"  # the best quality is a random init
+        assert any("random-init row ranks first" in n and "19x14 tokens" in n for n in probe["notes"])
+        assert "pointmap: L2 cm ↓" in probe["head"] and not any("x1e" in h for h in probe["head"])
+        # the verdict column of the paired comparisons is in view (1400) or right after the pair (phone)
+        heads = browser.evaluate("Array.from(document.querySelectorAll('#comparisons-table th'))"
+                                 ".map(th => th.textContent)")
+        verdict = heads.index("verdict")
+        assert verdict == 3, heads
+        browser.evaluate("document.getElementById('comparisons').scrollIntoView()")
+        box = browser.rect("#comparisons .scroll")
+        cells = browser.evaluate("Array.from(document.querySelectorAll('#comparisons-table tr'))"
+                                 ".map(r => JSON.parse(JSON.stringify(r.cells[arguments[0]]"
+                                 ".getBoundingClientRect())))", verdict)
+        assert len(cells) == 1 + len(COMPARISONS)
+        if width == W:
+            for r in cells:
+                assert r["right"] <= min(box["right"], width) + 0.5, f"verdict cut off: {r} vs {box}"
+        spill = browser.evaluate("Array.from(document.querySelectorAll('#summary td'))"
+                                 ".filter(td => td.scrollWidth > td.clientWidth + 1)"
+                                 ".map(td => td.textContent)")
+        assert not spill, f"text runs out of its summary cell at {width}x{height}: {spill}"
+        broken = browser.evaluate(MID_WORD_BREAKS)
+        assert not broken, f"words broken mid-word at {width}x{height}: {broken[:10]}"
+        browser.evaluate("window.scrollTo(0, 0)")
+        if (width, height) == PHONE:  # a number on the first screen
+            first = browser.evaluate("""(() => { const c = Array.from(document.querySelectorAll(
+                '#summary td[data-v]')).find(td => td.getAttribute('data-v') !== '' &&
+                !isNaN(Number(td.getAttribute('data-v'))));
+                return c ? JSON.parse(JSON.stringify(c.getBoundingClientRect())) : null; })()""")
+            assert first and 0 <= first["top"] and first["bottom"] <= height, first
+            assert first["right"] <= width, first
+        _check_png(browser.screenshot(tmp_path / f"5-summary-{width}x{height}.png"), width, height)
+    finally:
+        browser.resize(W, H)
 
 
 def _check_png(path, width, height, exact=True):

@@ -113,19 +113,26 @@ def test_summary_first_with_intervals_n_and_kinds(site):
     paths, _ = site
     page = paths["html"].read_text(encoding="utf-8")
     tables = _parse(page)
-    assert next(iter(tables)) == "summary" and page.index('id="summary"') < page.index('id="protocols"')
-    head = tables["summary"]["head"]
-    # five tasks, pose with two columns: the probe's headline (EPE) and the official AP
-    assert head[:3] == ["model", "kind", "protocol"] and len(head) == 3 + 6
-    assert head[3:5] == ["pose: EPE px ↓", "pose: AP % ↑"]
-    rows = {r[0]["data-model"]: r[1] for r in tables["summary"]["bodies"]["ranked"]}
-    assert set(rows) == {"gt-oracle", "sapiens2_0.4b", "pixels"}
+    first = next(iter(tables))
+    assert first.startswith("summary-") and page.index('id="summary"') < page.index('id="protocols"')
+    assert [t for t in tables if t.startswith("summary-")] == [first]  # one protocol: one summary table
+    head = tables[first]["head"]
+    # the columns of the tasks measured under this protocol only (no pose, albedo... records here)
+    assert head == ["model", "kind", "seg: mIoU % ↑", "normal: mean deg ↓"]
+    assert "<h3>Summary — probe v3 quick</h3>" in page
+    body = tables[first]["bodies"]
+    (ceiling,) = body["ceiling"]  # the oracle is a reference row: apart, never bolded
+    assert ceiling[0]["data-model"] == "gt-oracle" and ceiling[1][1][1] == "ceiling (GT oracle)"
+    assert not any("best" in cls for cls, _ in ceiling[1])
+    rows = {r[0]["data-model"]: r[1] for r in body["ranked"]}
+    assert set(rows) == {"sapiens2_0.4b", "pixels"}
     seg = head.index("seg: mIoU % ↑")
     assert rows["sapiens2_0.4b"][seg][1] == "40.00[38.50, 41.25] n=12"  # value, interval, n
+    assert rows["sapiens2_0.4b"][seg][0] == "best"  # the best measured row is bolded
     assert rows["pixels"][seg][1] == "4.00n=12"  # no interval: the value and n alone
+    assert rows["pixels"][head.index("normal: mean deg ↓")][0] == ""  # a lone value is no "best"
     assert rows["sapiens2_0.4b"][1][1] == "pretrained" and rows["pixels"][1][1] == "weight-free"
-    assert rows["gt-oracle"][1][1] == "ceiling (GT oracle)"
-    assert rows["pixels"][2][1] == "probe v3 quick"
+    assert "random-init row ranks first" not in page  # a pretrained row ranks first: no note
     assert "no-pretrained" not in page  # a pretrained row exists: no banner
 
 
@@ -190,7 +197,8 @@ def test_paper_tables_protocol_panel_and_markdown(site):
         assert f">{knob}</td>" in panel and f">{value}</td>" in panel, knob
     md = paths["markdown"].read_text(encoding="utf-8")
     assert md.index("## Summary") < md.index("## Protocols") < md.index("## seg") < md.index("## The paper")
-    assert "| model | kind | protocol |" in md and r"\[38.50, 41.25\] n=12" in md
+    assert "| model | kind | seg: mIoU % ↑ | normal: mean deg ↓ |" in md and r"\[38.50, 41.25\] n=12" in md
+    assert "### Summary — probe v3 quick" in md
     assert "*gt-oracle (ceiling)*" in md and "n/a" in md and "`tasks.seg.loss` = ce" in md
 
 

@@ -120,7 +120,7 @@ def test_build_site_escapes_and_is_self_contained(results_dir, tmp_path):
     # one table per (task, protocol); the paper's probing table stays apart from ours; every paper
     # table is shown whatever the records are (here probe records only), after ours
     ids = re.findall(r'<table class="lb" id="([^"]+)"', page)
-    assert ids[0] == "summary"
+    assert ids[0].startswith("summary-")
     assert ids.index("t-pose-probe-p1") < ids.index("t-pose-probe-paper-table2")  # ours first
     assert "t-seg-eval" not in ids  # no measured task-model table without task-model records
     for table in ("t-seg-paper-Table-4", "t-pointmap-paper-Table-5", "t-normal-paper-Table-6",

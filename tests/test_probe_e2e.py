@@ -159,7 +159,7 @@ def test_cli_probe(synth64, tmp_path, capsys):
         ]
     )
     out = capsys.readouterr().out
-    assert code == 0 and "seg mIoU % [95% CI]" in out and "albedo MAE x1e-2 [95% CI]" in out
+    assert code == 0 and "seg mIoU % [95% CI]" in out and "albedo MAE % of range [95% CI]" in out
     assert "pixels" in out and out.count(" n=") == 2
     assert (tmp_path / "pixels" / quick_protocol().protocol_id("albedo") / "albedo" / "seed0.json").is_file()
     assert (
