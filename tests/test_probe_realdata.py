@@ -141,3 +141,16 @@ def test_memory_data_vocabulary_sizes_the_pose_task(tmp_path):
     with pytest.raises(ValueError, match=why):
         run_probe("pixels", ["pose"], other, tmp_path / "o2",
                   protocol=quick_protocol().replace(tasks={"pose": {"keypoint_set": "coco17"}}))
+
+
+@needs_real
+def test_probe_cli_names_the_vocabulary_and_warns_on_few_images(tmp_path, capsys):
+    from benchmarks.cli.main import main
+
+    data = import_dataset("coco", REAL / "coco/test_coco.json", tmp_path / "coco")
+    argv = ["probe", "--backbone", "pixels", "--tasks", "seg", "--data", str(data), "--quick",
+            "--out", str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert "vocabulary: seg label_set person2" in out.out
+    assert "WARNING: only 1 seg test image(s): an interval over fewer than 30 test images" in out.err
