@@ -154,3 +154,11 @@ def test_probe_cli_names_the_vocabulary_and_warns_on_few_images(tmp_path, capsys
     out = capsys.readouterr()
     assert "vocabulary: seg label_set person2" in out.out
     assert "WARNING: only 1 seg test image(s): an interval over fewer than 30 test images" in out.err
+
+
+def test_few_images_rule_is_fewer_than_30():
+    from benchmarks.probe.api import _few_images_warning
+
+    assert MIN_INTERVAL_IMAGES == 30
+    assert "only 29 seg test image(s)" in _few_images_warning({"n": 29}, "seg")
+    assert _few_images_warning({"n": 30}, "seg") == "" and _few_images_warning({}, "seg") == ""

@@ -467,6 +467,7 @@ def _write_mean(path: Path, records: list[dict]) -> Path:
     r0 = views[0]
     seeds = [s for r in views for s in r.seeds]
     intervals = seed_intervals(views)
+    few = _few_images_warning({"n": r0.intervals.n if r0.intervals else None}, r0.task)
     if intervals and "side_file" in intervals and len(
         {r.intervals.bootstrap_sha256 if r.intervals else None for r in views}
     ) != 1:  # equal values but other resampled values: no single side file stands for the mean
@@ -484,7 +485,7 @@ def _write_mean(path: Path, records: list[dict]) -> Path:
         seeds=seeds,
         timings={k: sum(r.timings.get(k, 0.0) for r in views) for k in r0.timings},
         device=r0.device_type,
-        notes=f"mean and std over seeds {seeds}",
+        notes=f"mean and std over seeds {seeds}" + (f"; WARNING: {few}" if few else ""),
     )
     if dist_utils.is_main():
         write_record(path, rec)
