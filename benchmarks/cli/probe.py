@@ -167,5 +167,9 @@ def _print_summary(paths) -> None:
     records = [RecordView.of(read_record(p)) for p in paths]
     tasks = [t for t in task_names() if any(r.task == t for r in records)]
     print(summary_table(records, tasks))
+    vocab = {r.task: r.dataset.as_dict().get("vocabulary") for r in records}
+    named = [f"{t} {k} {v}" for t in tasks for k, v in (vocab.get(t) or {}).items()]
+    if named:  # which keypoint / label set each task's numbers are in
+        print("vocabulary: " + "; ".join(named))
     for p in paths:
         print(f"  {p}")

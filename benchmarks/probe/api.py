@@ -51,7 +51,11 @@ from sapiens2.errors import BenchError, UnknownNameError
 from sapiens2.output_lock import output_lock
 from sapiens2.records.view import RecordView, record_views
 
-__all__ = ["FLOOR", "ORACLE", "RecordConflictError", "run_probe", "seed_list"]
+__all__ = ["FLOOR", "ORACLE", "MIN_INTERVAL_IMAGES", "RecordConflictError", "run_probe", "seed_list"]
+
+# Below this many test images a record's bootstrap interval is flagged as meaningless: a percentile
+# bootstrap over so few images badly under-covers (it can only resample the handful of values seen).
+MIN_INTERVAL_IMAGES = 30
 
 
 class RecordConflictError(BenchError, ValueError):
@@ -75,6 +79,41 @@ def _task_list(tasks) -> list[str]:
         if t not in known:
             raise UnknownNameError("probe task", t, known)
     return tasks
+
+
+def _data_vocabularies(protocol: ProbeProtocol, tasks: list[str], source) -> tuple[ProbeProtocol, dict]:
+    """The protocol with each task's vocabulary field set from the data, and the data's sets by task.
+
+    A task's set is the one its train and test splits' readers name (they must agree); a set that is
+    the task's default is left empty in the protocol (the ids of default-vocabulary runs never change).
+
+    Raises:
+        ValueError: the train and test splits name different sets, or the protocol names another set.
+    """
+    vocabs = {}
+    for t in tasks:
+        task = build_task(t, protocol)
+        kind, field_name = task.vocabulary_kind, protocol.task(t).VOCABULARY_FIELD
+        if not kind or not field_name:
+            continue
+        splits = (protocol.train_split, protocol.test_split)
+        found = [source.vocabulary(t, split, protocol) for split in splits]
+        if found[0] is None and found[1] is None:
+            continue
+        ids = []
+        for v in found:
+            task.use_vocabulary(v)  # a protocol that names another set fails here
+            ids.append(task.vocabulary()[kind])
+        if ids[0] != ids[1]:
+            raise ValueError(
+                f"data {source.name}: the {t} {protocol.train_split!r} split's {kind} is {ids[0]!r} but the "
+                f"{protocol.test_split!r} split's is {ids[1]!r}"
+            )
+        vocabs[t] = found[1] if found[1] is not None else found[0]
+        named = "" if ids[1] == task.default_vocabulary else ids[1]
+        if getattr(protocol.task(t), field_name) != named:
+            protocol = protocol.replace(tasks={t: {field_name: named}})
+    return protocol, vocabs
 
 
 def _spec_identity(cfg: dict) -> dict:
@@ -149,22 +188,26 @@ def run_probe(
     reference = backbone if isinstance(backbone, str) and backbone in REFERENCE_BACKBONES else None
     cfg = None if reference else resolve_backbone_cfg(backbone)  # a bad name fails here
     label = reference or backbone_label(backbone)
+    source = as_data_source(data_dir)
+    # the data's keypoint / label sets size the tasks and enter their protocol ids
+    protocol, vocabs = _data_vocabularies(protocol, tasks, source)
     # the task's protocol id: out/<backbone>/<its id>/<task>/
     out = Path(out_dir) / label.replace(os.sep, "_").replace(":", "_")
     folder = {t: out / protocol.protocol_id(t) / t for t in tasks}
-    source = as_data_source(data_dir)
     # one lock per backbone folder (every task's records of the backbone live below it): a second
     # probe of this backbone into this --out stops here, whatever its tasks
     with output_lock(out, f"probe {label}"):
         return _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir,
-                      device, t_start)
+                      device, t_start, vocabs)
 
 
 def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir, device,
-           t_start):
+           t_start, vocabs=None):
     """:func:`run_probe` after its argument checks, holding the lock of the backbone's record folder."""
     # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
     task_objs = {t: build_task(t, protocol) for t in tasks}
+    for t, v in (vocabs or {}).items():
+        task_objs[t].use_vocabulary(v)
     splits, data_ids = {}, {}
     for name, task in task_objs.items():
         train = load_task_split(source, task, protocol.train_split, protocol, protocol.max_train_samples)
@@ -328,6 +371,14 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
         task, decoder, run.test_feat, run.test_tgt, run.test_idx, protocol, side_path=side_path(path)
     )
     pid = protocol.protocol_id(task.name)
+    vocabulary = task.vocabulary()
+    notes = (f"decoder trained from iteration {info['resumed_from']}; "
+             f"final train loss {info['final_loss']:.5g}")
+    few = _few_images_warning(intervals, task.name)
+    if few:
+        notes += f"; WARNING: {few}"
+        if dist_utils.is_main():
+            print(f"probe {label} {task.name} seed {seed}: WARNING: {few}", file=sys.stderr)
     rec = make_record(
         model={
             "name": label,
@@ -342,6 +393,7 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
             "split": protocol.test_split,
             "content_hash": source.content_hash(task.name, protocol.test_split),
             "num_samples": int(run.test_feat.feats.shape[0]),
+            **({"vocabulary": vocabulary} if vocabulary else {}),
         },
         protocol={
             "kind": "probe",
@@ -359,6 +411,7 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
             "protocol": protocol.task_protocol(task.name),
             "backbone": bb_desc,
             "task": task.name,
+            **({"vocabulary": vocabulary} if vocabulary else {}),
             "seed": seed,
             "num_train_samples": run.num_train,
             "shortcut": info["shortcut"],
@@ -372,13 +425,25 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
             "eval_s": eval_s,
         },
         device=ctx.device,
-        notes=f"decoder trained from iteration {info['resumed_from']}; "
-        f"final train loss {info['final_loss']:.5g}",
+        notes=notes,
     )
     if dist_utils.is_main():
         write_record(path, rec)
     dist_utils.barrier()
     return rec
+
+
+def _few_images_warning(intervals: dict, task: str) -> str:
+    """The warning of a record whose interval rests on fewer than :data:`MIN_INTERVAL_IMAGES` test
+    images ("" otherwise)."""
+    n = (intervals or {}).get("n")
+    if n is None or n >= MIN_INTERVAL_IMAGES:
+        return ""
+    return (
+        f"only {n} {task} test image(s): an interval over fewer than {MIN_INTERVAL_IMAGES} test images "
+        "does not mean anything (the bootstrap can only resample those few values); read the numbers as a "
+        "smoke test, not a measurement"
+    )
 
 
 def _write_mean(path: Path, records: list[dict]) -> Path:
@@ -402,6 +467,7 @@ def _write_mean(path: Path, records: list[dict]) -> Path:
     r0 = views[0]
     seeds = [s for r in views for s in r.seeds]
     intervals = seed_intervals(views)
+    few = _few_images_warning({"n": r0.intervals.n if r0.intervals else None}, r0.task)
     if intervals and "side_file" in intervals and len(
         {r.intervals.bootstrap_sha256 if r.intervals else None for r in views}
     ) != 1:  # equal values but other resampled values: no single side file stands for the mean
@@ -419,7 +485,7 @@ def _write_mean(path: Path, records: list[dict]) -> Path:
         seeds=seeds,
         timings={k: sum(r.timings.get(k, 0.0) for r in views) for k in r0.timings},
         device=r0.device_type,
-        notes=f"mean and std over seeds {seeds}",
+        notes=f"mean and std over seeds {seeds}" + (f"; WARNING: {few}" if few else ""),
     )
     if dist_utils.is_main():
         write_record(path, rec)

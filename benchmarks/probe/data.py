@@ -20,10 +20,22 @@ from sapiens2.datasets import open_split
 
 
 class MemoryData:
-    """In-memory samples: ``{task: {split: [sample dict, ...]}}`` (tests and programmatic use)."""
+    """In-memory samples: ``{task: {split: [sample dict, ...]}}`` (tests and programmatic use).
 
-    def __init__(self, samples: dict[str, dict[str, list[dict]]], name: str = "memory"):
+    Args:
+        samples: the samples by task and split.
+        name: the data's name in records.
+        vocabularies: ``{task: keypoint / label set}`` (a set, built-in name or JSON; a task left out: its
+            default set).
+    """
+
+    def __init__(self, samples: dict[str, dict[str, list[dict]]], name: str = "memory", vocabularies=None):
         self.samples, self.name = samples, name
+        self.vocabularies = dict(vocabularies or {})
+
+    def vocabulary(self, task: str, split: str, protocol):
+        """The keypoint / label set of ``task``'s GT (None: the task's default)."""
+        return self.vocabularies.get(task)
 
     def load(self, task: str, split: str, protocol) -> list[dict]:
         if task not in self.samples or split not in self.samples[task]:
@@ -59,6 +71,7 @@ class FolderData:
         if not self.root.is_dir():
             raise FileNotFoundError(f"--data {self.root}: no such folder")
         self._hashes: dict[Path, str] = {}
+        self._readers: dict[tuple, object] = {}
 
     def _split_dir(self, split: str) -> tuple[Path, bool]:
         if (self.root / split / "split.json").is_file():
@@ -75,12 +88,15 @@ class FolderData:
         folder, holdout = self._split_dir(split)
         crops = probe_task_class(task).crops  # top-down crops are cut at the protocol's input size
         kwargs = {"input_size": (protocol.input_size[1], protocol.input_size[0])} if crops else {}
-        try:
-            reader = open_split(folder, task, **kwargs)
-        except ValueError as e:  # DatasetError
-            raise FileNotFoundError(
-                f"--data {self.root}: no {task} ground truth for split {split!r} ({e})"
-            ) from e
+        key = (folder, task, tuple(sorted(kwargs.items())))
+        if key not in self._readers:  # one reader per split folder (its manifest is read once)
+            try:
+                self._readers[key] = open_split(folder, task, **kwargs)
+            except ValueError as e:  # DatasetError
+                raise FileNotFoundError(
+                    f"--data {self.root}: no {task} ground truth for split {split!r} ({e})"
+                ) from e
+        reader = self._readers[key]
         n = len(reader)
         if holdout:
             k = protocol.holdout_every
@@ -89,6 +105,11 @@ class FolderData:
         else:
             keep = list(range(n))
         return reader, keep
+
+    def vocabulary(self, task: str, split: str, protocol):
+        """The keypoint / label set the split's reader names (``keypoint_set`` / ``label_set``; None)."""
+        kind = probe_task_class(task).vocabulary_kind
+        return getattr(self.reader(task, split, protocol)[0], kind, None) if kind else None
 
     def load(self, task: str, split: str, protocol) -> list[dict]:
         reader, keep = self.reader(task, split, protocol)

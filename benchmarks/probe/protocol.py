@@ -256,7 +256,8 @@ class ProbeProtocol:
 
         The shared fields (:data:`SHARED_FIELDS`), the fields the task's read-out reads
         (:data:`READOUT_FIELDS` of its decoder) and ``tasks`` holding that task's settings alone
-        (without ``BODY_ONLY_FIELDS`` for the linear read-out). It is a valid protocol dict:
+        (without ``BODY_ONLY_FIELDS`` for the linear read-out, and without an empty vocabulary field:
+        the task's default keypoint / label set). It is a valid protocol dict:
         ``ProbeProtocol.from_dict(view).task_protocol(name) == view`` (the fields left out are
         read by nothing that runs), and records store it as their ``config["protocol"]``.
         """
@@ -264,7 +265,9 @@ class ProbeProtocol:
         d = self.to_dict()
         view = {k: d[k] for k in (*SHARED_FIELDS, *READOUT_FIELDS[settings.decoder])}
         body_only = settings.BODY_ONLY_FIELDS if settings.decoder == "linear" else ()
-        view["tasks"] = {name: {k: v for k, v in d["tasks"][name].items() if k not in body_only}}
+        vocab = settings.VOCABULARY_FIELD
+        left_out = (*body_only, vocab) if vocab and not getattr(settings, vocab) else body_only
+        view["tasks"] = {name: {k: v for k, v in d["tasks"][name].items() if k not in left_out}}
         return view
 
     def protocol_id(self, task: str) -> str:

@@ -34,3 +34,6 @@ class TaskSettings:
 
     # fields only a trained body reads: the closed-form linear read-out's protocol id leaves them out
     BODY_ONLY_FIELDS: ClassVar[tuple[str, ...]] = ("loss", "loss_weights")
+    # the task's vocabulary field (keypoint or label set; "": none): empty means the task's default
+    # set, and an empty value is left out of the protocol id (the ids of the default sets never change)
+    VOCABULARY_FIELD: ClassVar[str] = ""

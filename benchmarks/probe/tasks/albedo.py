@@ -19,6 +19,7 @@ from benchmarks.probe.tasks.base import (
     per_sample_masked_mean,
     register_probe_task,
     resize_to,
+    stack_native,
     subsample,
 )
 from evaluators.albedo import AlbedoEvaluator
@@ -45,8 +46,12 @@ class AlbedoTask(ProbeTask):
 
     def targets(self, samples):
         return {
-            "albedo": torch.stack([torch.as_tensor(s["albedo"]).float() for s in samples]),
-            "mask": torch.stack([torch.as_tensor(s["mask"]).bool() for s in samples]),
+            "albedo": stack_native(
+                [torch.as_tensor(s["albedo"]).float() for s in samples], samples, self.name, "albedo"
+            ),
+            "mask": stack_native(
+                [torch.as_tensor(s["mask"]).bool() for s in samples], samples, self.name, "mask"
+            ),
         }
 
     def predict(self, maps, size):

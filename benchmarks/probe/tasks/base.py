@@ -10,12 +10,16 @@ single-process gradient of the global batch.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.losses import get_loss
 from benchmarks.probe.registry import PROBE_TASKS
 from benchmarks.probe.settings import TaskSettings
+from sapiens2 import vocab as vocabularies
 
 
 def per_sample_masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -78,11 +82,53 @@ def subsample(t: torch.Tensor, stride: int, offset: tuple[int, int] | None = Non
     return t[..., oy::stride, ox::stride]
 
 
+def stack_native(maps: list[torch.Tensor], samples: list[dict], task: str, key: str) -> torch.Tensor:
+    """``torch.stack`` of per-sample native-size GT maps, which must share one size.
+
+    Raises:
+        ValueError: two maps differ in size (naming both samples); a task that takes images of several
+            sizes (seg) resizes or pads them itself instead.
+    """
+    for s, m in zip(samples, maps):
+        if m.shape[-2:] != maps[0].shape[-2:]:
+            ids = [x.get("id", x.get("index")) for x in (samples[0], s)]
+            raise ValueError(
+                f"{task} probe: {key} of sample {ids[0]} is {tuple(maps[0].shape[-2:])} but that of sample "
+                f"{ids[1]} is {tuple(m.shape[-2:])}; the {task} probe takes images of one size (seg takes "
+                "any sizes): resize the split to one size first"
+            )
+    return torch.stack(maps)
+
+
 def masked_mean(readout_targets: torch.Tensor) -> torch.Tensor:
     """Per-pixel mean of ``t`` over the masks that cover the pixel (0 where none does): K x H x W from the
     B x (K + 1) x H x W read-out targets ``[mask * t, mask]`` of a masked task."""
     s = readout_targets.double().sum(0)
     return torch.where(s[-1:] > 0, s[:-1] / s[-1:].clamp_min(1e-12), torch.zeros_like(s[:-1]))
+
+
+def _vocabulary_content(v) -> str:
+    if isinstance(v, vocabularies.KeypointSet):
+        body = {"names": list(v.names), "sigmas": [float(x) for x in v.sigmas],
+                "parts": {k: list(map(int, i)) for k, i in v.parts.items()},
+                "flip_pairs": [list(map(int, p)) for p in v.flip_pairs]}
+    else:
+        body = {"names": list(v.names), "ignore_index": int(v.ignore_index)}
+    return json.dumps(body, sort_keys=True)
+
+
+def vocabulary_id(v) -> str:
+    """The name a protocol and a record give a keypoint / label set: a built-in set's name when ``v``
+    is that set; otherwise its name + the first 12 hex digits of the SHA-256 of its content (names,
+    sigmas, parts, flip pairs / names, ignore index), so two user sets of one name never share an id."""
+    keypoints = isinstance(v, vocabularies.KeypointSet)
+    builtin = vocabularies.keypoint_sets() if keypoints else vocabularies.label_sets()
+    content = _vocabulary_content(v)
+    if v.name in builtin:
+        ref = vocabularies.keypoint_set(v.name) if keypoints else vocabularies.label_set(v.name)
+        if _vocabulary_content(ref) == content:
+            return v.name
+    return f"{v.name}-{hashlib.sha256(content.encode()).hexdigest()[:12]}"
 
 
 class ProbeTask:
@@ -109,6 +155,9 @@ class ProbeTask:
     global_channels = 0
     required_keys: tuple = ()
     oracle_patch = 1  # stride of the oracle features (the targets' own resolution)
+    # the reader attribute naming the GT's vocabulary ("keypoint_set" / "label_set"; "": the task has none)
+    vocabulary_kind = ""
+    default_vocabulary = ""  # the set of data that names none (the synthetic split's)
 
     def __init__(self, protocol):
         self.protocol = protocol
@@ -117,6 +166,37 @@ class ProbeTask:
         # the protocol's loss, looked up by name (unknown loss or term names fail here, before training)
         self.loss_spec = get_loss(self.name, self.settings.loss)
         self.loss_weights = self.loss_spec.weights(self.settings.loss_weights)
+
+    def use_vocabulary(self, vocab=None) -> None:
+        """Size the read-out and the evaluator from the split's vocabulary (a task with one overrides this).
+
+        Args:
+            vocab: the split's keypoint / label set (None: the one the settings name, else the default).
+        """
+
+    def vocabulary(self) -> dict[str, str]:
+        """``{vocabulary_kind: id}`` of the set the task is sized from (:func:`vocabulary_id`; {}: none)."""
+        v = getattr(self, self.vocabulary_kind, None) if self.vocabulary_kind else None
+        return {self.vocabulary_kind: vocabulary_id(v)} if v is not None else {}
+
+    def _resolve_vocabulary(self, vocab, lookup):
+        """The set to size from: ``vocab`` (checked against the settings' field), else the settings', else
+        :attr:`default_vocabulary`.
+
+        Raises:
+            ValueError: the protocol names another set than the data's.
+        """
+        field_name = self.settings.VOCABULARY_FIELD
+        named = getattr(self.settings, field_name) if field_name else ""
+        if vocab is None:
+            return lookup(named or self.default_vocabulary)
+        v = lookup(vocab)
+        if named and named != vocabulary_id(v):
+            raise ValueError(
+                f"{self.name}: the protocol's tasks.{self.name}.{field_name} is {named!r} but the data's "
+                f"{self.vocabulary_kind} is {vocabulary_id(v)!r}"
+            )
+        return v
 
     def set_step(self, it: int) -> None:
         """Pick the loss grid's offset for iteration ``it``.

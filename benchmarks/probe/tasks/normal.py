@@ -14,6 +14,7 @@ from benchmarks.probe.tasks.base import (
     loss_grid,
     per_sample_masked_mean,
     register_probe_task,
+    stack_native,
     subsample,
 )
 from evaluators.normal import NormalEvaluator
@@ -40,8 +41,12 @@ class NormalTask(ProbeTask):
 
     def targets(self, samples):
         return {
-            "normal": torch.stack([torch.as_tensor(s["normal"]).float() for s in samples]),
-            "mask": torch.stack([torch.as_tensor(s["mask"]).bool() for s in samples]),
+            "normal": stack_native(
+                [torch.as_tensor(s["normal"]).float() for s in samples], samples, self.name, "normal"
+            ),
+            "mask": stack_native(
+                [torch.as_tensor(s["mask"]).bool() for s in samples], samples, self.name, "mask"
+            ),
         }
 
     def make_evaluator(self):

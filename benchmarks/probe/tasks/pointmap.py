@@ -23,6 +23,7 @@ from benchmarks.probe.tasks.base import (
     per_sample_masked_mean,
     register_probe_task,
     resize_to,
+    stack_native,
     subsample,
 )
 from evaluators.pointmap import PointmapEvaluator
@@ -63,7 +64,8 @@ class PointmapTask(ProbeTask):
             m = torch.as_tensor(s["mask"]).bool() & torch.isfinite(p).all(0) & (p[2] > 0)
             pts.append(torch.where(m[None], p, torch.zeros_like(p)))
             masks.append(m)
-        pc, mask = torch.stack(pts), torch.stack(masks)
+        pc = stack_native(pts, samples, self.name, "pointmap")
+        mask = stack_native(masks, samples, self.name, "mask")
         scale = per_sample_masked_mean(pc[:, 2:3], mask).clamp_min(1e-3)
         return {"pointmap": pc, "mask": mask, "log_scale": scale.log()}
 

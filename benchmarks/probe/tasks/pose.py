@@ -1,4 +1,8 @@
-"""308-keypoint pose probe on top-down crops: UDP heatmaps (weighted MSE), UDP decoding, COCO AP.
+"""Pose probe on top-down crops: UDP heatmaps (weighted MSE), UDP decoding, COCO AP.
+
+One heatmap per keypoint of the split's keypoint set (``keypoints308`` by default; the reader's
+``keypoint_set``, e.g. COCO-17 or COCO-WholeBody-133 from ``data import``), scored with that set's OKS
+sigmas and per-part AP / PCK / EPE over its declared parts.
 
 Heatmaps are at stride ``output_stride`` (4) of the crop; keypoints are decoded with
 ``sapiens2.codecs.udp.udp_decode`` into crop pixels and scored with the COCO keypoint AP engine in
@@ -8,6 +12,7 @@ crop coordinates (one crop = one image; the OKS area is the GT area scaled into 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -17,6 +22,9 @@ from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import ProbeTask, register_probe_task
 from evaluators.pose.evaluator import PoseEvaluator
 from sapiens2.codecs.udp import udp_decode, udp_encode
+from sapiens2.vocab import keypoint_set
+
+DEFAULT_KEYPOINT_SET = "keypoints308"
 
 
 @dataclass(frozen=True)
@@ -26,23 +34,39 @@ class PoseSettings(TaskSettings):
     Args:
         sigma: UDP Gaussian sigma in heatmap pixels.
         blur_kernel: UDP decoding blur kernel.
+        keypoint_set: the keypoint set (built-in name, or the id a record names; "": the data's, or
+            ``keypoints308`` for data that names none); the probe fills it in from the data.
     """
 
     loss: str = "heatmap_mse"
     loss_weights: dict = field(default_factory=lambda: {"mse": 1000.0})
     sigma: float = 2.0
     blur_kernel: int = 11
+    keypoint_set: str = ""
+
+    VOCABULARY_FIELD: ClassVar[str] = "keypoint_set"
 
 
 @register_probe_task
 class PoseTask(ProbeTask):
-    """Top-down heatmap regression of the 308 keypoints."""
+    """Top-down heatmap regression of the keypoints of the split's keypoint set."""
 
     name = "pose"
     settings_class = PoseSettings
     crops = True
     out_channels = 308
     required_keys = ("keypoints", "visibility")
+    vocabulary_kind = "keypoint_set"
+    default_vocabulary = DEFAULT_KEYPOINT_SET
+
+    def __init__(self, protocol):
+        super().__init__(protocol)
+        self.use_vocabulary(None)
+
+    def use_vocabulary(self, vocab=None) -> None:
+        """One heatmap per keypoint of ``vocab`` (a KeypointSet, name or JSON; None: the settings')."""
+        self.keypoint_set = self._resolve_vocabulary(vocab, keypoint_set)
+        self.out_channels = self.keypoint_set.num_keypoints
 
     def heatmap_size(self, image_size):
         s = self.settings.output_stride
@@ -61,7 +85,7 @@ class PoseTask(ProbeTask):
             if k.shape[0] != self.out_channels:
                 raise ValueError(
                     f"pose sample {s.get('id', s.get('index'))}: {k.shape[0]} keypoints, "
-                    f"expected {self.out_channels}"
+                    f"expected {self.out_channels} (keypoint set {self.keypoint_set.name})"
                 )
             hm, wt = udp_encode(k, v, input_size=(w, h), heatmap_size=(hw, hh), sigma=self.settings.sigma)
             heatmaps.append(torch.from_numpy(hm))
@@ -87,7 +111,7 @@ class PoseTask(ProbeTask):
         )
 
     def make_evaluator(self):
-        return PoseEvaluator(meta="keypoints308")
+        return PoseEvaluator(meta=self.keypoint_set)
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
         """One crop = one image = one instance, scored in crop pixels against its GT."""

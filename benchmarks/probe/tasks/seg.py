@@ -1,8 +1,15 @@
-"""Body-part segmentation probe: 29-class logits, cross-entropy + Dice, scored by ``SegEvaluator``."""
+"""Segmentation probe: per-class logits, cross-entropy + Dice, scored by ``SegEvaluator``.
+
+One logit map per class of the split's label set (Sapiens2's 29 body parts by default; the reader's
+``label_set``, e.g. ``person2`` for COCO person masks). Images may differ in size: the read-out sees
+every image at the protocol's input size, and each test image is scored at its native size (see
+:meth:`SegTask.targets`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -11,8 +18,10 @@ from benchmarks.probe.losses import register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import ProbeTask, loss_grid, register_probe_task, subsample
 from evaluators.seg import SegEvaluator
+from sapiens2.vocab import label_set
 
-IGNORE = 255
+IGNORE = 255  # the default label set's ignore index
+DEFAULT_LABEL_SET = "sapiens2_29"
 
 
 @dataclass(frozen=True)
@@ -21,47 +30,90 @@ class SegSettings(TaskSettings):
 
     Args:
         logit_margin: the shortcut regresses the one-hot labels times this margin.
+        label_set: the label set (built-in name, or the id a record names; "": the data's, or
+            ``sapiens2_29`` for data that names none); the probe fills it in from the data.
     """
 
     output_stride: int = 1
     loss: str = "cross_entropy_dice"
     loss_weights: dict = field(default_factory=lambda: {"ce": 1.0, "dice": 0.5})
     logit_margin: float = 10.0
+    label_set: str = ""
+
+    VOCABULARY_FIELD: ClassVar[str] = "label_set"
 
 
 @register_probe_task
 class SegTask(ProbeTask):
-    """Per-pixel class logits at the output stride, resized bilinearly to the GT size."""
+    """Per-pixel class logits at the output stride, resized bilinearly to each GT's native size."""
 
     name = "seg"
     settings_class = SegSettings
     out_channels = 29
+    ignore_index = IGNORE
     required_keys = ("label",)
+    vocabulary_kind = "label_set"
+    default_vocabulary = DEFAULT_LABEL_SET
+
+    def __init__(self, protocol):
+        super().__init__(protocol)
+        self.use_vocabulary(None)
+
+    def use_vocabulary(self, vocab=None) -> None:
+        """One logit map per class of ``vocab`` (a LabelSet, name or JSON; None: the settings')."""
+        self.label_set = self._resolve_vocabulary(vocab, label_set)
+        self.out_channels, self.ignore_index = self.label_set.num_classes, self.label_set.ignore_index
 
     def targets(self, samples):
-        return {"label": torch.stack([torch.as_tensor(s["label"]).long() for s in samples])}
+        """``label``: B x H x W labels of one size. Images of one size keep their native labels (as
+        always). Images of several sizes: ``label`` holds each label map resized (nearest) to the
+        protocol's input size, the size the read-out sees every image at, for training only; scoring
+        uses ``native`` (each native label map, padded with the ignore index to the largest size; the
+        padding is never scored) and ``native_size`` (B x 2: each map's own H, W)."""
+        labels = [torch.as_tensor(s["label"]).long() for s in samples]
+        sizes = torch.tensor([tuple(lb.shape[-2:]) for lb in labels], dtype=torch.int64)
+        if all(lb.shape == labels[0].shape for lb in labels):
+            return {"label": torch.stack(labels)}
+        size = tuple(self.protocol.input_size)
+        hmax, wmax = (int(v) for v in sizes.amax(0))
+        native = torch.full((len(labels), hmax, wmax), self.ignore_index, dtype=torch.int64)
+        for i, lb in enumerate(labels):
+            native[i, : lb.shape[-2], : lb.shape[-1]] = lb
+        train = torch.stack([
+            F.interpolate(lb[None, None].float(), size=size, mode="nearest")[0, 0].long() for lb in labels
+        ])
+        return {"label": train, "native": native, "native_size": sizes}
 
     def make_evaluator(self):
-        return SegEvaluator(num_classes=self.out_channels, ignore_index=IGNORE)
+        return SegEvaluator(label_set=self.label_set)
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
-        evaluator.update(maps.float(), tgt["label"], index=index)
+        if "native" not in tgt:
+            evaluator.update(maps.float(), tgt["label"], index=index)
+            return
+        # images of several sizes: each image's logits resized to its own native size (the inverse of
+        # the input resize), scored against its unpadded native labels
+        index = torch.as_tensor(index)
+        for i, (h, w) in enumerate(tgt["native_size"].tolist()):
+            one = slice(i, i + 1)
+            evaluator.update(maps[one].float(), tgt["native"][one, :h, :w], index=index[one])
 
     def linear_targets(self, tgt):
         # one-hot scaled to a logit margin; ignored pixels are all-zero (no class preferred)
         label = tgt["label"]
         onehot = F.one_hot(label.clamp_max(self.out_channels - 1), self.out_channels).permute(0, 3, 1, 2)
-        return (onehot * (label != IGNORE)[:, None]).float() * self.settings.logit_margin
+        return (onehot * (label != self.ignore_index)[:, None]).float() * self.settings.logit_margin
 
 
 @register_loss("cross_entropy_dice", task="seg", default_weights={"ce": 1.0, "dice": 0.0})
 def cross_entropy_dice(task: SegTask, maps, glob, tgt) -> dict:
-    """Cross-entropy (ignore 255) and soft Dice over the 29 classes, on the loss grid."""
+    """Cross-entropy (ignoring the label set's ignore index) and soft Dice over its classes, on the loss
+    grid."""
     n_cls = task.out_channels
     st = task.protocol.loss_stride
     logits = loss_grid(maps, tgt["label"].shape[-2:], st, task.loss_offset)
     label = subsample(tgt["label"], st, task.loss_offset)
-    valid = label != IGNORE
+    valid = label != task.ignore_index
     ce = F.cross_entropy(logits, label.clamp_max(n_cls - 1) * valid, reduction="none")
     n_valid = valid.flatten(1).sum(1).clamp_min(1)
     ce = ((ce * valid).flatten(1).sum(1) / n_valid).mean()
