@@ -12,18 +12,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_probe_memory_runs_today_and_streamed_at_small_n(tmp_path):
+def test_probe_memory_runs_at_small_n(tmp_path):
     out = tmp_path / "res.json"
     cmd = [
         sys.executable, str(ROOT / "benchmarks/speed/probe_memory.py"), "--n", "8", "--sizes", "64x48",
-        "--backbones", "gt-oracle", "--tasks", "seg", "--paths", "today,streamed",
+        "--backbones", "gt-oracle", "--tasks", "seg", "--paths", "today",
         "--data-root", str(tmp_path / "data"), "--json", str(out),
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     res = json.loads(out.read_text())
-    assert [r["config"]["path"] for r in res] == ["today", "streamed"]
+    assert [r["config"]["path"] for r in res] == ["today"]
     for r in res:
         assert "error" not in r and "stopped" not in r, r
         assert r["records"] == 1 and r["peak_rss_gb"] > 0.05 and r["cpu_s"] > 0, r

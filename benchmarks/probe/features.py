@@ -9,7 +9,7 @@ their images, so their features are computed once. A NaN, Inf or a value the pro
 ``feature_dtype`` cannot hold is an error naming the backbone, the layer and the image, raised before
 any fit. Under torch.distributed each rank computes a shard of :meth:`FeatureStore.compute` and the
 shards are all-gathered; :meth:`FeatureStore.features` serves one batch on the calling rank alone
-(the streamed path, :mod:`benchmarks.probe.stream`).
+(for a streamed path: :mod:`benchmarks.probe.loader`).
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 Each configuration (path x backbone x input size x scenes) runs in its own subprocess, so its peak
 RSS is its own (``os.wait4``'s ``ru_maxrss``); wall and CPU time are measured there too. ``today``
-is ``run_probe`` (whole splits in memory); ``streamed`` is
-:func:`benchmarks.probe.streamed.streamed_linear_probe` (lazy scene batches, features through a
-disk cache, per-batch statistics). Both run the default protocol (the closed-form linear read-out)
+is ``run_probe`` (whole splits in memory), the one path measured until the streamed spine is wired
+in (issue "Probing at any scale"); it runs the default protocol (the closed-form linear read-out)
 at the given input size, all five tasks unless ``--tasks``.
 The synthetic splits are rendered once per (scenes, size) under ``--data-root``.
 
@@ -13,7 +12,7 @@ reported as such; the next larger n of the same path, backbone and size is then 
 
 Usage:
     .venv/bin/python benchmarks/speed/probe_memory.py [--n 64,256,1024] [--sizes 256x192,512x384,1024x768]
-        [--backbones pixels,sapiens2_cpu_small,gt-oracle] [--paths today,streamed] [--json OUT.json]
+        [--backbones pixels,sapiens2_cpu_small,gt-oracle] [--paths today] [--json OUT.json]
     .venv/bin/python benchmarks/speed/probe_memory.py --n 8 --sizes 64x48   # a smoke run
 """
 
@@ -48,24 +47,12 @@ def run_child(cfg: dict) -> dict:
     tasks = cfg["tasks"].split(",")
     t0, c0 = time.perf_counter(), time.process_time()
     work = Path(cfg["work"])
-    if cfg["path"] == "today":
-        from benchmarks.probe.api import run_probe
+    if cfg["path"] != "today":
+        raise ValueError(f"--paths {cfg['path']!r}: only 'today' (run_probe) is measured")
+    from benchmarks.probe.api import run_probe
 
-        paths = run_probe(cfg["backbone"], tasks, cfg["data"], work / "out", protocol=protocol)
-        produced = len(paths)
-    else:
-        from benchmarks.probe.backbones import ORACLE, build_probe_backbone
-        from benchmarks.probe.features import FeatureStore
-        from benchmarks.probe.streamed import streamed_linear_probe
-        from benchmarks.probe.tasks import build_task
-
-        store = None
-        if cfg["backbone"] != ORACLE:
-            bb = build_probe_backbone(cfg["backbone"], img_size=tuple(cfg["size"]))
-            layers = protocol.tapped_layers(bb.num_layers)
-            store = FeatureStore(bb, layers, protocol, cache_dir=work / "cache", keep_in_memory=False)
-        objs = {t: build_task(t, protocol) for t in tasks}
-        produced = len(streamed_linear_probe(cfg["data"], objs, protocol, store=store))
+    paths = run_probe(cfg["backbone"], tasks, cfg["data"], work / "out", protocol=protocol)
+    produced = len(paths)
     return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "records": produced}
 
 
@@ -137,7 +124,7 @@ def main() -> None:
     ap.add_argument("--n", default="64,256,1024", help="scenes per split, comma-separated")
     ap.add_argument("--sizes", default="256x192,512x384,1024x768", help="input sizes HxW")
     ap.add_argument("--backbones", default="pixels,sapiens2_cpu_small,gt-oracle")
-    ap.add_argument("--paths", default="today,streamed")
+    ap.add_argument("--paths", default="today")
     ap.add_argument("--tasks", default=TASKS)
     ap.add_argument("--data-root", default=None, help="where the synthetic splits are rendered (kept)")
     ap.add_argument("--max-rss-gb", type=float, default=4.0)
