@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
 
 from sapiens2.errors import BenchError
 from sapiens2.utils_io import atomic_write
@@ -98,9 +100,6 @@ class DiskCache:
         path = self.path(h)
         if not path.is_file():
             return None
-        from safetensors import SafetensorError
-        from safetensors.torch import load_file
-
         try:
             d = load_file(path)
         except (SafetensorError, OSError, RuntimeError, ValueError) as e:
@@ -130,8 +129,6 @@ class DiskCache:
 
     def write(self, h: str, feats: torch.Tensor, cls: torch.Tensor | None) -> None:
         """Write the entry of image hash ``h`` (atomically: temporary file, then rename)."""
-        from safetensors.torch import save_file
-
         obj = {"feats": feats.contiguous()}
         if cls is not None:
             obj["cls"] = cls.contiguous()
