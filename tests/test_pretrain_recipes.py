@@ -190,6 +190,13 @@ def shipped(request):
     torch.set_num_threads(n)
 
 
+# Across CPUs and kernels: 1e-3 relative, except KoLeo. At initialisation every image's [CLS] is nearly the
+# same (mean pairwise cosine 1.000, docs/pretraining.md), so KoLeo's nearest-neighbour distances sit at the
+# rounding level of the features and their log amplifies another kernel's summation order: measured
+# 7.7709 on an Intel Xeon against the card's 7.8093 on an AMD EPYC (0.49 %) with the same torch build.
+CROSS_MACHINE_REL = {"loss": 1e-3, "mae": 1e-3, "cl": 1e-3, "koleo": 2e-2}
+
+
 @pytest.mark.slow
 def test_shipped_first_steps_are_deterministic_and_match_the_shipped_card(tmp_path, shipped):
     """Two runs of the real recipe's first 2 steps agree bit for bit, and with the shipped run's log:
@@ -221,7 +228,8 @@ def test_shipped_first_steps_are_deterministic_and_match_the_shipped_card(tmp_pa
             if same_machine:
                 assert mine[term] == theirs[term], (mine["step"], term)
             else:
-                assert mine[term] == pytest.approx(theirs[term], rel=1e-3, abs=1e-5), (mine["step"], term)
+                assert mine[term] == pytest.approx(theirs[term], rel=CROSS_MACHINE_REL[term], abs=1e-5), (
+                    mine["step"], term)
 
 
 def test_bad_config_fails_before_its_data_is_rendered(tmp_path, monkeypatch, capsys):
