@@ -26,6 +26,10 @@ SHARED = Path(os.environ.get("SAPIENS2_SHARED", ROOT.parent / "shared"))
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
+# Importing the toy plug-in registers a sixth task in the project's registries; only tests/test_toy_task.py
+# imports it (and unregisters it again). --doctest-modules would import it for every run otherwise.
+collect_ignore = ["_toy_task.py"]
+
 XTCOCOTOOLS_HINT = (
     "pip install -e '.[coco]' (NumPy 1), or under NumPy 2 build it from source: pip install cython "
     "&& pip install --no-build-isolation --no-binary xtcocotools xtcocotools"
