@@ -16,7 +16,6 @@ a message; a record of another run at the path is never overwritten: the run sto
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -24,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from benchmarks.probe.backbones import (
     FLOOR,
@@ -35,27 +33,34 @@ from benchmarks.probe.backbones import (
     resolve_backbone_cfg,
 )
 from benchmarks.probe.data import as_data_source, load_task_split, sample_indices, stack_images
-from benchmarks.probe.evaluate import evaluate_decoder
-from benchmarks.probe.features import FeatureSet, FeatureStore
-from benchmarks.probe.headline import seed_intervals
+from benchmarks.probe.evaluate import bootstrap_intervals_field, evaluate_decoder
+from benchmarks.probe.features import FeatureStore
+from benchmarks.probe.headline import interval_metrics
+from benchmarks.probe.loader import SceneLoader
 from benchmarks.probe.optim import check_training_names
+from benchmarks.probe.probe_records import (
+    MIN_INTERVAL_IMAGES,
+    few_images_warning,
+    probe_record,
+    write_mean,
+)
 from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
+from benchmarks.probe.reference import floor_features, oracle_features, train_prior
 from benchmarks.probe.runkey import run_identity, run_mismatch, seed_list, weights_sha256
 from benchmarks.probe.sidefile import side_path
+from benchmarks.probe.stream import BackboneStream, ReferenceStream, StageTimes, fit_group, score_group
 from benchmarks.probe.tasks import build_task, probe_task_names
-from benchmarks.probe.tasks.base import masked_mean
 from benchmarks.probe.train import fit_task_shortcut, train_decoder
-from leaderboard.results import make_record, read_record, write_record
+from leaderboard.results import read_record, write_record
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
 from sapiens2.output_lock import output_lock
-from sapiens2.records.view import RecordView, record_views
+from sapiens2.records.view import RecordView
 
 __all__ = ["FLOOR", "ORACLE", "MIN_INTERVAL_IMAGES", "RecordConflictError", "run_probe", "seed_list"]
 
-# Below this many test images a record's bootstrap interval is flagged as meaningless: a percentile
-# bootstrap over so few images badly under-covers (it can only resample the handful of values seen).
-MIN_INTERVAL_IMAGES = 30
+# what older callers import from here
+_few_images_warning, _write_mean = few_images_warning, write_mean
 
 
 class RecordConflictError(BenchError, ValueError):
@@ -155,6 +160,7 @@ def run_probe(
     quick: bool = False,
     cache_dir: str | os.PathLike | None = None,
     device: str = "cpu",
+    workers: int = 0,
 ) -> list[Path]:
     """Probe ``backbone`` on ``tasks``; write one record per (task, seed) plus mean +- std per task.
 
@@ -170,7 +176,8 @@ def run_probe(
         checkpoint: backbone weights (file or folder), checked against the arch before training.
         quick: use :func:`~benchmarks.probe.protocol.quick_protocol` when ``protocol`` is None.
         cache_dir: on-disk feature cache (None: memory only).
-        device: ``cpu`` or ``cuda``.
+        device: ``cpu`` or ``cuda`` (only a batch of images and features lives on it).
+        workers: data-loader worker processes of the streamed read-out (0: read in this process).
 
     Returns:
         Paths of the record files written or found complete (per seed, then the mean), rank 0 only
@@ -198,21 +205,41 @@ def run_probe(
     # probe of this backbone into this --out stops here, whatever its tasks
     with output_lock(out, f"probe {label}"):
         return _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir,
-                      device, t_start, vocabs)
+                      device, t_start, vocabs, workers)
+
+
+def _streams(task_objs: dict, protocol) -> list[str]:
+    """The tasks the streamed spine probes: the closed-form linear read-out without a global branch.
+
+    The trained pixel-shuffle body (and a read-out with a global branch) trains on the whole split's
+    features in memory instead (:func:`_task_run`).
+    """
+    return [t for t, task in task_objs.items()
+            if protocol.task(t).decoder == "linear" and not task.global_channels]
 
 
 def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir, device,
-           t_start, vocabs=None):
+           t_start, vocabs=None, workers=0):
     """:func:`run_probe` after its argument checks, holding the lock of the backbone's record folder."""
     # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
     task_objs = {t: build_task(t, protocol) for t in tasks}
     for t, v in (vocabs or {}).items():
         task_objs[t].use_vocabulary(v)
+    streamed = _streams(task_objs, protocol)
+    loaders = {}
+    if streamed:  # scenes are read per batch; the loaders check the splits and their ground truth here
+        loaders = {
+            split: SceneLoader(source, {t: task_objs[t] for t in streamed}, split, protocol,
+                               num_workers=workers, limit=limit)
+            for split, limit in ((protocol.train_split, protocol.max_train_samples),
+                                 (protocol.test_split, protocol.max_test_samples))
+        }
     splits, data_ids = {}, {}
     for name, task in task_objs.items():
-        train = load_task_split(source, task, protocol.train_split, protocol, protocol.max_train_samples)
-        test = load_task_split(source, task, protocol.test_split, protocol, protocol.max_test_samples)
-        splits[name] = (train, test)
+        if name not in streamed:
+            train = load_task_split(source, task, protocol.train_split, protocol, protocol.max_train_samples)
+            test = load_task_split(source, task, protocol.test_split, protocol, protocol.max_test_samples)
+            splits[name] = (train, test)
         data_ids[name] = {
             "train": source.content_hash(name, protocol.train_split),
             "test": source.content_hash(name, protocol.test_split),
@@ -225,7 +252,9 @@ def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkp
         # feature shapes are validated on one image before anything is trained
         bb.extract(torch.zeros(1, 3, probe_h, probe_w, device=device), layers, protocol.padding)
         weights_hash = weights_sha256(bb)
-        store = FeatureStore(bb, layers, protocol, cache_dir=cache_dir, weights_hash=weights_hash)
+        # features are kept in RAM only for a trained body (it iterates over the split)
+        store = FeatureStore(bb, layers, protocol, cache_dir=cache_dir, weights_hash=weights_hash,
+                             keep_in_memory=len(streamed) < len(tasks), name=label)
         bb_desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
         bb_id = {"spec": _spec_identity(cfg), "weights_sha256": weights_hash}
     else:
@@ -245,19 +274,26 @@ def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkp
     done = {
         (name, seed): _done_record(path, ident) for name, runs in plan.items() for seed, path, ident in runs
     }
+    todo = [t for t in tasks if any(done[(t, s)] is None for s in seeds)]
 
     ctx = _Context(label, bb_desc, protocol, source, device)
+    records: dict = {}
+    if any(t in streamed for t in todo):
+        records.update(_streamed_records(ctx, [t for t in streamed if t in todo], task_objs, loaders, store,
+                                         reference, plan, done))
+    for name in todo:
+        if name in streamed:
+            continue
+        run = _task_run(task_objs[name], splits[name], store, protocol, device, reference)
+        for seed, path, ident in plan[name]:
+            if done[(name, seed)] is None:
+                records[(name, seed)] = _train_eval_record(ctx, run, seed, path, ident)
     written: list[Path] = []
-    for name, task in task_objs.items():
-        per_seed = [done[(name, seed)] for seed in seeds]
-        if any(rec is None for rec in per_seed):
-            run = _task_run(task, splits[name], store, protocol, device, reference)
-            for i, (seed, path, ident) in enumerate(plan[name]):
-                if per_seed[i] is None:
-                    per_seed[i] = _train_eval_record(ctx, run, seed, path, ident)
+    for name in tasks:
+        per_seed = [done[(name, seed)] or records[(name, seed)] for seed in seeds]
         written += [path for _, path, _ in plan[name]]
         if len(seeds) > 1:
-            written.append(_write_mean(folder[name] / "mean.json", per_seed))
+            written.append(write_mean(folder[name] / "mean.json", per_seed))
     dist_utils.barrier()
     if dist_utils.is_main():
         ran = f"; backbone ran on {store.backbone_images} image(s) on rank 0" if store is not None else ""
@@ -267,8 +303,66 @@ def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkp
     return written
 
 
+def _streamed_records(ctx, todo, task_objs, loaders, store, reference, plan, done) -> dict:
+    """The records of the streamed tasks ``todo``: per scene group one train pass (statistics, solve)
+    and one test pass (evaluators), then a record per seed (the read-out is seed-independent)."""
+    protocol = ctx.protocol
+    if set(todo) != set(loaders[protocol.train_split].tasks):
+        # loaders over the tasks left to do (the scenes are not read again for the tasks done)
+        loaders = {split: SceneLoader(ctx.source, {t: task_objs[t] for t in todo}, split, protocol,
+                                      num_workers=ld.num_workers, limit=ld.limit)
+                   for split, ld in loaders.items()}
+    train, test = loaders[protocol.train_split], loaders[protocol.test_split]
+    if reference is None:
+        stream = BackboneStream(store, protocol.input_size, ctx.device)
+    else:
+        stream = ReferenceStream("floor" if reference == FLOOR else "oracle", protocol)
+    out = {}
+    for group in train.groups:
+        test_group = test.group_of(group[0])
+        if any(test.group_of(t) != test_group for t in group):
+            raise ValueError(f"probe: tasks {group} share train scenes but not test scenes")
+        desc = f"{ctx.label} {'/'.join(group)}"
+        fits, priors, fit_times = fit_group(train, group, task_objs, stream, protocol, desc=f"{desc} train")
+        evaluators, test_times = score_group(test, group, task_objs, stream, fits, priors, protocol,
+                                             desc=f"{desc} test")
+        for t in group:
+            task, ev = task_objs[t], evaluators[t]
+            t0 = time.perf_counter()
+            metrics = ev.compute()
+            info = {"shortcut": fits[t].describe(), "final_loss": float("nan"), "resumed_from": 0}
+            for seed, path, ident in plan[t]:
+                if done[(t, seed)] is not None:
+                    continue
+                intervals = bootstrap_intervals_field(
+                    ev, interval_metrics(t, ev), resamples=protocol.bootstrap_resamples,
+                    level=protocol.interval_level, seed=protocol.bootstrap_seed, side_path=side_path(path),
+                )
+                timings = _stream_timings(fit_times, test_times, time.perf_counter() - t0)
+                rec = probe_record(ctx, task, seed, ident, metrics, intervals, info, timings,
+                                   test.num_samples(test_group), train.num_samples(group))
+                if dist_utils.is_main():
+                    write_record(path, rec)
+                dist_utils.barrier()
+                out[(t, seed)] = rec
+    return out
+
+
+def _stream_timings(fit: StageTimes, test: StageTimes, metrics_s: float) -> dict:
+    """A streamed record's seconds per stage (the group's: its tasks share the scenes and features)."""
+    return {
+        "features_s": fit.forward_s + test.forward_s,
+        "data_s": fit.data_s + test.data_s,
+        "statistics_s": fit.stats_s,
+        "shortcut_fit_s": fit.stats_s + fit.solve_s,
+        "train_s": 0.0,
+        "eval_s": test.test_s + metrics_s,
+    }
+
+
 def _task_run(task, split, store, protocol, device, reference=None) -> _TaskRun:
-    """Targets and features of one task's train and test split (the oracle's: its GT; the floor's: 0)."""
+    """Targets and features of one task's train and test split, in memory (the trained body's path;
+    the oracle's features: its GT; the floor's: 0)."""
     train, test = split
     t0 = time.perf_counter()
     tr_tgt = {k: v.to(device) for k, v in task.targets(train).items()}
@@ -277,12 +371,25 @@ def _task_run(task, split, store, protocol, device, reference=None) -> _TaskRun:
         desc = f"{task.name} features"
         tr_feat = store.compute(stack_images(train, protocol.input_size, task.name).to(device), desc)
         te_feat = store.compute(stack_images(test, protocol.input_size, task.name).to(device), desc)
+    elif reference == FLOOR:
+        tr_feat, te_feat = floor_features(task, tr_tgt, protocol), floor_features(task, te_tgt, protocol)
     else:
-        ref = _floor_features if reference == FLOOR else _oracle_features
-        tr_feat, te_feat = ref(task, tr_tgt, protocol), ref(task, te_tgt, protocol, train_tgt=tr_tgt)
+        prior = train_prior(task, tr_tgt)
+        tr_feat = oracle_features(task, tr_tgt, protocol, prior)
+        te_feat = oracle_features(task, te_tgt, protocol, prior)
     run = _TaskRun(task, tr_feat, tr_tgt, te_feat, te_tgt, sample_indices(test), len(train))
     run.features_s = time.perf_counter() - t0
     return run
+
+
+def _oracle_features(task, tgt, protocol, train_tgt=None):
+    """The oracle's features of ``tgt`` with the prior of ``train_tgt`` (default: ``tgt``'s own)."""
+    return oracle_features(task, tgt, protocol, train_prior(task, tgt if train_tgt is None else train_tgt))
+
+
+def _floor_features(task, tgt, protocol, train_tgt=None):
+    """The floor's features of ``tgt`` (:func:`~benchmarks.probe.reference.floor_features`)."""
+    return floor_features(task, tgt, protocol)
 
 
 @dataclass
@@ -320,42 +427,9 @@ class _TaskRun:
         return self.shortcut
 
 
-def _oracle_features(task, tgt, protocol, train_tgt=None):
-    """GT-derived features, rearranged losslessly (space-to-depth) to the decoder's stage stride.
-
-    A masked task's features also hold the GT mask times the train prior (``train_tgt``'s
-    :func:`~benchmarks.probe.tasks.base.masked_mean`; default: ``tgt``'s own, for the train split).
-
-    At that stride the protocol's pixel-shuffle decoder has no upsampling stage: its conv block and
-    PixelShuffle head can reproduce the targets exactly, at the same output resolution as for every
-    other backbone, so the oracle is scored under the very protocol of the real backbones.
-    """
-    prior = masked_mean(task.linear_targets(tgt if train_tgt is None else train_tgt)) if task.masked else None
-    feats, cls, patch = task.oracle_features(tgt, prior)
-    feats = feats.float()
-    size = tuple(int(v) for v in feats.shape[-2:])
-    valid = (1.0, 1.0)
-    r = protocol.decoder_stage_stride // patch if patch < protocol.decoder_stage_stride else 1
-    if r > 1:
-        pad_h, pad_w = (-size[0]) % r, (-size[1]) % r
-        feats = F.pixel_unshuffle(F.pad(feats, (0, pad_w, 0, pad_h)), r)
-        valid = (size[0] / (size[0] + pad_h), size[1] / (size[1] + pad_w))
-        patch *= r
-    image_size = tuple(protocol.input_size) if task.crops else size
-    return FeatureSet(feats, None if cls is None else cls.float(), patch, valid, image_size)
-
-
-def _floor_features(task, tgt, protocol, train_tgt=None):
-    """The floor's features: one constant channel (0) on the oracle's grid, so the read-out has nothing
-    to regress on and is exactly its per-pixel train prior, under the protocol of every backbone."""
-    oracle = _oracle_features(task, tgt, protocol)
-    feats = torch.zeros(oracle.feats.shape[0], 1, *oracle.feats.shape[-2:])
-    return FeatureSet(feats.to(oracle.feats.device), None, oracle.patch_size, oracle.valid_frac,
-                      oracle.image_size)
-
-
 def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, identity: dict) -> dict:
-    task, protocol, label, bb_desc, source = run.task, ctx.protocol, ctx.label, ctx.backbone, ctx.source
+    """One record of the in-memory path: train (or resume) the decoder, evaluate, write the record."""
+    task, protocol, label = run.task, ctx.protocol, ctx.label
     decoder, info = train_decoder(
         task,
         run.train_feat,
@@ -370,124 +444,11 @@ def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, iden
     metrics, eval_s, intervals = evaluate_decoder(
         task, decoder, run.test_feat, run.test_tgt, run.test_idx, protocol, side_path=side_path(path)
     )
-    pid = protocol.protocol_id(task.name)
-    vocabulary = task.vocabulary()
-    notes = (f"decoder trained from iteration {info['resumed_from']}; "
-             f"final train loss {info['final_loss']:.5g}")
-    few = _few_images_warning(intervals, task.name)
-    if few:
-        notes += f"; WARNING: {few}"
-        if dist_utils.is_main():
-            print(f"probe {label} {task.name} seed {seed}: WARNING: {few}", file=sys.stderr)
-    rec = make_record(
-        model={
-            "name": label,
-            "backbone": str(bb_desc.get("arch") or bb_desc.get("family") or bb_desc["type"]),
-            # a backbone without weights has no parameter count to show ("-")
-            "params": None if bb_desc.get("weights") == "none" else bb_desc.get("params"),
-            "weights": str(bb_desc.get("weights")),
-        },
-        task=task.name,
-        dataset={
-            "name": source.name,
-            "split": protocol.test_split,
-            "content_hash": source.content_hash(task.name, protocol.test_split),
-            "num_samples": int(run.test_feat.feats.shape[0]),
-            **({"vocabulary": vocabulary} if vocabulary else {}),
-        },
-        protocol={
-            "kind": "probe",
-            "protocol_id": pid,
-            "description": (
-                "frozen backbone + closed-form linear probe"
-                if protocol.task(task.name).decoder == "linear"
-                else "frozen backbone + linear probe + trained pixel-shuffle body"
-            )
-            + " (benchmarks.probe.protocol.ProbeProtocol)",
-        },
-        metrics=metrics,
-        intervals=intervals,
-        config={
-            "protocol": protocol.task_protocol(task.name),
-            "backbone": bb_desc,
-            "task": task.name,
-            **({"vocabulary": vocabulary} if vocabulary else {}),
-            "seed": seed,
-            "num_train_samples": run.num_train,
-            "shortcut": info["shortcut"],
-            "run": identity,
-        },
-        seeds=[seed],
-        timings={
-            "features_s": run.features_s,
-            "shortcut_fit_s": run.shortcut_s,
-            "train_s": info["train_s"],
-            "eval_s": eval_s,
-        },
-        device=ctx.device,
-        notes=notes,
-    )
+    timings = {"features_s": run.features_s, "shortcut_fit_s": run.shortcut_s, "train_s": info["train_s"],
+               "eval_s": eval_s}
+    rec = probe_record(ctx, task, seed, identity, metrics, intervals, info, timings,
+                       int(run.test_feat.feats.shape[0]), run.num_train)
     if dist_utils.is_main():
         write_record(path, rec)
     dist_utils.barrier()
     return rec
-
-
-def _few_images_warning(intervals: dict, task: str) -> str:
-    """The warning of a record whose interval rests on fewer than :data:`MIN_INTERVAL_IMAGES` test
-    images ("" otherwise)."""
-    n = (intervals or {}).get("n")
-    if n is None or n >= MIN_INTERVAL_IMAGES:
-        return ""
-    return (
-        f"only {n} {task} test image(s): an interval over fewer than {MIN_INTERVAL_IMAGES} test images "
-        "does not mean anything (the bootstrap can only resample those few values); read the numbers as a "
-        "smoke test, not a measurement"
-    )
-
-
-def _write_mean(path: Path, records: list[dict]) -> Path:
-    """Mean and (population) std over seeds of every metric, as one aggregated record.
-
-    Its ``intervals``: when the seeds agree on every interval metric (the linear probe trains
-    nothing, so its seeds are identical), the first seed's bootstrap interval, with its side file
-    (``side_file``: the first seed's ``.bootstrap.npz``, in the same folder); otherwise the
-    t-interval of the mean over seeds (``method: "seeds"``, see :func:`seed_intervals`).
-    """
-    views = record_views(records)
-    keys = sorted(set.intersection(*(set(r.metrics) for r in views)))
-    mean, std = {}, {}
-    for k in keys:
-        vals = [r.metric(k) for r in views if r.metric(k) is not None]
-        if not vals:
-            mean[k] = std[k] = None
-            continue
-        m = sum(vals) / len(vals)
-        mean[k], std[k] = m, math.sqrt(sum((v - m) ** 2 for v in vals) / len(vals))
-    r0 = views[0]
-    seeds = [s for r in views for s in r.seeds]
-    intervals = seed_intervals(views)
-    few = _few_images_warning({"n": r0.intervals.n if r0.intervals else None}, r0.task)
-    if intervals and "side_file" in intervals and len(
-        {r.intervals.bootstrap_sha256 if r.intervals else None for r in views}
-    ) != 1:  # equal values but other resampled values: no single side file stands for the mean
-        intervals = {k: v for k, v in intervals.items() if k not in ("side_file", "bootstrap_sha256")}
-    rec = make_record(
-        model=r0.model.as_dict(),
-        task=r0.task,
-        dataset=r0.dataset.as_dict(),
-        protocol=r0.protocol.as_dict(),
-        metrics=mean,
-        metrics_std=std,
-        intervals=intervals,
-        config={**r0.config, "seed": seeds},
-        conventions=r0.conventions,
-        seeds=seeds,
-        timings={k: sum(r.timings.get(k, 0.0) for r in views) for k in r0.timings},
-        device=r0.device_type,
-        notes=f"mean and std over seeds {seeds}" + (f"; WARNING: {few}" if few else ""),
-    )
-    if dist_utils.is_main():
-        write_record(path, rec)
-    return path
-

@@ -176,7 +176,8 @@ class SceneLoader:
         limit: int = 0,
     ):
         self.source = as_data_source(source)
-        self.batch_size, self.num_workers = int(batch_size), int(num_workers)
+        self.batch_size, self.num_workers, self.limit = int(batch_size), int(num_workers), int(limit)
+        self.tasks = tuple(tasks)
         parts = [_TaskSplit(self.source, t, split, protocol, limit) for t in tasks.values()]
         groups: list[list[_TaskSplit]] = []
         for p in parts:

@@ -48,7 +48,8 @@ def to_grid(y: torch.Tensor, grid: tuple[int, int], r: int, out_size, valid_frac
     """Output-space maps B x O x H x W -> feature-grid rows layout B x O*r*r x h x w (inverse of
     :func:`from_grid` up to resampling when ``r`` does not divide the padded size)."""
     ph, pw = padded_size(out_size, valid_frac)
-    y = F.pad(y.float(), (0, max(0, pw - y.shape[-1]), 0, max(0, ph - y.shape[-2])))[..., :ph, :pw]
+    y = y if y.dtype == torch.float64 else y.float()  # float64 sums stay float64
+    y = F.pad(y, (0, max(0, pw - y.shape[-1]), 0, max(0, ph - y.shape[-2])))[..., :ph, :pw]
     full = (grid[0] * r, grid[1] * r)
     if (ph, pw) != full:
         y = F.interpolate(y, size=full, mode="bilinear", align_corners=False)
@@ -201,6 +202,36 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8, alphas
             y = y[:, : k * rr].double() - m * mu.repeat(len(idx), 1).to(y.device)
         stats.update(x, y, fold=int(folds[idx[0]]), gram=False)
         positions.update(None, y, fold=int(folds[idx[0]]))
+    global_fit = None
+    if task.global_channels:
+        pooled = torch.cat(
+            [
+                features.batch(torch.arange(s, min(n, s + batch)), protocol.cls_concat)[1]
+                for s in range(0, n, batch)
+            ]
+        )
+        global_fit = fit_ridge_dual(pooled, task.global_targets(targets).float(), protocol.ridge_alphas)
+    return solve_readout(stats, positions, grams, shift, mu, r, task.out_channels, protocol, alphas,
+                         global_fit)
+
+
+def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torch.Tensor, mu, r: int,
+                  out_channels: int, protocol, alphas=None, global_fit: RidgeFit | None = None
+                  ) -> LinearShortcut:
+    """The read-out from its accumulated sums: the penalty searched on the held-out fold, then refit.
+
+    Args:
+        stats: the task's :class:`RidgeStats` (``x^T y`` and target sums per fold; no Gram yet).
+        positions: its :class:`PositionSums` (the shared per-position feature sums in ``sx``).
+        grams: ``x^T x`` of each fold about ``shift`` (shared by the tasks that read the same features).
+        shift: the channel shift of every feature sum.
+        mu: a masked task's per-pixel prior (P x out*r^2) or None.
+        r: shuffle factor.
+        out_channels: output maps.
+        protocol: the protocol (``ridge_alphas``).
+        alphas: penalty grid instead of the protocol's (``()``: the floor alone).
+        global_fit: the global branch's fit, or None.
+    """
     for k, xx in enumerate(grams):
         if stats.folds[k].n:
             stats.set_gram(k, xx)
@@ -213,16 +244,7 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8, alphas
     bias_map = my - (mx + shift.cpu()[None]) @ fit.weight.double().cpu()
     if mu is not None:
         bias_map = bias_map + mu
-    global_fit = None
-    if task.global_channels:
-        pooled = torch.cat(
-            [
-                features.batch(torch.arange(s, min(n, s + batch)), protocol.cls_concat)[1]
-                for s in range(0, n, batch)
-            ]
-        )
-        global_fit = fit_ridge_dual(pooled, task.global_targets(targets).float(), protocol.ridge_alphas)
-    return LinearShortcut(fit, r, task.out_channels, global_fit, bias_map.float())
+    return LinearShortcut(fit, r, out_channels, global_fit, bias_map.float())
 
 
 def _masked_prior(grid, folds, batch: int, positions: int, k: int, rr: int) -> torch.Tensor:

@@ -1,0 +1,346 @@
+"""The probe's spine: data -> features -> read-out statistics -> solve -> test stream -> evaluators.
+
+The closed-form read-out (:mod:`benchmarks.probe.shortcut`) needs sums over rows only, so the probe
+never holds a split: a :class:`~benchmarks.probe.loader.SceneLoader` reads one batch of scenes at a
+time (each scene once for all the tasks of its group), the backbone computes that batch's features
+once for every task of the group, and they are folded at once into
+
+1. per feature stream: the Gram matrix of each fold about a channel shift and the per-position
+   feature sums (shared by the tasks that read the same features);
+2. per task: ``x^T y``, target sums and squares per fold, per-position target sums.
+
+A masked task's per-pixel prior ``mu`` (and the oracle's features, which hold it) comes from a first,
+targets-only pass: the sum of ``[mask * t, mask]`` over the train images. The penalty search on the
+held-out train images and the refit on all of them then use the same sums. The test pass streams the
+test split the same way into the task's evaluator, which keeps only the per-image rows its bootstrap
+needs. Under torch.distributed each rank streams every ``world``-th batch; the sums are all-reduced
+(float64) and the evaluator states synced, so every rank solves and scores the whole split.
+
+What grows with the number of images: nothing but the evaluators' per-image rows (bytes per image).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import torch
+
+from benchmarks.probe.features import FeatureSet
+from benchmarks.probe.reference import floor_features, oracle_features, prior_from_sums
+from benchmarks.probe.ridge import PositionSums, RidgeStats
+from benchmarks.probe.shortcut import (
+    LinearShortcut,
+    _rows,
+    holdout_fold,
+    shortcut_factor,
+    solve_readout,
+    to_grid,
+)
+from sapiens2 import distributed as dist_utils
+
+
+@dataclass
+class StageTimes:
+    """Seconds per stage of one group's streamed probe (this rank)."""
+
+    data_s: float = 0.0  # reading scenes, resizing images, building targets (the loader)
+    forward_s: float = 0.0  # backbone features (cache reads included)
+    stats_s: float = 0.0  # read-out targets on the grid and the sums
+    solve_s: float = 0.0  # penalty search and refit
+    test_s: float = 0.0  # test features excluded: read-out maps and evaluator updates
+
+    def add(self, other: StageTimes) -> None:
+        for k in vars(self):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+
+class BackboneStream:
+    """Features of a scene batch from the frozen backbone: one stream shared by the group's tasks.
+
+    Args:
+        store: the :class:`~benchmarks.probe.features.FeatureStore` (``keep_in_memory=False``).
+        input_size: (H, W) of the images.
+        device: where the features go.
+    """
+
+    shared = True
+
+    def __init__(self, store, input_size, device: str = "cpu"):
+        self.store, self.input_size, self.device = store, tuple(input_size), device
+
+    def __call__(self, batch, task=None, prior=None) -> FeatureSet:
+        f, c = self.store.features(batch.images.to(self.device), ids=batch.ids)
+        dev = self.device
+        return self.store.feature_set(f.to(dev), None if c is None else c.to(dev), self.input_size)
+
+
+class ReferenceStream:
+    """The oracle's or the floor's features, one stream per task (they are made from its targets)."""
+
+    shared = False
+
+    def __init__(self, kind: str, protocol):
+        self.kind, self.protocol = kind, protocol
+
+    def __call__(self, batch, task, prior=None) -> FeatureSet:
+        tgt = batch.targets[task.name]
+        if self.kind == "floor":
+            return floor_features(task, tgt, self.protocol)
+        return oracle_features(task, tgt, self.protocol, prior)
+
+
+@dataclass
+class _Geometry:
+    """Where a task's read-out outputs sit on a feature grid."""
+
+    grid: tuple[int, int]
+    r: int
+    out_size: tuple[int, int]
+    valid_frac: tuple[float, float]
+
+    @classmethod
+    def of(cls, task, fs: FeatureSet, protocol) -> _Geometry:
+        stride = min(protocol.task(task.name).output_stride, fs.patch_size)
+        return cls(tuple(fs.feats.shape[-2:]), shortcut_factor(fs.patch_size, stride),
+                   task.output_size(fs.image_size, stride), fs.valid_frac)
+
+
+@dataclass
+class _FeatureSums:
+    """One feature stream's shared sums: Gram per fold and per-position feature sums (shifted)."""
+
+    shift: torch.Tensor
+    grams: list
+    positions: PositionSums
+    product_dtype: torch.dtype
+    key: str = field(default_factory=lambda: f"stream-{uuid.uuid4().hex}")
+
+    @classmethod
+    def start(cls, fs: FeatureSet, product_dtype) -> _FeatureSums:
+        # any shift gives the same fit; one near the data keeps float32 products accurate: the mean of
+        # the split's first batch, which every rank computes alike
+        x = fs.feats.double()
+        c, p = x.shape[1], x.shape[2] * x.shape[3]
+        return cls(x.mean(dim=(0, 2, 3)), [torch.zeros(c, c, dtype=torch.float64) for _ in range(2)],
+                   PositionSums(p, c, 1), product_dtype)
+
+    def update(self, x: torch.Tensor, fold: int) -> torch.Tensor:
+        """Add rows ``x`` (whole images); returns them shifted (float64)."""
+        xs = x.double() - self.shift.to(x.device)
+        self.positions.update(xs, None, fold=fold)
+        xp = xs.to(self.product_dtype)
+        self.grams[fold] += (xp.T @ xp).double().cpu()
+        return xs
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [*self.grams, self.positions.sx]
+
+
+class _TaskSums:
+    """One task's read-out sums (``x^T y``, target sums per fold and per position)."""
+
+    def __init__(self, task, geom: _Geometry, feats: _FeatureSums, mu, channels: int):
+        self.task, self.geom, self.feats, self.mu = task, geom, feats, mu
+        self.k, self.rr = task.out_channels, geom.r * geom.r
+        self.stats = RidgeStats(channels, self.k * self.rr, x_key=feats.key, shift=feats.shift,
+                                product_dtype=feats.product_dtype)
+        self.positions = PositionSums(geom.grid[0] * geom.grid[1], channels, self.k * self.rr)
+
+    def y_rows(self, tgt: dict) -> torch.Tensor:
+        g = self.geom
+        y = _rows(to_grid(self.task.linear_targets(tgt), g.grid, g.r, g.out_size, g.valid_frac))
+        if self.mu is None:
+            return y
+        # mask * (t - mu): off the mask 0, i.e. the prediction there is mu
+        m = y[:, self.k * self.rr :].double().repeat(1, self.k)
+        return y[:, : self.k * self.rr].double() - m * self.mu.repeat(len(y) // len(self.mu), 1).to(y.device)
+
+    def update(self, x: torch.Tensor, tgt: dict, fold: int) -> None:
+        y = self.y_rows(tgt)
+        self.stats.update(x, y, fold=fold, gram=False)
+        self.positions.update(None, y, fold=fold)
+
+    def tensors(self) -> list[torch.Tensor]:
+        out = [self.positions.n, self.positions.sy]
+        for f in self.stats.folds:
+            if f.n:
+                out += [f.sx, f.sy, f.xy, f.yy]
+        return out
+
+    def solve(self, protocol) -> LinearShortcut:
+        self.positions.sx = self.feats.positions.sx.to(self.positions.sx)
+        return solve_readout(self.stats, self.positions, self.feats.grams, self.feats.shift, self.mu,
+                             self.geom.r, self.task.out_channels, protocol)
+
+
+def _reduce_stats(stats: RidgeStats) -> None:
+    """All-reduce every fold of ``stats`` (a fold a rank saw no row of takes part with zeros)."""
+    c, o = stats.in_dim, stats.out_dim
+    for f in stats.folds:
+        n = dist_utils.all_reduce_(torch.tensor([float(f.n)], dtype=torch.float64))
+        parts = [f.sx, f.sy, f.xy, f.yy] if f.n else [torch.zeros(c, dtype=torch.float64),
+                                                        torch.zeros(o, dtype=torch.float64),
+                                                        torch.zeros(c, o, dtype=torch.float64),
+                                                        torch.zeros(o, dtype=torch.float64)]
+        for t in parts:
+            dist_utils.all_reduce_(t)
+        f.n = int(n.item())
+        f.sx, f.sy, f.xy, f.yy = parts
+        if f.xx is None:
+            f.xx = torch.zeros((), dtype=torch.float64)
+
+
+def _select(tgt: dict, rows: torch.Tensor) -> dict:
+    return {k: v[rows] if torch.is_tensor(v) and v.dim() > 0 else v for k, v in tgt.items()}
+
+
+def _masked_sums(loader, group, tasks, rank, world, times: StageTimes) -> dict:
+    """Per masked task: the float64 sum over the split of its read-out targets ``[mask * t, mask]``."""
+    sums: dict = {}
+    masked = [t for t in group if tasks[t].masked]
+    if not masked:
+        return sums
+    t0 = time.perf_counter()
+    for batch in loader.batches(group, rank, world):
+        for t in masked:
+            s = tasks[t].linear_targets(batch.targets[t]).double().sum(0)
+            sums[t] = s if t not in sums else sums[t] + s
+    # a rank without a batch still takes part in the reduction, with zeros of the same shape
+    shapes = dist_utils.all_gather_object({t: tuple(s.shape) for t, s in sums.items()})
+    for t in masked:
+        shape = next(sh[t] for sh in shapes if t in sh)
+        sums[t] = dist_utils.all_reduce_(sums.get(t, torch.zeros(shape, dtype=torch.float64)))
+    times.data_s += time.perf_counter() - t0
+    return sums
+
+
+def _grid_prior(sums: torch.Tensor, geom: _Geometry, k: int) -> torch.Tensor:
+    """P x (k * r^2) per-pixel mean of ``t`` over the train masks on the read-out's grid (0 where no
+    mask covers the pixel), from the sum of ``[mask * t, mask]`` (the grid map is linear, so this is the
+    ratio of the summed grid-layout targets)."""
+    g = _rows(to_grid(sums[None], geom.grid, geom.r, geom.out_size, geom.valid_frac))
+    rr = geom.r * geom.r
+    st, sm = g[:, : k * rr], g[:, k * rr :].repeat(1, k)
+    return torch.where(sm > 0, st / sm.clamp_min(1e-12), torch.zeros_like(st))
+
+
+def fit_group(
+    loader, group, tasks: dict, stream, protocol, desc: str = "train"
+) -> tuple[dict, dict, StageTimes]:
+    """Stream the train split of one scene group into every task's read-out and solve it.
+
+    Args:
+        loader: the train :class:`~benchmarks.probe.loader.SceneLoader`.
+        group: the group's task names (``loader.groups``).
+        tasks: ``{name: ProbeTask}``.
+        stream: a :class:`BackboneStream` or :class:`ReferenceStream`.
+        protocol: the protocol.
+        desc: progress-bar label.
+
+    Returns:
+        (``{task: LinearShortcut}``, ``{task: train prior}`` of the masked tasks (the oracle's test
+        features hold it), stage times of this rank).
+    """
+    from tqdm.auto import tqdm
+
+    rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
+    times = StageTimes()
+    n = loader.num_samples(group)
+    folds = holdout_fold(n, protocol.ridge_holdout_every)
+    product_dtype = getattr(torch, protocol.ridge_product_dtype)
+    masked = _masked_sums(loader, group, tasks, rank, world, times)
+    priors = {t: prior_from_sums(s) for t, s in masked.items()}
+    # the split's first batch fixes the shift and the geometry; every rank computes it alike
+    t0 = time.perf_counter()
+    first = next(iter(loader.batches(group, 0, 1)))
+    t1 = time.perf_counter()
+    keys = group[:1] if stream.shared else group  # one feature stream per key
+    first_fs = {k: stream(first, tasks[k], priors.get(k)) for k in keys}
+    times.data_s += t1 - t0
+    times.forward_s += time.perf_counter() - t1
+    streams = {k: _FeatureSums.start(fs, product_dtype) for k, fs in first_fs.items()}
+    readers = {k: (group if stream.shared else (k,)) for k in keys}  # the tasks reading each stream
+    sums = {}
+    for k in keys:
+        for t in readers[k]:
+            geom = _Geometry.of(tasks[t], first_fs[k], protocol)
+            mu = _grid_prior(masked[t], geom, tasks[t].out_channels) if t in masked else None
+            sums[t] = _TaskSums(tasks[t], geom, streams[k], mu, first_fs[k].feats.shape[1])
+    bar = tqdm(total=n, desc=desc, unit="img", disable=rank != 0, leave=False, mininterval=1.0)
+    t_data = time.perf_counter()
+    for batch in loader.batches(group, rank, world):
+        t0 = time.perf_counter()
+        times.data_s += t0 - t_data
+        if rank == 0 and int(batch.positions[0]) == 0:
+            feats = first_fs
+        else:
+            feats = {k: stream(batch, tasks[k], priors.get(k)) for k in keys}
+        t1 = time.perf_counter()
+        times.forward_s += t1 - t0
+        fb = folds[batch.positions]
+        for f in (0, 1):
+            rows = torch.nonzero(fb == f).flatten()
+            if not len(rows):
+                continue
+            for k, fs in feats.items():
+                x = _rows(fs.feats[rows].float())
+                streams[k].update(x, f)
+                for t in readers[k]:
+                    sums[t].update(x, _select(batch.targets[t], rows), f)
+        times.stats_s += time.perf_counter() - t1
+        bar.update(len(batch.positions) * world)
+        t_data = time.perf_counter()
+    bar.close()
+    t0 = time.perf_counter()
+    if world > 1:
+        for s in streams.values():
+            for t in s.tensors():
+                dist_utils.all_reduce_(t)
+        for s in sums.values():
+            dist_utils.all_reduce_(s.positions.n)
+            dist_utils.all_reduce_(s.positions.sy)
+            _reduce_stats(s.stats)
+    fits = {t: sums[t].solve(protocol) for t in group}
+    times.solve_s += time.perf_counter() - t0
+    return fits, priors, times
+
+
+def score_group(loader, group, tasks: dict, stream, fits: dict, priors: dict, protocol,
+                desc: str = "test") -> tuple[dict, StageTimes]:
+    """Stream the test split of one group through the fitted read-outs into each task's evaluator.
+
+    Returns:
+        (``{task: evaluator}`` holding the whole split on every rank, stage times of this rank).
+    """
+    from tqdm.auto import tqdm
+
+    rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
+    times = StageTimes()
+    evaluators = {t: tasks[t].make_evaluator() for t in group}
+    keys = group[:1] if stream.shared else group
+    bar = tqdm(total=loader.num_samples(group), desc=desc, unit="img", disable=rank != 0, leave=False,
+               mininterval=1.0)
+    t_data = time.perf_counter()
+    for batch in loader.batches(group, rank, world):
+        t0 = time.perf_counter()
+        times.data_s += t0 - t_data
+        feats = {k: stream(batch, tasks[k], priors.get(k)) for k in keys}
+        t1 = time.perf_counter()
+        times.forward_s += t1 - t0
+        for t in group:
+            fs = feats[keys[0] if stream.shared else t]
+            geom = _Geometry.of(tasks[t], fs, protocol)
+            maps = fits[t].maps(fs.feats, geom.out_size, geom.valid_frac)
+            tasks[t].update_evaluator(evaluators[t], maps, None, batch.targets[t], batch.index)
+        times.test_s += time.perf_counter() - t1
+        bar.update(len(batch.positions) * world)
+        t_data = time.perf_counter()
+    bar.close()
+    if world > 1:
+        t0 = time.perf_counter()
+        for ev in evaluators.values():
+            ev.sync()
+        times.test_s += time.perf_counter() - t0
+    return evaluators, times
