@@ -23,10 +23,14 @@ def _run(cmd, out: Path) -> dict:
 
 
 @pytest.mark.ddp
-def test_two_processes_match_one(tmp_path):
+@pytest.mark.parametrize("backbone,decoder", [("sapiens2_tiny", "pixelshuffle"), ("sapiens2_tiny", "linear"),
+                                              ("gt-oracle", "linear")])
+def test_two_processes_match_one(tmp_path, backbone, decoder):
+    """The trained body (in memory) and the streamed linear read-out: each rank a shard, sums reduced."""
     torchrun = Path(sys.executable).with_name("torchrun")
     assert torchrun.is_file(), f"torchrun (installed with torch) not found next to {sys.executable}"
-    one = _run([sys.executable, str(WORKER), str(tmp_path / "one"), "sapiens2_tiny", TASKS], tmp_path / "one")
+    one = _run([sys.executable, str(WORKER), str(tmp_path / "one"), backbone, TASKS, decoder],
+               tmp_path / "one")
     two = _run(
         [
             str(torchrun),
@@ -34,12 +38,15 @@ def test_two_processes_match_one(tmp_path):
             "--nproc_per_node=2",
             str(WORKER),
             str(tmp_path / "two"),
-            "sapiens2_tiny",
+            backbone,
             TASKS,
+            decoder,
         ],
         tmp_path / "two",
     )
     assert len(one) == len(two) == 5
+    # the oracle's near-zero errors are rounding (its normals from the pointmap: ~0.005 deg)
+    tol = {"rel": 1e-3, "abs": 2e-3} if backbone == "gt-oracle" else {"rel": 1e-4, "abs": 1e-5}
     for (path_a, a), (path_b, b) in zip(sorted(one.items()), sorted(two.items())):
         assert Path(path_a).relative_to(tmp_path / "one") == Path(path_b).relative_to(tmp_path / "two")
         assert a.keys() == b.keys()
@@ -47,7 +54,7 @@ def test_two_processes_match_one(tmp_path):
             if a[k] is None:
                 assert b[k] is None, (path_a, k)
                 continue
-            assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-5), (path_a, k, a[k], b[k])
+            assert b[k] == pytest.approx(a[k], **tol), (path_a, k, a[k], b[k])
         assert a["num_samples"] == 5  # odd test split: rank 0 scores 3 samples, rank 1 scores 2
         # the bootstrap side file (written by rank 0 only): the same images and resampled values
         from benchmarks.probe.sidefile import read_side_file, side_path
@@ -55,4 +62,4 @@ def test_two_processes_match_one(tmp_path):
         (da, ia), (db, ib) = read_side_file(side_path(path_a)), read_side_file(side_path(path_b))
         assert ia.tolist() == ib.tolist() and len(ia) == 5 and da.keys() == db.keys(), path_a
         for k in da:
-            assert db[k] == pytest.approx(da[k], rel=1e-4, abs=1e-5, nan_ok=True), (path_a, k)
+            assert db[k] == pytest.approx(da[k], nan_ok=True, **tol), (path_a, k)

@@ -16,15 +16,25 @@ def test_probe_memory_runs_at_small_n(tmp_path):
     out = tmp_path / "res.json"
     cmd = [
         sys.executable, str(ROOT / "benchmarks/speed/probe_memory.py"), "--n", "8", "--sizes", "64x48",
-        "--backbones", "gt-oracle", "--tasks", "seg", "--paths", "today",
+        "--backbones", "gt-oracle,pixels", "--tasks", "seg", "--paths", "stream,memory,forward",
         "--data-root", str(tmp_path / "data"), "--json", str(out),
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     res = json.loads(out.read_text())
-    assert [r["config"]["path"] for r in res] == ["today"]
+    # the oracle has no backbone forward to measure
+    assert [(r["config"]["path"], r["config"]["backbone"]) for r in res] == [
+        ("stream", "gt-oracle"), ("stream", "pixels"), ("memory", "gt-oracle"), ("memory", "pixels"),
+        ("forward", "pixels"),
+    ]
     for r in res:
         assert "error" not in r and "stopped" not in r, r
-        assert r["records"] == 1 and r["peak_rss_gb"] > 0.05 and r["cpu_s"] > 0, r
-    assert "peak GB" in proc.stdout and proc.stdout.count("gt-oracle") == 1
+        assert r["peak_rss_gb"] > 0.05 and r["cpu_s"] > 0, r
+        if r["config"]["path"] == "forward":
+            assert r["records"] == 0 and r["images"] == 8  # 6 train + 2 test scenes (every 4th held out)
+        else:
+            assert r["records"] == 1
+    stream = [r for r in res if r["config"]["path"] == "stream"]
+    assert all(r["stages"]["features_s"] >= 0 and "statistics_s" in r["stages"] for r in stream)
+    assert "peak GB" in proc.stdout and proc.stdout.count("gt-oracle") == 2

@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "probe",
         help="probe a frozen backbone on the five dense tasks",
-        description="Fit a closed-form linear probe per task on frozen features (protocol v4; the "
+        description="Fit a closed-form linear probe per task on frozen features (protocol v5: a per-pixel "
+        "train prior plus ridge, streamed batch by batch so memory does not grow with the images; the "
         "trained decoder body is the body_protocol() variant, via --protocol) and evaluate it on the test "
         "split with 95% bootstrap intervals; one result record per (backbone, task, seed) plus mean +- "
         "std over seeds. Run under torchrun for DDP.",
@@ -62,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--feature-cache", default=None, help="on-disk feature cache folder")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.add_argument("--workers", type=int, default=0,
+                   help="data-loader worker processes reading the scenes (default 0: read in this process)")
     p.add_argument(
         "--list-backbones",
         action="store_true",
@@ -152,6 +155,7 @@ def run(args) -> int:
             checkpoint=weights,
             cache_dir=args.feature_cache,
             device=args.device,
+            workers=args.workers,
         )
         if dist_utils.is_main():
             _print_summary(paths)

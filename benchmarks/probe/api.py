@@ -161,6 +161,8 @@ def run_probe(
     cache_dir: str | os.PathLike | None = None,
     device: str = "cpu",
     workers: int = 0,
+    streamed: bool = True,
+    batch_size: int = 8,
 ) -> list[Path]:
     """Probe ``backbone`` on ``tasks``; write one record per (task, seed) plus mean +- std per task.
 
@@ -178,6 +180,9 @@ def run_probe(
         cache_dir: on-disk feature cache (None: memory only).
         device: ``cpu`` or ``cuda`` (only a batch of images and features lives on it).
         workers: data-loader worker processes of the streamed read-out (0: read in this process).
+        batch_size: scenes per streamed batch (the sums do not depend on it; memory grows with it).
+        streamed: False runs the linear read-out on whole splits in memory too (the reference the
+            streamed spine is tested and benchmarked against; same numbers to float tolerance).
 
     Returns:
         Paths of the record files written or found complete (per seed, then the mean), rank 0 only
@@ -188,6 +193,10 @@ def run_probe(
         OutputBusyError: another probe is writing into the same record folder (its lock is held).
     """
     t_start = time.perf_counter()
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
+        raise ValueError(f"--workers: expected a number of processes >= 0, got {workers!r}")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size: expected a number of scenes >= 1, got {batch_size!r}")
     tasks = _task_list(tasks)
     seeds = seed_list(seeds)
     protocol = _protocol(protocol, quick)
@@ -205,7 +214,7 @@ def run_probe(
     # probe of this backbone into this --out stops here, whatever its tasks
     with output_lock(out, f"probe {label}"):
         return _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir,
-                      device, t_start, vocabs, workers)
+                      device, t_start, vocabs, workers, streamed, batch_size)
 
 
 def _streams(task_objs: dict, protocol) -> list[str]:
@@ -219,18 +228,18 @@ def _streams(task_objs: dict, protocol) -> list[str]:
 
 
 def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir, device,
-           t_start, vocabs=None, workers=0):
+           t_start, vocabs=None, workers=0, streamed_ok=True, batch_size=8):
     """:func:`run_probe` after its argument checks, holding the lock of the backbone's record folder."""
     # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
     task_objs = {t: build_task(t, protocol) for t in tasks}
     for t, v in (vocabs or {}).items():
         task_objs[t].use_vocabulary(v)
-    streamed = _streams(task_objs, protocol)
+    streamed = _streams(task_objs, protocol) if streamed_ok else []
     loaders = {}
     if streamed:  # scenes are read per batch; the loaders check the splits and their ground truth here
         loaders = {
             split: SceneLoader(source, {t: task_objs[t] for t in streamed}, split, protocol,
-                               num_workers=workers, limit=limit)
+                               batch_size=batch_size, num_workers=workers, limit=limit)
             for split, limit in ((protocol.train_split, protocol.max_train_samples),
                                  (protocol.test_split, protocol.max_test_samples))
         }
@@ -254,7 +263,7 @@ def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkp
         weights_hash = weights_sha256(bb)
         # features are kept in RAM only for a trained body (it iterates over the split)
         store = FeatureStore(bb, layers, protocol, cache_dir=cache_dir, weights_hash=weights_hash,
-                             keep_in_memory=len(streamed) < len(tasks), name=label)
+                             keep_in_memory=len(streamed) < len(tasks))
         bb_desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
         bb_id = {"spec": _spec_identity(cfg), "weights_sha256": weights_hash}
     else:
@@ -310,7 +319,7 @@ def _streamed_records(ctx, todo, task_objs, loaders, store, reference, plan, don
     if set(todo) != set(loaders[protocol.train_split].tasks):
         # loaders over the tasks left to do (the scenes are not read again for the tasks done)
         loaders = {split: SceneLoader(ctx.source, {t: task_objs[t] for t in todo}, split, protocol,
-                                      num_workers=ld.num_workers, limit=ld.limit)
+                                      batch_size=ld.batch_size, num_workers=ld.num_workers, limit=ld.limit)
                    for split, ld in loaders.items()}
     train, test = loaders[protocol.train_split], loaders[protocol.test_split]
     if reference is None:

@@ -110,7 +110,7 @@ class _Group:
             merged.update(_read_with_image(p.reader, i, common, img))
         return merged
 
-    def batch(self, positions: list[int], with_targets: bool = True) -> SceneBatch:
+    def batch(self, positions: list[int], with_targets: bool = True, with_images: bool = True) -> SceneBatch:
         samples = [self.sample(p) for p in positions]
         where = "/".join(self.tasks)
         return SceneBatch(
@@ -119,7 +119,7 @@ class _Group:
                 [int(s.get("index", q)) for s, q in zip(samples, positions)], dtype=torch.int64
             ),
             ids=[str(s.get("id", q)) for s, q in zip(samples, positions)],
-            images=stack_images(samples, self.input_size, where),
+            images=stack_images(samples, self.input_size, where) if with_images else torch.zeros(0),
             targets={p.task.name: p.task.targets(samples) for p in self.parts} if with_targets else {},
         )
 
@@ -142,14 +142,15 @@ def _read_with_image(reader: ManifestDataset, i: int, common: dict, img) -> dict
 
 
 class _Batches(Dataset):
-    def __init__(self, group: _Group, chunks: list[list[int]], with_targets: bool):
-        self.group, self.chunks, self.with_targets = group, chunks, with_targets
+    def __init__(self, group: _Group, chunks: list[list[int]], with_targets: bool, with_images: bool):
+        self.group, self.chunks = group, chunks
+        self.with_targets, self.with_images = with_targets, with_images
 
     def __len__(self) -> int:
         return len(self.chunks)
 
     def __getitem__(self, k: int) -> SceneBatch:
-        return self.group.batch(self.chunks[k], self.with_targets)
+        return self.group.batch(self.chunks[k], self.with_targets, self.with_images)
 
 
 class SceneLoader:
@@ -204,10 +205,12 @@ class SceneLoader:
     def num_samples(self, group: tuple[str, ...]) -> int:
         return len(self._groups[group])
 
-    def batches(self, group: tuple[str, ...], rank: int = 0, world: int = 1, targets: bool = True):
+    def batches(self, group: tuple[str, ...], rank: int = 0, world: int = 1, targets: bool = True,
+                images: bool = True):
         """Yield the group's :class:`SceneBatch` objects in split order (every ``world``-th from ``rank``).
 
-        ``targets=False`` leaves :attr:`SceneBatch.targets` empty (a pass that needs the images only).
+        ``targets=False`` leaves :attr:`SceneBatch.targets` empty (a pass that needs the images only);
+        ``images=False`` leaves :attr:`SceneBatch.images` empty (a pass over the ground truth only).
         """
         g = self._groups[group]
         n = len(g)
@@ -215,10 +218,10 @@ class SceneLoader:
         chunks = chunks[rank::world]
         if self.num_workers <= 0:
             for c in chunks:
-                yield g.batch(c, targets)
+                yield g.batch(c, targets, images)
             return
         loader = DataLoader(
-            _Batches(g, chunks, targets),
+            _Batches(g, chunks, targets, images),
             batch_size=None,
             shuffle=False,
             num_workers=self.num_workers,

@@ -203,7 +203,7 @@ def _masked_sums(loader, group, tasks, rank, world, times: StageTimes) -> dict:
     if not masked:
         return sums
     t0 = time.perf_counter()
-    for batch in loader.batches(group, rank, world):
+    for batch in loader.batches(group, rank, world, images=False):
         for t in masked:
             s = tasks[t].linear_targets(batch.targets[t]).double().sum(0)
             sums[t] = s if t not in sums else sums[t] + s

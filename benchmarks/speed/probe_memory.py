@@ -1,10 +1,13 @@
 """Peak memory and time of the probe against the number of scenes and the input size.
 
 Each configuration (path x backbone x input size x scenes) runs in its own subprocess, so its peak
-RSS is its own (``os.wait4``'s ``ru_maxrss``); wall and CPU time are measured there too. ``today``
-is ``run_probe`` (whole splits in memory), the one path measured until the streamed spine is wired
-in (issue "Probing at any scale"); it runs the default protocol (the closed-form linear read-out)
-at the given input size, all five tasks unless ``--tasks``.
+RSS is its own (``os.wait4``'s ``ru_maxrss``); wall and CPU time are measured there too. Paths:
+``stream`` is ``run_probe`` (the streamed spine: a batch of scenes at a time), ``memory`` is
+``run_probe(streamed=False)`` (whole splits in memory: v5's first path, the reference), ``forward``
+is the bare backbone forward over the very images the probe reads (the scenes and the pose crops of
+both splits, read beforehand and not timed): the physical limit the probe's cost is measured
+against. Each runs the default protocol (the closed-form linear read-out) at the given input size,
+all five tasks unless ``--tasks``; ``stream`` also reports its seconds per stage (from its records).
 The synthetic splits are rendered once per (scenes, size) under ``--data-root``.
 
 A configuration whose RSS passes ``--max-rss-gb`` (default 4, for a shared machine) is stopped and
@@ -12,7 +15,7 @@ reported as such; the next larger n of the same path, backbone and size is then 
 
 Usage:
     .venv/bin/python benchmarks/speed/probe_memory.py [--n 64,256,1024] [--sizes 256x192,512x384,1024x768]
-        [--backbones pixels,sapiens2_cpu_small,gt-oracle] [--paths today] [--json OUT.json]
+        [--backbones pixels,sapiens2_cpu_small,gt-oracle] [--paths stream,memory,forward] [--json OUT.json]
     .venv/bin/python benchmarks/speed/probe_memory.py --n 8 --sizes 64x48   # a smoke run
 """
 
@@ -45,15 +48,57 @@ def run_child(cfg: dict) -> dict:
 
     protocol = default_protocol().replace(input_size=list(cfg["size"]))
     tasks = cfg["tasks"].split(",")
-    t0, c0 = time.perf_counter(), time.process_time()
     work = Path(cfg["work"])
-    if cfg["path"] != "today":
-        raise ValueError(f"--paths {cfg['path']!r}: only 'today' (run_probe) is measured")
+    if cfg["path"] == "forward":
+        return bare_forward(cfg["backbone"], tasks, cfg["data"], protocol)
+    if cfg["path"] not in ("stream", "memory"):
+        raise ValueError(f"--paths {cfg['path']!r}: expected stream, memory or forward")
     from benchmarks.probe.api import run_probe
 
-    paths = run_probe(cfg["backbone"], tasks, cfg["data"], work / "out", protocol=protocol)
-    produced = len(paths)
-    return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "records": produced}
+    t0, c0 = time.perf_counter(), time.process_time()
+    paths = run_probe(cfg["backbone"], tasks, cfg["data"], work / "out", protocol=protocol,
+                      streamed=cfg["path"] == "stream", workers=int(cfg.get("workers", 0)))
+    res = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "records": len(paths)}
+    res["stages"] = stage_seconds(paths)
+    return res
+
+
+def stage_seconds(paths) -> dict:
+    """Seconds per stage of a probe run, from its records (a scene group's stages counted once)."""
+    groups: dict = {}
+    for p in paths:
+        t = json.loads(Path(p).read_text())["timings"]
+        groups[tuple(sorted(t.items()))] = t  # the tasks of one group carry the same stage times
+    out: dict = {}
+    for t in groups.values():
+        for k, v in t.items():
+            out[k] = out.get(k, 0.0) + v
+    return out
+
+
+def bare_forward(backbone: str, tasks, data, protocol) -> dict:
+    """Seconds of the backbone forward alone over every image the probe reads (read beforehand)."""
+    import torch
+
+    from benchmarks.probe.backbones import build_probe_backbone, resolve_backbone_cfg
+    from benchmarks.probe.features import backbone_autocast
+    from benchmarks.probe.loader import SceneLoader
+    from benchmarks.probe.tasks import build_task
+
+    objs = {t: build_task(t, protocol) for t in tasks}
+    bb = build_probe_backbone(resolve_backbone_cfg(backbone), img_size=tuple(protocol.input_size))
+    layers = protocol.tapped_layers(bb.num_layers)
+    batches = []
+    for split in (protocol.train_split, protocol.test_split):
+        loader = SceneLoader(data, objs, split, protocol)
+        for g in loader.groups:
+            batches += [b.images for b in loader.batches(g, targets=False)]
+    t0, c0 = time.perf_counter(), time.process_time()
+    with torch.inference_mode(), backbone_autocast("cpu", protocol.backbone_dtype):
+        for images in batches:
+            bb.extract(images, layers, protocol.padding)
+    return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "records": 0,
+            "images": sum(len(b) for b in batches)}
 
 
 def _rss_kb(pid: int) -> int:
@@ -110,7 +155,17 @@ def measure(cfg: dict, max_rss_gb: float, timeout_s: float) -> dict:
             "probe_wall_s": inner["wall_s"],
             "probe_cpu_s": inner["cpu_s"],
             "records": inner["records"],
+            **({"stages": inner["stages"]} if "stages" in inner else {}),
+            **({"images": inner["images"]} if "images" in inner else {}),
         }
+
+
+def _stages(res: dict) -> str:
+    st = res.get("stages")
+    if not st:
+        return ""
+    keys = ("data_s", "features_s", "statistics_s", "shortcut_fit_s", "eval_s")
+    return "  stages: " + ", ".join(f"{k[:-2]} {st[k]:.1f}" for k in keys if k in st)
 
 
 def ensure_split(root: Path, n: int, size: tuple[int, int]) -> Path:
@@ -124,7 +179,8 @@ def main() -> None:
     ap.add_argument("--n", default="64,256,1024", help="scenes per split, comma-separated")
     ap.add_argument("--sizes", default="256x192,512x384,1024x768", help="input sizes HxW")
     ap.add_argument("--backbones", default="pixels,sapiens2_cpu_small,gt-oracle")
-    ap.add_argument("--paths", default="today")
+    ap.add_argument("--paths", default="stream", help="stream, memory and/or forward (comma-separated)")
+    ap.add_argument("--workers", type=int, default=0, help="data-loader workers of the stream path")
     ap.add_argument("--tasks", default=TASKS)
     ap.add_argument("--data-root", default=None, help="where the synthetic splits are rendered (kept)")
     ap.add_argument("--max-rss-gb", type=float, default=4.0)
@@ -158,7 +214,10 @@ def main() -> None:
                         "tasks": args.tasks,
                         "data": str(splits[n]),
                         "n": n,
+                        "workers": args.workers,
                     }
+                    if path == "forward" and backbone in ("gt-oracle", "floor"):
+                        continue  # no backbone to run
                     res = {"skipped": skip} if skip else measure(cfg, args.max_rss_gb, args.timeout)
                     note = res.get("stopped") or res.get("error") or res.get("skipped") or ""
                     if res.get("stopped"):
@@ -166,7 +225,7 @@ def main() -> None:
                     rss, wall, cpu = (res.get(k, float("nan")) for k in ("peak_rss_gb", "wall_s", "cpu_s"))
                     print(
                         f"{path:9s} {backbone:20s} {size[0]}x{size[1]:<5d} {n:5d} {rss:8.2f} {wall:8.1f} "
-                        f"{cpu:8.1f}  {note}",
+                        f"{cpu:8.1f}  {note}{_stages(res)}",
                         flush=True,
                     )
                     results.append({"config": {k: v for k, v in cfg.items() if k != "data"}, **res})
