@@ -28,13 +28,13 @@ def _linear(p: ProbeProtocol, **changes) -> ProbeProtocol:
 def test_float16_overflow_is_an_error_naming_backbone_layer_and_image(tmp_path, monkeypatch):
     """A plug-in backbone emitting 8.5e4 values (float16 max: 65504) stops the run before any fit,
     with a message naming the backbone, the tapped layer and the image; float32 storage runs."""
-    from benchmarks.probe import shortcut
+    from benchmarks.probe import stream
     from benchmarks.probe.api import run_probe
 
     fits = []
-    real_fit = shortcut.fit_shortcut
-    monkeypatch.setattr(
-        "benchmarks.probe.train.fit_shortcut", lambda *a, **k: fits.append(1) or real_fit(*a, **k)
+    real_solve = stream.solve_readout
+    monkeypatch.setattr(  # the streamed read-out's solve: never reached before the error
+        "benchmarks.probe.stream.solve_readout", lambda *a, **k: fits.append(1) or real_solve(*a, **k)
     )
     data = make_toy_data(n_train=4, n_test=2, tasks=("seg",))
     p = _linear(quick_protocol())
@@ -42,7 +42,7 @@ def test_float16_overflow_is_an_error_naming_backbone_layer_and_image(tmp_path, 
     with pytest.raises(NonFiniteFeatureError) as err:
         run_probe("_probe_loud:LoudPixels", ["seg"], data, tmp_path / "f16", protocol=p)
     msg = str(err.value)
-    assert "backbone LoudPixels" in msg and "layer 0" in msg and "image #0 of seg features" in msg, msg
+    assert "backbone LoudPixels" in msg and "layer 0" in msg and "image 'toy0'" in msg, msg
     assert re.search(r"exceed the float16 range \(max \|x\| = [0-9.]+e\+04 > 65504\)", msg), msg
     assert "feature_dtype to 'float32' or 'bfloat16'" in msg
     assert fits == [] and not list((tmp_path / "f16").rglob("*.json"))
