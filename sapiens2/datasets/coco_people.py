@@ -12,9 +12,15 @@ in file order: the pose reader's rule (:class:`sapiens2.datasets.pose.PoseTopdow
 the file's other images need not exist (one photo of a 5000-image file can be predicted).
 
 Example:
-    >>> people = read_people("../shared/real/coco/test_coco_wholebody.json")  # doctest: +SKIP
-    >>> people.keypoint_set.name, len(people.image("000000000785.jpg").people)  # doctest: +SKIP
-    ('coco_wholebody133', 1)
+    >>> import json, pathlib, tempfile
+    >>> ann = {"images": [{"id": 1, "file_name": "val/photo.jpg"}], "annotations": [
+    ...     {"id": 7, "image_id": 1, "bbox": [10, 20, 30, 40], "keypoints": [15, 25, 2] * 17},
+    ...     {"id": 8, "image_id": 1, "bbox": [0, 0, 5, 5], "keypoints": [0, 0, 0] * 17}]}
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "ann.json"
+    >>> _ = path.write_text(json.dumps(ann))
+    >>> people = read_people(path)
+    >>> people.keypoint_set.name, [p.bbox_xyxy for p in people.image("photo.jpg").people]
+    ('coco17', [(10.0, 20.0, 40.0, 60.0)])
 """
 
 from __future__ import annotations
