@@ -157,6 +157,9 @@ def _boxes_of(people):
 
 
 def _score(args, people, stems, label: str) -> None:
+    import re
+    from pathlib import Path
+
     import numpy as np
 
     from benchmarks.reproduce.score_predictions import score_pose, summary_lines
@@ -169,9 +172,8 @@ def _score(args, people, stems, label: str) -> None:
                       "predictions": [f"{stem}.npy" for stem in stems]}
     for line in summary_lines(score):
         print(line)
-    from pathlib import Path
-
     tag = "_random-weights" if args.random_weights else ""
-    out = Path(args.out) / f"score_pose_{score['vocabulary']['keypoint_set']}{tag}.json"
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", score["vocabulary"]["keypoint_set"])  # a user set names it
+    out = Path(args.out) / f"score_pose_{name}{tag}.json"
     write_json_atomic(out, score)
     print(f"wrote {out}{label}")
