@@ -250,7 +250,7 @@ def predict_file(image: str | os.PathLike, task: str, out_dir: str | os.PathLike
 def predict_files(images, task: str, out_dir: str | os.PathLike = "predictions", *, checkpoint=None,
                   config=None, arch=None, input_size_hw=None, bbox_xyxy=None, bbox_padding: float = 1.25,
                   flip_test: bool = True, random_weights: bool = False, seed: int = 0, device: str = "cpu",
-                  dtype: str = "fp32", progress: bool = False) -> list[Path]:
+                  dtype: str = "fp32", progress: bool = False, boxes_of=None) -> list[Path]:
     """Load the model once, predict each image and write ``<stem>_<task>.npy``, ``.json``, ``.png``.
 
     Model arguments as :func:`load_model`, prediction arguments as :func:`predict_array`; without a
@@ -262,6 +262,9 @@ def predict_files(images, task: str, out_dir: str | os.PathLike = "predictions",
         out_dir: output folder.
         bbox_xyxy: pose: one box for every image, or a callable ``rgb -> box`` (e.g. a detector);
             None: the whole image.
+        boxes_of: pose: a callable ``(image path, rgb) -> (boxes, source)`` giving each image several
+            person boxes (x1, y1, x2, y2), e.g. an annotation file's people; each is predicted, the
+            ``.npy`` is N x K x 3 and the ``.json`` lists the boxes under ``instances``.
         progress: show a stage bar (read checkpoint, build model, per image: read, each forward,
             write) on stderr and the device line on stdout.
         **others: see :func:`load_model` and :func:`predict_array`.
@@ -298,10 +301,16 @@ def predict_files(images, task: str, out_dir: str | os.PathLike = "predictions",
             with bar.stage(f"{where}: read {image.name}"):
                 rgb = read_rgb(image)
                 box = bbox_xyxy(rgb) if callable(bbox_xyxy) else bbox_xyxy
-            pre = model.register_forward_pre_hook(_ForwardStage(bar, where, forwards))
+                people = boxes_of(image, rgb) if boxes_of is not None else None
+            n_forwards = forwards * (len(people[0]) if people else 1)
+            bar.bar.total += n_forwards - forwards  # one stage per forward of every person box
+            pre = model.register_forward_pre_hook(_ForwardStage(bar, where, n_forwards))
             post = model.register_forward_hook(lambda *_: bar.end())
             try:
-                pred = predict_array(model, rgb, task, box, bbox_padding, flip_test)
+                if people is not None:
+                    pred = _predict_people(model, rgb, task, *people, bbox_padding, flip_test)
+                else:
+                    pred = predict_array(model, rgb, task, box, bbox_padding, flip_test)
                 if callable(bbox_xyxy) and task == "pose":
                     pred.meta["bbox_source"] = getattr(bbox_xyxy, "source", "detector")
             finally:
@@ -314,6 +323,23 @@ def predict_files(images, task: str, out_dir: str | os.PathLike = "predictions",
     finally:
         bar.close()
     return stems_out
+
+
+def _predict_people(model, rgb, task: str, boxes, source: str, padding: float, flip_test: bool) -> Prediction:
+    """Pose on every box of one image: N x K x 3 keypoints, one picture with every person drawn."""
+    from sapiens2.models import visualize as vis
+
+    if task != "pose" or not boxes:
+        raise ValueError(f"several person boxes are for --task pose (got {task} and {len(boxes)} boxes)")
+    preds = [predict_array(model, rgb, task, box, padding, flip_test) for box in boxes]
+    picture = rgb
+    for p in preds:
+        picture = vis.draw_pose(picture, p.array[:, :2], p.array[:, 2], bbox=p.meta["bbox_xyxy"])
+    array = np.stack([p.array for p in preds])
+    meta = {k: preds[0].meta[k] for k in ("image_size_hw", "input_size_hw")}
+    meta.update(bbox_source=source, bbox_padding=padding, keypoints=array.tolist(),
+                instances=[{k: p.meta[k] for k in ("bbox_xyxy", "crop_affine")} for p in preds])
+    return Prediction(array, picture, meta)
 
 
 class _ForwardStage:

@@ -105,12 +105,74 @@ def test_seg_probe_on_images_of_different_sizes_scores_each_at_its_native_size(t
     assert set(same) == {"label"} and same["label"].shape == (2, 56, 44)
 
 
-def test_other_dense_tasks_refuse_images_of_different_sizes_by_name():
-    samples = _mixed_size_seg([(64, 48), (60, 52)])
-    for name in ("normal", "albedo", "pointmap"):
-        why = rf"{name} probe: .* sample toy0 is \(64, 48\) .* toy1 is \(60, 52\)"
-        with pytest.raises(ValueError, match=why):
-            build_task(name, quick_protocol()).targets(samples)
+DENSE = ("normal", "pointmap", "albedo")
+
+
+def _direct_update(name: str, ev, maps: torch.Tensor, s: dict, index: torch.Tensor) -> None:
+    """The evaluator called by hand on one sample's native GT (the task's own prediction rule)."""
+    import torch.nn.functional as F
+
+    mask = torch.as_tensor(s["mask"]).bool()[None]
+    if name == "normal":
+        ev.update(F.normalize(maps.float(), dim=1, eps=1e-6), s["normal"][None].float(), mask, index=index)
+    elif name == "albedo":
+        pred = F.interpolate(maps.float(), size=mask.shape[-2:], mode="bilinear", align_corners=False)
+        ev.update(pred.clamp(0, 1), s["albedo"][None].float(), mask, index=index)
+    else:
+        pc = s["pointmap"].float() * (768.0 / float(s["K"][0, 0]))
+        m = mask & torch.isfinite(pc).all(0) & (pc[2] > 0)
+        pred = F.interpolate(maps.float(), size=mask.shape[-2:], mode="bilinear", align_corners=False)
+        ev.update(pred * m[:, None], torch.where(m, pc, 0)[None], m, index=index)
+
+
+@pytest.mark.parametrize("name", DENSE)
+def test_dense_probe_on_images_of_different_sizes_scores_each_at_its_native_size(tmp_path, name):
+    train = _mixed_size_seg([(64, 48), (60, 52), (70, 40), (64, 48)])
+    test = _mixed_size_seg([(56, 44), (72, 50), (64, 48)])
+    data = MemoryData({name: {"train": train, "test": test}}, name="mixed")
+    # used to be refused by name ("the normal probe takes images of one size")
+    rec = _records(run_probe("pixels", [name], data, tmp_path / "out", quick=True))[name]
+    assert rec["dataset"]["num_samples"] == 3 and validate(rec) == []
+    assert all(v is None or v == v for v in rec["metrics"].values() if isinstance(v, float))
+
+    task = build_task(name, quick_protocol())
+    tgt = task.targets(test)
+    size = tuple(quick_protocol().input_size)
+    assert tuple(tgt[name].shape[-2:]) == size and tuple(tgt["mask"].shape[-2:]) == size  # the train layout
+    assert tgt["native_size"].tolist() == [[56, 44], [72, 50], [64, 48]]
+    maps = torch.randn(3, 3, *size, generator=torch.Generator().manual_seed(0))
+    index = torch.tensor([0, 1, 2])
+    for i, s in enumerate(test):  # each test GT scored at its native size = the evaluator called on it
+        one = torch.tensor([i])
+        via_task, direct = task.make_evaluator(), task.make_evaluator()
+        task.update_evaluator(via_task, maps[one], None, {k: v[one] for k, v in tgt.items()}, index[one])
+        _direct_update(name, direct, maps[one], s, index[one])
+        assert via_task.compute() == direct.compute(), (name, i)
+    whole, direct = task.make_evaluator(), task.make_evaluator()
+    task.update_evaluator(whole, maps, None, tgt, index)
+    for i, s in enumerate(test):
+        _direct_update(name, direct, maps[i : i + 1], s, index[i : i + 1])
+    assert whole.compute() == direct.compute()
+    # equal sizes keep the native maps, stacked as they always were
+    same = task.targets(test[:1] * 2)
+    assert "native_size" not in same and tuple(same["mask"].shape) == (2, 56, 44)
+
+
+def test_train_layout_resizes_masked_maps_without_leaking_the_background():
+    from benchmarks.probe.tasks.base import resize_masked
+
+    mask = torch.zeros(40, 30, dtype=torch.bool)
+    mask[5:30, 8:25] = True
+    values = torch.full((3, 40, 30), float("nan"))  # off the mask: anything, here NaN
+    values[:, mask] = torch.tensor([0.2, -0.5, 0.7])[:, None]
+    out, keep = resize_masked(values, mask, (16, 12))
+    assert keep.any() and not keep.all() and torch.isfinite(out).all()
+    want = torch.tensor([0.2, -0.5, 0.7])[:, None].expand(3, int(keep.sum()))
+    torch.testing.assert_close(out[:, keep], want)
+    assert (out[:, ~keep] == 0).all()
+    normal = build_task("normal", quick_protocol()).targets(_mixed_size_seg([(64, 48), (60, 52)]))
+    norms = normal["normal"].norm(dim=1)
+    torch.testing.assert_close(norms[normal["mask"]], torch.ones(int(normal["mask"].sum())))
 
 
 def test_vocabulary_enters_the_protocol_id_only_when_not_the_default():

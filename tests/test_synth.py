@@ -107,6 +107,25 @@ def test_readers_round_trip_synth(split):
     assert batch["keypoints"].shape == (2, 308, 2)
 
 
+def test_synthetic_manifests_name_their_vocabulary(split, monkeypatch):
+    """Like an imported split's: the pose manifest names its keypoint set, the seg manifest its label set."""
+    from sapiens2.datasets.synth import writer
+
+    pose_manifest = json.loads((split / "pose.json").read_text())
+    assert pose_manifest["keypoint_set"] == "keypoints308"
+    assert json.loads((split / "seg.json").read_text())["label_set"] == "sapiens2_29"
+    for task in ("normal", "pointmap", "albedo"):  # no vocabulary: nothing named
+        assert not {"keypoint_set", "label_set"} & set(json.loads((split / f"{task}.json").read_text()))
+    seg = open_split(split, "seg")
+    assert seg.label_set_declared and seg.label_set.name == "sapiens2_29"
+    assert open_split(split, "pose", input_size=(96, 128)).keypoint_set.name == "keypoints308"
+    assert json.loads((split / "split.json").read_text())["manifest_version"] == writer.MANIFEST_VERSION
+    # a split cached with the manifests of before (no names, another content hash) is never reused
+    key = writer.split_key("default", 4, HW, 0)
+    monkeypatch.setattr(writer, "MANIFEST_VERSION", writer.MANIFEST_VERSION - 1)
+    assert writer.split_key("default", 4, HW, 0) != key
+
+
 def test_splits_of_different_size_share_images(tmp_path, split):
     other = generate_split(tmp_path / "two", n=2, seed=5, size=HW, progress=False)
     for sub in ("images/000001.png", "seg/000001.png", "normal/000001.npy"):

@@ -20,6 +20,14 @@ against float32 is in docs/predict.md). A bar on stderr names the running stage 
 build model, per image: read, each forward, write); ``--quiet`` hides it. Without a checkpoint the
 command refuses unless ``--random-weights`` is given; then every output is labelled
 ``random-weights``. Library: ``sapiens2.inference``.
+
+Real photos with annotations: ``--boxes-from FILE`` (a COCO keypoint file, COCO-WholeBody's distributed
+layout included) predicts every annotated person of each image (matched by file name) on its box
+enlarged by ``--bbox-padding``; the ``.npy`` is then N x K x 3. ``--score-against FILE`` does the same
+and scores the predictions in the file's keypoint set (``--vocabulary``, default: by its keypoint count):
+the 308 keypoints are mapped by the declared map (sapiens2/vocab_mapping.py; COCO-WholeBody's 68 face
+points have no 308 counterpart and count as misses), scored with that set's OKS sigmas and parts, and
+written to ``score_pose_<set>.json``. Library: ``benchmarks.reproduce.score_predictions``.
 """
 
 from __future__ import annotations
@@ -49,6 +57,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bbox-padding", type=float, default=1.25,
                    help="pose: enlargement of a given or detected box (default 1.25; not applied to the "
                         "whole-image default)")
+    p.add_argument("--boxes-from", metavar="FILE",
+                   help="pose: COCO keypoint file; predict every annotated person of each image on its box")
+    p.add_argument("--score-against", metavar="FILE",
+                   help="pose: COCO keypoint file; predict its people (as --boxes-from) and score them in "
+                        "its keypoint set through the declared 308 map (writes score_pose_<set>.json)")
+    p.add_argument("--vocabulary", metavar="SET",
+                   help="keypoint set of --boxes-from / --score-against (e.g. coco_wholebody133, coco17, "
+                        "ochuman17, or a JSON file); default: the built-in set of its keypoint count")
     p.add_argument("--no-flip-test", action="store_true", help="pose: skip flip-test heatmap fusion")
     p.add_argument("--random-weights", action="store_true",
                    help="allow running without a checkpoint (randomly initialised; outputs are labelled)")
@@ -81,8 +97,10 @@ def run(args: argparse.Namespace) -> int:
     from benchmarks.cli.convert import PATCH_SIZE, parse_hw
     from sapiens2.inference import predict_files
 
-    if args.bbox is not None and args.task != "pose":
-        raise ValueError(f"--bbox is for --task pose only (got --task {args.task})")
+    for flag in ("bbox", "boxes_from", "score_against", "vocabulary"):
+        if getattr(args, flag) is not None and args.task != "pose":
+            raise ValueError(f"--{flag.replace('_', '-')} is for --task pose only (got --task {args.task})")
+    people = _annotated_people(args)
     size = parse_hw(args.input_size, "--input-size", PATCH_SIZE) if args.input_size else None
     import math
 
@@ -93,8 +111,69 @@ def run(args: argparse.Namespace) -> int:
                           arch=args.arch, input_size_hw=size,
                           bbox_xyxy=_parse_bbox(args.bbox), bbox_padding=args.bbox_padding,
                           flip_test=not args.no_flip_test, random_weights=args.random_weights, seed=args.seed,
-                          device=args.device, dtype=args.dtype, progress=not args.quiet)
+                          device=args.device, dtype=args.dtype, progress=not args.quiet,
+                          boxes_of=None if people is None else _boxes_of(people))
     label = " (RANDOM WEIGHTS: not a real prediction)" if args.random_weights else ""
     for stem in stems:
         print(f"wrote {stem}.npy, .json and .png{label}")
+    if args.score_against:
+        _score(args, people, stems, label)
     return 0
+
+
+def _annotated_people(args):
+    """The people of ``--boxes-from`` / ``--score-against`` (None without either), checked first."""
+    from pathlib import Path
+
+    if args.vocabulary and not (args.boxes_from or args.score_against):
+        raise ValueError("--vocabulary names the keypoint set of --boxes-from / --score-against; give one")
+    src = args.score_against or args.boxes_from
+    if src is None:
+        return None
+    both = args.boxes_from and args.score_against
+    if both and Path(args.boxes_from).resolve() != Path(args.score_against).resolve():
+        raise ValueError("--score-against scores the people of its own file on their boxes: --boxes-from "
+                         f"{args.boxes_from} would predict other boxes; give one of the two")
+    if args.bbox is not None:
+        raise ValueError(f"--bbox and --{'score-against' if args.score_against else 'boxes-from'}: the boxes "
+                         "come from one of them, not both")
+    from sapiens2.datasets.coco_people import read_people
+
+    people = read_people(src, args.vocabulary)
+    for image in args.image:  # every image has annotated people, before the model is built
+        people.image(image)
+    return people
+
+
+def _boxes_of(people):
+    def boxes(image, rgb):
+        im = people.image(image)
+        if im.size_hw is not None and tuple(rgb.shape[:2]) != im.size_hw:
+            raise ValueError(f"{image}: image is {tuple(rgb.shape[:2])} (H, W) but {people.source} says "
+                             f"{im.size_hw} for {im.file_name}")
+        return [p.bbox_xyxy for p in im.people], f"annotations of {people.source}"
+
+    return boxes
+
+
+def _score(args, people, stems, label: str) -> None:
+    import re
+    from pathlib import Path
+
+    import numpy as np
+
+    from benchmarks.reproduce.score_predictions import score_pose, summary_lines
+    from sapiens2.utils_io import write_json_atomic
+
+    preds = [(image, np.load(f"{stem}.npy")) for image, stem in zip(args.image, stems)]
+    score = score_pose(people, preds)
+    score["model"] = {"arch": args.arch, "config": args.config, "checkpoint": args.checkpoint,
+                      "random_weights": bool(args.random_weights), "flip_test": not args.no_flip_test,
+                      "predictions": [f"{stem}.npy" for stem in stems]}
+    for line in summary_lines(score):
+        print(line)
+    tag = "_random-weights" if args.random_weights else ""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", score["vocabulary"]["keypoint_set"])  # a user set names it
+    out = Path(args.out) / f"score_pose_{name}{tag}.json"
+    write_json_atomic(out, score)
+    print(f"wrote {out}{label}")

@@ -1,7 +1,9 @@
 """Albedo probe: 3 channels clamped to [0, 1]; L1 + gradient-L1 loss on GT-mask pixels.
 
 The task is ``masked`` (:meth:`ProbeTask.linear_targets`): its floor is the per-pixel train mean
-albedo over the masks that cover the pixel.
+albedo over the masks that cover the pixel. Images may differ in size: the read-out sees every image at
+the protocol's input size (the GT resized mask-aware, for training only), and each test image is scored
+at its native size (:func:`~benchmarks.probe.tasks.base.dense_targets`).
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from benchmarks.probe.losses import register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     ProbeTask,
+    dense_targets,
     gradient_l1,
     loss_grid,
+    native_views,
     per_sample_masked_mean,
     register_probe_task,
     resize_to,
-    stack_native,
     subsample,
 )
 from evaluators.albedo import AlbedoEvaluator
@@ -45,14 +48,9 @@ class AlbedoTask(ProbeTask):
     required_keys = ("albedo", "mask")
 
     def targets(self, samples):
-        return {
-            "albedo": stack_native(
-                [torch.as_tensor(s["albedo"]).float() for s in samples], samples, self.name, "albedo"
-            ),
-            "mask": stack_native(
-                [torch.as_tensor(s["mask"]).bool() for s in samples], samples, self.name, "mask"
-            ),
-        }
+        albedo = [torch.as_tensor(s["albedo"]).float() for s in samples]
+        masks = [torch.as_tensor(s["mask"]).bool() for s in samples]
+        return dense_targets(self.name, samples, {"albedo": albedo}, masks, tuple(self.protocol.input_size))
 
     def predict(self, maps, size):
         return resize_to(maps.float(), size).clamp(0.0, 1.0)
@@ -61,9 +59,14 @@ class AlbedoTask(ProbeTask):
         return AlbedoEvaluator()
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
-        evaluator.update(
-            self.predict(maps, tgt["albedo"].shape[-2:]), tgt["albedo"], tgt["mask"], index=index
-        )
+        if "native_size" not in tgt:
+            evaluator.update(
+                self.predict(maps, tgt["albedo"].shape[-2:]), tgt["albedo"], tgt["mask"], index=index
+            )
+            return
+        for one, gt, idx in native_views(tgt, ("albedo",), index):  # several sizes: each at its own
+            evaluator.update(self.predict(maps[one], gt["albedo"].shape[-2:]), gt["albedo"], gt["mask"],
+                             index=idx)
 
     def linear_targets(self, tgt):
         m = tgt["mask"][:, None].to(tgt["albedo"].dtype)

@@ -82,22 +82,74 @@ def subsample(t: torch.Tensor, stride: int, offset: tuple[int, int] | None = Non
     return t[..., oy::stride, ox::stride]
 
 
-def stack_native(maps: list[torch.Tensor], samples: list[dict], task: str, key: str) -> torch.Tensor:
-    """``torch.stack`` of per-sample native-size GT maps, which must share one size.
+def resize_masked(values: torch.Tensor, mask: torch.Tensor, size: tuple[int, int]):
+    """C x H x W values known on the bool H x W ``mask``, resampled to ``size`` (H', W').
+
+    Mask-aware: each output pixel is the bilinear average of the mask's pixels alone (the bilinear
+    weights renormalised over the mask, so off-mask values, zero or NaN, never leak in); the mask is
+    resized nearest and kept only where a mask pixel lies under the bilinear support.
+
+    Returns:
+        (C x H' x W' float32 values, 0 off the new mask; bool H' x W' mask).
+    """
+    m = mask[None, None].float()
+    v = torch.where(mask[None], values.float(), torch.zeros((), dtype=torch.float32))[None]
+    num = F.interpolate(v, size=tuple(size), mode="bilinear", align_corners=False)
+    den = F.interpolate(m, size=tuple(size), mode="bilinear", align_corners=False)
+    keep = (F.interpolate(m, size=tuple(size), mode="nearest") > 0.5) & (den > 0)
+    out = torch.where(keep, num / den.clamp_min(1e-12), torch.zeros((), dtype=torch.float32))
+    return out[0], keep[0, 0]
+
+
+def dense_targets(task: str, samples: list[dict], fields: dict[str, list[torch.Tensor]],
+                  masks: list[torch.Tensor], input_size: tuple[int, int],
+                  unit: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
+    """The GT of a masked dense task: ``{key: B x C x H x W, "mask": B x H x W}`` (+ the native layout).
+
+    One image size in the batch: the native maps, stacked as they are. Several sizes: ``key`` and
+    ``mask`` hold the *train layout*, each map resized to the protocol's ``input_size`` (the size the
+    read-out sees every image at; :func:`resize_masked`, and the ``unit`` keys renormalised to unit
+    length), for the fit and training only; scoring uses ``native_<key>`` / ``native_mask`` (each
+    native map, padded with 0 / False to the largest size: the padding is never scored) and
+    ``native_size`` (B x 2: each map's own H, W), see :func:`native_views`.
 
     Raises:
-        ValueError: two maps differ in size (naming both samples); a task that takes images of several
-            sizes (seg) resizes or pads them itself instead.
+        ValueError: a sample's map and mask differ in size (naming the sample).
     """
-    for s, m in zip(samples, maps):
-        if m.shape[-2:] != maps[0].shape[-2:]:
-            ids = [x.get("id", x.get("index")) for x in (samples[0], s)]
-            raise ValueError(
-                f"{task} probe: {key} of sample {ids[0]} is {tuple(maps[0].shape[-2:])} but that of sample "
-                f"{ids[1]} is {tuple(m.shape[-2:])}; the {task} probe takes images of one size (seg takes "
-                "any sizes): resize the split to one size first"
-            )
-    return torch.stack(maps)
+    for key, maps in fields.items():
+        for s, v, m in zip(samples, maps, masks):
+            if v.shape[-2:] != m.shape[-2:]:
+                raise ValueError(f"{task} probe: sample {s.get('id', s.get('index'))}: {key} is "
+                                 f"{tuple(v.shape[-2:])} but its mask is {tuple(m.shape[-2:])}")
+    sizes = torch.tensor([tuple(m.shape[-2:]) for m in masks], dtype=torch.int64)
+    if all(m.shape == masks[0].shape for m in masks):
+        return {**{k: torch.stack(v) for k, v in fields.items()}, "mask": torch.stack(masks)}
+    hmax, wmax = (int(v) for v in sizes.amax(0))
+    out: dict[str, torch.Tensor] = {"native_size": sizes}
+    native_mask = torch.zeros(len(masks), hmax, wmax, dtype=torch.bool)
+    for i, m in enumerate(masks):
+        native_mask[i, : m.shape[-2], : m.shape[-1]] = m
+    for key, maps in fields.items():
+        native = torch.zeros(len(maps), maps[0].shape[0], hmax, wmax, dtype=maps[0].dtype)
+        train, train_mask = [], []
+        for i, (v, m) in enumerate(zip(maps, masks)):
+            native[i, :, : v.shape[-2], : v.shape[-1]] = v
+            r, rm = resize_masked(v, m, input_size)
+            train.append(F.normalize(r, dim=0) * rm if key in unit else r)
+            train_mask.append(rm)
+        out[key], out[f"native_{key}"] = torch.stack(train), native
+        out["mask"] = torch.stack(train_mask)
+    out["native_mask"] = native_mask
+    return out
+
+
+def native_views(tgt: dict, keys: tuple[str, ...], index):
+    """Per sample of a several-size batch (:func:`dense_targets`): (one-row slice of the batch,
+    ``{key: its unpadded native map}`` for ``keys`` and ``mask``, its dataset index)."""
+    index = torch.as_tensor(index)
+    for i, (h, w) in enumerate(tgt["native_size"].tolist()):
+        one = slice(i, i + 1)
+        yield one, {k: tgt[f"native_{k}"][one, ..., :h, :w] for k in (*keys, "mask")}, index[one]
 
 
 def masked_mean(readout_targets: torch.Tensor) -> torch.Tensor:

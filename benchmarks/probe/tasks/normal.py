@@ -1,4 +1,9 @@
-"""Surface-normal probe: 3 channels, L2-normalised; (1 - cos) + L1 loss on GT-mask pixels."""
+"""Surface-normal probe: 3 channels, L2-normalised; (1 - cos) + L1 loss on GT-mask pixels.
+
+Images may differ in size: the read-out sees every image at the protocol's input size (the GT resized
+mask-aware and renormalised, for training only), and each test image is scored at its native size
+(:func:`~benchmarks.probe.tasks.base.dense_targets`).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,11 @@ from benchmarks.probe.losses import register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     ProbeTask,
+    dense_targets,
     loss_grid,
+    native_views,
     per_sample_masked_mean,
     register_probe_task,
-    stack_native,
     subsample,
 )
 from evaluators.normal import NormalEvaluator
@@ -40,21 +46,21 @@ class NormalTask(ProbeTask):
     required_keys = ("normal", "mask")
 
     def targets(self, samples):
-        return {
-            "normal": stack_native(
-                [torch.as_tensor(s["normal"]).float() for s in samples], samples, self.name, "normal"
-            ),
-            "mask": stack_native(
-                [torch.as_tensor(s["mask"]).bool() for s in samples], samples, self.name, "mask"
-            ),
-        }
+        normals = [torch.as_tensor(s["normal"]).float() for s in samples]
+        masks = [torch.as_tensor(s["mask"]).bool() for s in samples]
+        return dense_targets(self.name, samples, {"normal": normals}, masks, tuple(self.protocol.input_size),
+                             unit=("normal",))
 
     def make_evaluator(self):
         return NormalEvaluator()
 
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
         pred = F.normalize(maps.float(), dim=1, eps=1e-6)
-        evaluator.update(pred, tgt["normal"], tgt["mask"], index=index)
+        if "native_size" not in tgt:
+            evaluator.update(pred, tgt["normal"], tgt["mask"], index=index)
+            return
+        for one, gt, idx in native_views(tgt, ("normal",), index):  # several sizes: each at its own
+            evaluator.update(pred[one], gt["normal"], gt["mask"], index=idx)
 
     def linear_targets(self, tgt):
         # mask * normal and the mask: a masked task (off the mask: the per-pixel train mean normal)

@@ -5,7 +5,10 @@ The GT pointmap (camera frame, metres) is canonicalised to focal length ``f_c`` 
 Protocol v5 regresses ``P_c`` itself (v4 split it into ``P_c / s`` and a per-image ``log s`` from
 pooled features, which is not linear in features that hold the points linearly: docs/probing.md).
 The task is ``masked`` (:meth:`ProbeTask.linear_targets`): the feature-free floor is the per-pixel
-train mean of ``P_c`` over the masks that cover that pixel.
+train mean of ``P_c`` over the masks that cover that pixel. Images may differ in size: the read-out
+sees every image at the protocol's input size (``P_c``, per-pixel points canonicalised with the image's
+own ``fx``, resized mask-aware for training only), and each test image is scored at its native size
+(:func:`~benchmarks.probe.tasks.base.dense_targets`).
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ from benchmarks.probe.losses import register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     ProbeTask,
+    dense_targets,
     gradient_l1,
     loss_grid,
+    native_views,
     per_sample_masked_mean,
     register_probe_task,
     resize_to,
-    stack_native,
     subsample,
 )
 from evaluators.pointmap import PointmapEvaluator
@@ -64,10 +68,9 @@ class PointmapTask(ProbeTask):
             m = torch.as_tensor(s["mask"]).bool() & torch.isfinite(p).all(0) & (p[2] > 0)
             pts.append(torch.where(m[None], p, torch.zeros_like(p)))
             masks.append(m)
-        pc = stack_native(pts, samples, self.name, "pointmap")
-        mask = stack_native(masks, samples, self.name, "mask")
-        scale = per_sample_masked_mean(pc[:, 2:3], mask).clamp_min(1e-3)
-        return {"pointmap": pc, "mask": mask, "log_scale": scale.log()}
+        out = dense_targets(self.name, samples, {"pointmap": pts}, masks, tuple(self.protocol.input_size))
+        scale = per_sample_masked_mean(out["pointmap"][:, 2:3], out["mask"]).clamp_min(1e-3)
+        return {**out, "log_scale": scale.log()}
 
     def predict(self, maps, glob, size):
         return resize_to(maps.float(), size)
@@ -78,8 +81,13 @@ class PointmapTask(ProbeTask):
     def update_evaluator(self, evaluator, maps, glob, tgt, index):
         # zero off the GT mask, as the GT pointmap is: the official Sobel normals at the mask edge
         # read the background, so a filled background would cost the oracle its exact normals
-        pred = self.predict(maps, glob, tgt["pointmap"].shape[-2:]) * tgt["mask"][:, None]
-        evaluator.update(pred, tgt["pointmap"], tgt["mask"], index=index)
+        if "native_size" not in tgt:
+            pred = self.predict(maps, glob, tgt["pointmap"].shape[-2:]) * tgt["mask"][:, None]
+            evaluator.update(pred, tgt["pointmap"], tgt["mask"], index=index)
+            return
+        for one, gt, idx in native_views(tgt, ("pointmap",), index):  # several sizes: each at its own
+            pred = self.predict(maps[one], glob, gt["pointmap"].shape[-2:]) * gt["mask"][:, None]
+            evaluator.update(pred, gt["pointmap"], gt["mask"], index=idx)
 
     def linear_targets(self, tgt):
         # mask * P_c (P_c is already 0 off the mask) and the mask: a masked task

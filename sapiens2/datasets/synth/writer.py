@@ -20,6 +20,11 @@ from sapiens2.utils_io import default_mode, write_json_atomic
 from .scene import synth_sample
 
 GENERATOR_VERSION = 1  # bump when the renderer's output changes, so cached splits are remade
+# bump when the manifests' layout changes (not the rendered files): cached splits are remade, so a
+# split's content hash never depends on when its cache was filled. 2: manifests name their vocabulary.
+MANIFEST_VERSION = 2
+# The vocabulary each manifest names, as imported splits do (sapiens2.datasets.importers)
+VOCABULARIES = {"pose": ("keypoint_set", "keypoints308"), "seg": ("label_set", "sapiens2_29")}
 
 
 def _dense_records(sid: str, r: dict) -> dict[str, dict]:
@@ -89,7 +94,9 @@ def _coco(results: list[dict], hw: tuple[int, int]) -> dict:
             )
     names = [k["name"] for k in kp["keypoints"]]
     links = [[a + 1, b + 1] for a, b in (s["link"] for s in kp["skeleton"])]
+    kind, vocab = VOCABULARIES["pose"]
     return {
+        kind: vocab,
         "info": {"description": "sapiens2-bench synthetic people", "version": GENERATOR_VERSION},
         "images": images,
         "annotations": anns,
@@ -245,8 +252,10 @@ def _write_manifests(root: Path, results: list[dict], hw: tuple[int, int], seed:
         for task, rec in _dense_records(r["id"], r).items():
             recs.setdefault(task, []).append(rec)
     for task, records in recs.items():
+        named = dict([VOCABULARIES[task]]) if task in VOCABULARIES else {}
         write_json_atomic(
-            root / TASK_MANIFESTS[task], {"task": task, "format_version": 1, "records": records}, indent=None
+            root / TASK_MANIFESTS[task], {"task": task, "format_version": 1, **named, "records": records},
+            indent=None,
         )
     write_json_atomic(
         root / "split.json",
@@ -254,6 +263,7 @@ def _write_manifests(root: Path, results: list[dict], hw: tuple[int, int], seed:
             "name": name,
             "generator": "sapiens2-bench synth",
             "generator_version": GENERATOR_VERSION,
+            "manifest_version": MANIFEST_VERSION,
             "seed": int(seed),
             "n": len(results),
             "size": list(hw),
@@ -278,6 +288,7 @@ def split_key(name: str, n: int, size: tuple[int, int], seed: int) -> str:
             "size": [int(size[0]), int(size[1])],
             "seed": int(seed),
             "version": GENERATOR_VERSION,
+            "manifests": MANIFEST_VERSION,
         },
         sort_keys=True,
     )
