@@ -100,9 +100,14 @@ def test_seg_probe_on_images_of_different_sizes_scores_each_at_its_native_size(t
     ev = task.make_evaluator()
     task.update_evaluator(ev, torch.zeros(2, 29, 16, 12), None, tgt, torch.tensor([0, 1]))
     assert int(ev.state()["confusion"].sum()) == sum(s["label"].numel() for s in test) == 56 * 44 + 72 * 50
-    # equal sizes keep the native labels as they always were
-    same = task.targets(test[:1] * 2)
-    assert set(same) == {"label"} and same["label"].shape == (2, 56, 44)
+    # a sample's train layout depends on it alone, never on its batch: a batch of one 56x44 label map
+    # (uniform, but not the input size) gives the very rows of the mixed batch (it was cropped to 64x48)
+    alone = task.targets(test[:1])
+    assert torch.equal(alone["label"][0], tgt["label"][0]) and alone["native_size"].tolist() == [[56, 44]]
+    # maps at the input size are kept as they are
+    at_input = _mixed_size_seg([(64, 48), (64, 48)])
+    same = task.targets(at_input)
+    assert set(same) == {"label"} and torch.equal(same["label"][1], at_input[1]["label"])
 
 
 DENSE = ("normal", "pointmap", "albedo")
@@ -153,9 +158,11 @@ def test_dense_probe_on_images_of_different_sizes_scores_each_at_its_native_size
     for i, s in enumerate(test):
         _direct_update(name, direct, maps[i : i + 1], s, index[i : i + 1])
     assert whole.compute() == direct.compute()
-    # equal sizes keep the native maps, stacked as they always were
-    same = task.targets(test[:1] * 2)
-    assert "native_size" not in same and tuple(same["mask"].shape) == (2, 56, 44)
+    # a sample's train layout depends on it alone, never on its batch (the streamed probe's batches)
+    alone = task.targets(test[:1])
+    assert torch.equal(alone[name][0], tgt[name][0]) and torch.equal(alone["mask"][0], tgt["mask"][0])
+    at_input = task.targets(test[2:])  # the 64x48 map: kept as it is, in a batch of its own or not
+    assert "native_size" not in at_input and torch.equal(at_input[name][0], tgt[name][2])
 
 
 def test_train_layout_resizes_masked_maps_without_leaking_the_background():

@@ -106,12 +106,14 @@ def dense_targets(task: str, samples: list[dict], fields: dict[str, list[torch.T
                   unit: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
     """The GT of a masked dense task: ``{key: B x C x H x W, "mask": B x H x W}`` (+ the native layout).
 
-    One image size in the batch: the native maps, stacked as they are. Several sizes: ``key`` and
-    ``mask`` hold the *train layout*, each map resized to the protocol's ``input_size`` (the size the
-    read-out sees every image at; :func:`resize_masked`, and the ``unit`` keys renormalised to unit
-    length), for the fit and training only; scoring uses ``native_<key>`` / ``native_mask`` (each
-    native map, padded with 0 / False to the largest size: the padding is never scored) and
-    ``native_size`` (B x 2: each map's own H, W), see :func:`native_views`.
+    Every map at the protocol's ``input_size``: the native maps, stacked as they are. Otherwise ``key``
+    and ``mask`` hold the *train layout*, each map resized to ``input_size`` (the size the read-out
+    sees every image at; :func:`resize_masked`, and the ``unit`` keys renormalised to unit length; a
+    map already at that size is kept), for the fit and training only; scoring uses ``native_<key>`` /
+    ``native_mask`` (each native map, padded with 0 / False to the largest size: the padding is never
+    scored) and ``native_size`` (B x 2: each map's own H, W), see :func:`native_views`. A sample's
+    values depend on that sample alone, never on the batch it is read in (the streamed probe reads
+    a split in batches of any composition).
 
     Raises:
         ValueError: a sample's map and mask differ in size (naming the sample).
@@ -122,7 +124,7 @@ def dense_targets(task: str, samples: list[dict], fields: dict[str, list[torch.T
                 raise ValueError(f"{task} probe: sample {s.get('id', s.get('index'))}: {key} is "
                                  f"{tuple(v.shape[-2:])} but its mask is {tuple(m.shape[-2:])}")
     sizes = torch.tensor([tuple(m.shape[-2:]) for m in masks], dtype=torch.int64)
-    if all(m.shape == masks[0].shape for m in masks):
+    if all(tuple(m.shape[-2:]) == tuple(input_size) for m in masks):
         return {**{k: torch.stack(v) for k, v in fields.items()}, "mask": torch.stack(masks)}
     hmax, wmax = (int(v) for v in sizes.amax(0))
     out: dict[str, torch.Tensor] = {"native_size": sizes}
@@ -134,8 +136,12 @@ def dense_targets(task: str, samples: list[dict], fields: dict[str, list[torch.T
         train, train_mask = [], []
         for i, (v, m) in enumerate(zip(maps, masks)):
             native[i, :, : v.shape[-2], : v.shape[-1]] = v
-            r, rm = resize_masked(v, m, input_size)
-            train.append(F.normalize(r, dim=0) * rm if key in unit else r)
+            if tuple(v.shape[-2:]) == tuple(input_size):  # as in a batch of that size alone
+                r, rm = v, m
+            else:
+                r, rm = resize_masked(v, m, input_size)
+                r = F.normalize(r, dim=0) * rm if key in unit else r
+            train.append(r)
             train_mask.append(rm)
         out[key], out[f"native_{key}"] = torch.stack(train), native
         out["mask"] = torch.stack(train_mask)

@@ -65,16 +65,16 @@ class SegTask(ProbeTask):
         self.out_channels, self.ignore_index = self.label_set.num_classes, self.label_set.ignore_index
 
     def targets(self, samples):
-        """``label``: B x H x W labels of one size. Images of one size keep their native labels (as
-        always). Images of several sizes: ``label`` holds each label map resized (nearest) to the
-        protocol's input size, the size the read-out sees every image at, for training only; scoring
-        uses ``native`` (each native label map, padded with the ignore index to the largest size; the
-        padding is never scored) and ``native_size`` (B x 2: each map's own H, W)."""
+        """``label``: B x H x W labels at the protocol's input size. A label map of that size is used
+        as it is; any other is resized (nearest) to it, the size the read-out sees every image at, for
+        training only, and scoring uses ``native`` (each native label map, padded with the ignore
+        index to the largest size; the padding is never scored) and ``native_size`` (B x 2: each map's
+        own H, W). Which happens depends on each sample alone, never on the batch it is read in."""
         labels = [torch.as_tensor(s["label"]).long() for s in samples]
         sizes = torch.tensor([tuple(lb.shape[-2:]) for lb in labels], dtype=torch.int64)
-        if all(lb.shape == labels[0].shape for lb in labels):
-            return {"label": torch.stack(labels)}
         size = tuple(self.protocol.input_size)
+        if all(tuple(lb.shape[-2:]) == size for lb in labels):
+            return {"label": torch.stack(labels)}
         hmax, wmax = (int(v) for v in sizes.amax(0))
         native = torch.full((len(labels), hmax, wmax), self.ignore_index, dtype=torch.int64)
         for i, lb in enumerate(labels):
