@@ -46,7 +46,9 @@ def run_child(cfg: dict) -> dict:
     """One configuration in this process: returns its wall and CPU seconds and what it produced."""
     from benchmarks.probe.protocol import default_protocol
 
-    protocol = default_protocol().replace(input_size=list(cfg["size"]))
+    protocol = default_protocol().replace(input_size=list(cfg["size"]),
+                                          max_train_samples=cfg.get("max_train", 0),
+                                          max_test_samples=cfg.get("max_test", 0))
     tasks = cfg["tasks"].split(",")
     work = Path(cfg["work"])
     if cfg["path"] == "forward":
@@ -89,8 +91,9 @@ def bare_forward(backbone: str, tasks, data, protocol) -> dict:
     bb = build_probe_backbone(resolve_backbone_cfg(backbone), img_size=tuple(protocol.input_size))
     layers = protocol.tapped_layers(bb.num_layers)
     batches = []
-    for split in (protocol.train_split, protocol.test_split):
-        loader = SceneLoader(data, objs, split, protocol)
+    for split, limit in ((protocol.train_split, protocol.max_train_samples),
+                         (protocol.test_split, protocol.max_test_samples)):
+        loader = SceneLoader(data, objs, split, protocol, limit=limit)
         for g in loader.groups:
             batches += [b.images for b in loader.batches(g, targets=False)]
     t0, c0 = time.perf_counter(), time.process_time()
@@ -181,6 +184,8 @@ def main() -> None:
     ap.add_argument("--backbones", default="pixels,sapiens2_cpu_small,gt-oracle")
     ap.add_argument("--paths", default="stream", help="stream, memory and/or forward (comma-separated)")
     ap.add_argument("--workers", type=int, default=0, help="data-loader workers of the stream path")
+    ap.add_argument("--max-train", type=int, default=0, help="cap on train samples per task (0: all)")
+    ap.add_argument("--max-test", type=int, default=0, help="cap on test samples per task (0: all)")
     ap.add_argument("--tasks", default=TASKS)
     ap.add_argument("--data-root", default=None, help="where the synthetic splits are rendered (kept)")
     ap.add_argument("--max-rss-gb", type=float, default=4.0)
@@ -215,6 +220,8 @@ def main() -> None:
                         "data": str(splits[n]),
                         "n": n,
                         "workers": args.workers,
+                        "max_train": args.max_train,
+                        "max_test": args.max_test,
                     }
                     if path == "forward" and backbone in ("gt-oracle", "floor"):
                         continue  # no backbone to run
