@@ -37,8 +37,7 @@ def test_float16_overflow_is_an_error_naming_backbone_layer_and_image(tmp_path, 
         "benchmarks.probe.stream.solve_readout", lambda *a, **k: fits.append(1) or real_solve(*a, **k)
     )
     data = make_toy_data(n_train=4, n_test=2, tasks=("seg",))
-    p = _linear(quick_protocol())
-    assert p.feature_dtype == "float16"
+    p = _linear(quick_protocol()).replace(feature_dtype="float16")
     with pytest.raises(NonFiniteFeatureError) as err:
         run_probe("_probe_loud:LoudPixels", ["seg"], data, tmp_path / "f16", protocol=p)
     msg = str(err.value)
@@ -92,7 +91,7 @@ def test_truncated_cache_entry_is_named_and_rebuilt(tmp_path, capsys):
 def test_cache_entry_of_another_dtype_is_rebuilt(tmp_path, capsys):
     from safetensors.torch import save_file
 
-    p = quick_protocol()
+    p = quick_protocol().replace(feature_dtype="float16")
     bb = build_probe_backbone("pixels")
     images = torch.rand(2, 3, *p.input_size)
     store = FeatureStore(bb, [0], p, cache_dir=tmp_path, keep_in_memory=False)

@@ -146,7 +146,9 @@ class ProbeProtocol:
         batch_size: global batch size (split over distributed ranks).
         grad_clip: max gradient norm.
         augmentation: ``"none"``; features are cached once per image, so no train-time augmentation.
-        feature_dtype: dtype features are cached in.
+        feature_dtype: dtype the tapped features are kept in (per batch, and in the on-disk cache):
+            ``"float32"`` (the default: it holds any finite activation), or ``"bfloat16"`` /
+            ``"float16"`` (half the cache; float16 overflows above 65504, an error naming the image).
         backbone_dtype: dtype the frozen backbone computes in: ``"float32"``, or ``"bfloat16"``
             (autocast: matrix products in bfloat16, norms and softmax in float32).
         ridge_product_dtype: dtype of the per-batch products of the shortcut's statistics
@@ -185,7 +187,7 @@ class ProbeProtocol:
     batch_size: int = 8
     grad_clip: float = 1.0
     augmentation: str = "none"
-    feature_dtype: str = "float16"
+    feature_dtype: str = "float32"
     backbone_dtype: str = "bfloat16"
     ridge_product_dtype: str = "float64"
     interval_level: float = 0.95

@@ -26,6 +26,7 @@ import uuid
 from dataclasses import dataclass, field
 
 import torch
+from tqdm.auto import tqdm
 
 from benchmarks.probe.features import FeatureSet
 from benchmarks.probe.reference import floor_features, oracle_features, prior_from_sums
@@ -243,8 +244,6 @@ def fit_group(
         (``{task: LinearShortcut}``, ``{task: train prior}`` of the masked tasks (the oracle's test
         features hold it), stage times of this rank).
     """
-    from tqdm.auto import tqdm
-
     rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
     times = StageTimes()
     n = loader.num_samples(group)
@@ -314,8 +313,6 @@ def score_group(loader, group, tasks: dict, stream, fits: dict, priors: dict, pr
     Returns:
         (``{task: evaluator}`` holding the whole split on every rank, stage times of this rank).
     """
-    from tqdm.auto import tqdm
-
     rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
     times = StageTimes()
     evaluators = {t: tasks[t].make_evaluator() for t in group}

@@ -67,9 +67,12 @@ def run_child(cfg: dict) -> dict:
 
 def stage_seconds(paths) -> dict:
     """Seconds per stage of a probe run, from its records (a scene group's stages counted once)."""
+    from sapiens2.records.results import read_record
+    from sapiens2.records.view import RecordView
+
     groups: dict = {}
     for p in paths:
-        t = json.loads(Path(p).read_text())["timings"]
+        t = dict(RecordView.of(read_record(p)).timings)
         groups[tuple(sorted(t.items()))] = t  # the tasks of one group carry the same stage times
     out: dict = {}
     for t in groups.values():
