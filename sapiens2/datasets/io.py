@@ -168,7 +168,7 @@ def _read_16bit_rgb(path: Path, record) -> np.ndarray:
         import imageio.v3 as iio
     except ImportError as e:
         raise DatasetError(
-            f"{where(path, record)}: 16-bit RGB PNG needs opencv-python-headless or imageio"
+            f"{where(path, record)}: 16-bit RGB PNG needs opencv-python or imageio"
         ) from e
     return np.asarray(iio.imread(path))
 
