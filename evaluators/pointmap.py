@@ -32,11 +32,9 @@ import math
 import numpy as np
 import torch
 
-from evaluators import filters
 from evaluators.base import Evaluator
 from evaluators.dense_common import (
     angle_key,
-    chan_norm,
     count_below,
     dilate,
     flat_nonzero,
@@ -47,87 +45,21 @@ from evaluators.dense_common import (
     take_columns,
 )
 from evaluators.metric_decl import FieldValue, MetricDecl, count_decl
+from evaluators.pointmap_geometry import (  # noqa: F401 - sobel5_kernels, pointmap_normals: re-exported
+    cross3,
+    dot3,
+    norm3,
+    normal_angle_deg,
+    pointmap_normals,
+    sobel5,
+    sobel5_kernels,
+)
 from evaluators.registry import EVALUATORS
 
 DEFAULT_DISTANCES = (0.05, 0.1, 0.2)
 DEFAULT_ANGLES = (5.0, 11.25, 22.5, 30.0)
 VARIANTS = ("", "scale_aligned.", "scale_shift_aligned.")
 SOLVER = "lstsq_l2"
-
-
-def sobel5_kernels(dtype=torch.float32, device=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """OpenCV's 5x5 Sobel kernels (d/dx, d/dy), as cross-correlation weights 5 x 5.
-
-    Example:
-        >>> kx, ky = sobel5_kernels()
-        >>> kx[2].tolist(), bool((ky == kx.T).all())
-        ([-6.0, -12.0, 0.0, 12.0, 6.0], True)
-    """
-    smooth = torch.tensor([1.0, 4.0, 6.0, 4.0, 1.0], dtype=dtype, device=device)
-    deriv = torch.tensor([-1.0, -2.0, 0.0, 2.0, 1.0], dtype=dtype, device=device)
-    kx = smooth[:, None] * deriv[None, :]
-    return kx, kx.T.contiguous()
-
-
-def sobel5(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-channel 5x5 Sobel derivatives of B x C x H x W ``x`` (reflect-101 border, as OpenCV).
-
-    Returns:
-        (d/dx, d/dy), each B x C x H x W (see :func:`evaluators.filters.sobel5`).
-    """
-    return filters.sobel5(x)
-
-
-def pointmap_normals(points: torch.Tensor) -> torch.Tensor:
-    """Normals of a B x 3 x H x W pointmap: cross(dP/dx, dP/dy) / (|.| + 1e-6).
-
-    Example:
-        >>> v, u = torch.meshgrid(torch.arange(6.), torch.arange(6.), indexing="ij")
-        >>> plane = torch.stack([u, v, torch.ones_like(u)])[None]
-        >>> pointmap_normals(plane)[0, :, 3, 3].round(decimals=4).tolist()
-        [0.0, 0.0, 1.0]
-    """
-    dx, dy = sobel5(points)
-    a0, a1, a2 = dx[:, 0], dx[:, 1], dx[:, 2]
-    b0, b1, b2 = dy[:, 0], dy[:, 1], dy[:, 2]
-    n = torch.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], 1)  # cross product
-    return n / (chan_norm(n) + 1e-6)[:, None]
-
-
-def _dot3(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Column-wise dot product of two C x N tensors (plane additions, no strided reduction)."""
-    out = torch.mul(a[0], b[0], out=out) if out is not None else a[0] * b[0]
-    for c in range(1, a.shape[0]):
-        out.addcmul_(a[c], b[c])
-    return out
-
-
-def _norm3(a: torch.Tensor) -> torch.Tensor:
-    return _dot3(a, a).sqrt_()
-
-
-def _cross(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``cross(a, b)`` of 3 x N columns (two fused ops per component, no temporaries)."""
-    out = torch.empty_like(a)
-    for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):
-        torch.mul(a[i], b[j], out=out[k]).addcmul_(a[j], b[i], value=-1.0)
-    return out
-
-
-def normal_angle_deg(n1: torch.Tensor, n2: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Angle (degrees) between the official normals ``n / (|n| + 1e-6)`` of two 3 x N cross products.
-
-    ``dot(n1 / (|n1| + e), n2 / (|n2| + e)) = dot(n1, n2) / ((|n1| + e)(|n2| + e))``: the same value
-    without normalising six planes.
-
-    Example:
-        >>> n = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]])
-        >>> normal_angle_deg(n, torch.tensor([[1.0, 1.0], [0.0, 0.0], [0.0, 0.0]])).round().tolist()
-        [0.0, 90.0]
-    """
-    den = _norm3(n1).add_(1e-6).mul_(_norm3(n2).add_(1e-6))
-    cos = _dot3(n1, n2, out=out).div_(den).clamp_(-1.0, 1.0)
-    return cos.acos_().mul_(180.0 / math.pi)
 
 
 @EVALUATORS.register_module()
@@ -246,7 +178,7 @@ class PointmapEvaluator(Evaluator):
         the errors ``p - g``: afterwards l2, l2^2, l2 / |g|, |dx|, |dy|, |dz| (summed later in one go);
         returns the threshold counts."""
         d = buf[3:6]
-        torch.sqrt(_dot3(d, d, out=buf[1]), out=buf[0])
+        torch.sqrt(dot3(d, d, out=buf[1]), out=buf[0])
         torch.div(buf[0], gnorm, out=buf[2])
         d.abs_()
         return {"within_dist": count_below(buf[0], self.dist_thr), "delta": count_below(buf[2], (0.25,))[0]}
@@ -260,7 +192,7 @@ class PointmapEvaluator(Evaluator):
         idx = flat_nonzero(db.scored[i])
         p, g = take_columns(db.pred[i], idx), take_columns(db.gt[i], idx)
         fit = None if db.pred_nonfinite is None else db.valid[i].flatten().index_select(0, idx)
-        gnorm = _norm3(g).clamp_min_(1e-12)
+        gnorm = norm3(g).clamp_min_(1e-12)
         buf = p.new_empty(6 * len(self.variants), p.shape[1])
         blocks = dict(zip(self.variants, buf.split(6)))
         torch.sub(p, g, out=blocks[""][3:6])
@@ -268,7 +200,7 @@ class PointmapEvaluator(Evaluator):
         if self.aligned:
             pf = p if fit is None else p * fit
             two = p.new_empty(2, p.shape[1])
-            _dot3(pf, g, out=two[0]), _dot3(pf, pf, out=two[1])
+            dot3(pf, g, out=two[0]), dot3(pf, pf, out=two[1])
             num, den = row_sums_f64(two).tolist()
             sc = num / den if den > 0 else 1.0
             blk = blocks["scale_aligned."]
@@ -308,9 +240,9 @@ class PointmapEvaluator(Evaluator):
         """
         if 2 * nidx.numel() <= derivs[0][i].numel() // 3:
             pdx, pdy, gdx, gdy = (take_columns(d[i], nidx) for d in derivs)
-            return normal_angle_deg(_cross(pdx, pdy), _cross(gdx, gdy), out=out)
+            return normal_angle_deg(cross3(pdx, pdy), cross3(gdx, gdy), out=out)
         pdx, pdy, gdx, gdy = (d[i].reshape(3, -1) for d in derivs)
-        full = normal_angle_deg(_cross(pdx, pdy), _cross(gdx, gdy))
+        full = normal_angle_deg(cross3(pdx, pdy), cross3(gdx, gdy))
         if full.device.type == "cpu":
             np.take(full.numpy(), nidx.numpy(), out=out.numpy())
             return out
@@ -327,7 +259,7 @@ class PointmapEvaluator(Evaluator):
         gc = g - gm.to(p.dtype)[:, None]
         if fit is not None:
             pc, gc = pc * fit, gc * fit
-        _dot3(pc, gc, out=two[0]), _dot3(pc, pc, out=two[1])
+        dot3(pc, gc, out=two[0]), dot3(pc, pc, out=two[1])
         num, den = row_sums_f64(two).tolist()
         s2 = num / den if den > 0 else 1.0
         t2 = (gm - s2 * pm).to(p.dtype)[:, None]

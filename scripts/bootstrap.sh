@@ -19,6 +19,15 @@ if [ ! -f "$stamp" ]; then
   # mmpose's declared deps include chumpy, which does not build, and torchvision, which would bring
   # a second torch build; its other needs are in the openmmlab extra (scripts/no-deps-gaps.txt).
   "${install[@]}" --no-deps mmpose
+  # Packages that earlier versions of this script installed and nothing needs now. The -headless
+  # OpenCV build shares cv2/ with opencv-python, so removing it takes files opencv-python owns:
+  # opencv-python is reinstalled after it (one OpenCV build, complete).
+  stale=$(.venv/bin/python -m pip list --format=freeze | grep -ioE '^(opencv-python-headless|six|ftfy)==' \
+    | cut -d= -f1 || true)
+  if [ -n "$stale" ]; then
+    .venv/bin/python -m pip uninstall -q -y $stale
+    "${install[@]}" --force-reinstall --no-deps opencv-python
+  fi
   rm -f .venv/.bootstrap-*
   touch "$stamp"
 fi

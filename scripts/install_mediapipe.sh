@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Installs the optional MediaPipe reference system into .venv without its heavy declared deps
-# (see scripts/requirements-mediapipe.txt). Idempotent: exits at once when it already works.
+# Installs the optional MediaPipe reference system into .venv without the declared deps that cannot
+# be installed beside the rest (see scripts/requirements-mediapipe.txt). Idempotent: exits at once when it already works.
 # Never fails the caller: without it the MediaPipe tests skip with a printed reason.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
-check='import importlib.metadata as m, mediapipe as mp
+# mediapipe works and every line of the requirements file is installed (pip check needs them all)
+check='import importlib.metadata as m, re, mediapipe as mp
 assert m.version("mediapipe") == "0.10.21", m.version("mediapipe")
+for line in open("scripts/requirements-mediapipe.txt"):
+    name = re.match(r"[A-Za-z0-9_.-]*", line.split("#")[0].strip())[0]
+    name and m.version(name)
 from benchmarks.systems.mediapipe_system import require_mediapipe
 require_mediapipe(); mp.solutions.pose'
 if [ ! -x "$PY" ]; then

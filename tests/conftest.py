@@ -5,6 +5,8 @@ Skip policy (one rule for the whole suite):
 - A test may skip only because an *optional third-party component* is unusable, and only through its
   marker (``@pytest.mark.hf``, ``xtcocotools``, ``openmmlab``, ``exr``, ``chromium``, ``mediapipe``;
   see :data:`OPTIONAL`). The skip reason names what failed and how to install it; ``-ra`` prints it.
+  The one marker of another kind, ``bootstrap``, marks the checks of the environment
+  ``scripts/bootstrap.sh`` makes (its exact pins): they skip, with the reason, in any other one.
 - Missing ``../shared`` reference data, or a project module that fails to import, is a failure,
   never a skip.
 - Under CI (``CI=true``; ``.ci/run`` sets it, and CI installs every extra) nothing may skip: any skip,
@@ -98,6 +100,15 @@ def _mediapipe_problem() -> str | None:
     return None
 
 
+def _bootstrap_problem() -> str | None:
+    import sys
+
+    venv = ROOT / ".venv"
+    if Path(sys.prefix).resolve() != venv.resolve() or not list(venv.glob(".bootstrap-*")):
+        return f"the suite runs in {sys.prefix}, not in the bootstrapped {venv}"
+    return None
+
+
 # marker -> (what it stands for, why it is unusable or None, how to install it)
 OPTIONAL = {
     "hf": ("transformers + huggingface_hub",
@@ -113,6 +124,8 @@ OPTIONAL = {
                  "bash scripts/install_chromium.sh (Debian chromium + chromium-driver) and the 'test' extra"),
     "mediapipe": ("the MediaPipe 0.10.21 reference system", _mediapipe_problem,
                   "bash scripts/install_mediapipe.sh"),
+    "bootstrap": ("the environment of scripts/bootstrap.sh", _bootstrap_problem,
+                  "bash scripts/bootstrap.sh && .venv/bin/python -m pytest"),
 }
 
 

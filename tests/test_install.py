@@ -95,10 +95,8 @@ def _needed() -> dict[str, str]:
     return needed
 
 
+@pytest.mark.bootstrap
 def test_bootstrapped_venv_holds_the_pinned_versions():
-    venv = ROOT / ".venv"
-    if Path(sys.prefix).resolve() != venv.resolve() or not list(venv.glob(".bootstrap-*")):
-        pytest.skip(f"not running in the bootstrapped {venv} (sys.prefix={sys.prefix})")
     pins = _pins()
     needed = _needed()
     wrong = []
@@ -112,12 +110,10 @@ def test_bootstrapped_venv_holds_the_pinned_versions():
     print(f"{len(needed)} needed distributions, all at their pins")
 
 
+@pytest.mark.bootstrap
 def test_bootstrapped_venv_has_the_xtcocotools_reference():
     """The bootstrap environment is NumPy 1, where the prebuilt xtcocotools wheel must import, so
     the pose AP comparisons run there rather than skip."""
-    venv = ROOT / ".venv"
-    if Path(sys.prefix).resolve() != venv.resolve():
-        pytest.skip(f"not running in the bootstrapped {venv} (sys.prefix={sys.prefix})")
     from conftest import xtcocotools_problem
 
     assert xtcocotools_problem() is None, xtcocotools_problem()
@@ -173,16 +169,30 @@ def test_pip_check_allows_only_the_listed_no_deps_gaps(monkeypatch):
     assert pc.problems(stale, gaps) == []
 
 
-def test_bootstrapped_venv_passes_pip_check():
-    venv = ROOT / ".venv"
-    if Path(sys.prefix).resolve() != venv.resolve():
-        pytest.skip(f"not running in the bootstrapped {venv} (sys.prefix={sys.prefix})")
+def test_environment_passes_pip_check():
+    """The environment the suite runs in (the bootstrapped .venv, a tox env, a user's own) has no unmet
+    requirement but the listed gaps of the --no-deps installs (none where those are absent)."""
     import subprocess
 
     res = subprocess.run([sys.executable, str(ROOT / "scripts" / "pip_check.py")], capture_output=True,
                          text=True)
     assert res.returncode == 0, res.stdout + res.stderr
     print(res.stdout)
+
+
+def test_one_opencv_build_installed():
+    """Two OpenCV builds write the same cv2/ files, so whichever was installed last wins in part."""
+    builds = [d for d in ("opencv-python", "opencv-python-headless", "opencv-contrib-python",
+                          "opencv-contrib-python-headless") if _installed(d)]
+    assert len(builds) == 1, f"expected one OpenCV build in {sys.prefix}, found {builds or 'none'}"
+
+
+def _installed(name: str) -> bool:
+    try:
+        metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def test_one_opencv_build_and_no_unused_packages():

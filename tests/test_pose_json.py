@@ -15,8 +15,6 @@ from evaluators.pose.coco_io import load_coco_gt, load_coco_results
 from evaluators.pose.coco_json import read_coco_lean
 from evaluators.pose.synthetic import make_keypoint_case
 
-simdjson = pytest.importorskip("simdjson", reason="pysimdjson (a dependency) is not installed")
-
 
 def _write(tmp_path, name, obj):
     p = tmp_path / name

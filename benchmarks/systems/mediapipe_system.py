@@ -30,7 +30,8 @@ import numpy as np
 MEDIAPIPE_VERSION = "0.10.21"
 INSTALL_HINT = (
     f"mediapipe {MEDIAPIPE_VERSION} is not installed; run `bash scripts/install_mediapipe.sh` "
-    "(installs the wheel without its heavy declared deps, see scripts/requirements-mediapipe.txt)"
+    "(installs the wheel without the declared deps that cannot be installed beside the rest, "
+    "see scripts/requirements-mediapipe.txt)"
 )
 POSE_PROTOCOL_ID = "shared27-gtbox-v1"
 SEG_PROTOCOL_ID = "person-vs-background-v1"

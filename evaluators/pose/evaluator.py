@@ -31,6 +31,7 @@ from evaluators.metric_decl import FieldValue, MetricDecl, count_decl
 from evaluators.pose.ap_bootstrap import resampled_ap
 from evaluators.pose.coco_ap import STAT_NAMES, evaluate_keypoints, evaluate_parts
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
+from evaluators.pose.instances import coco_gt_from_records, instance_records
 from evaluators.pose.metadata import KeypointMeta, load_meta
 from evaluators.pose.pck import (
     PCK_THRESHOLDS,
@@ -42,14 +43,6 @@ from evaluators.pose.pckh import PCKH_GROUPS, PCKH_THRESHOLDS, pckh_of_instances
 from evaluators.pose.pipeline import to_coco_results
 from evaluators.registry import EVALUATORS
 from sapiens2 import distributed as D
-
-
-def _np(x: Any, dtype=np.float64) -> np.ndarray | None:
-    if x is None:
-        return None
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    return np.asarray(x, dtype=dtype)
 
 
 @EVALUATORS.register_module()
@@ -218,77 +211,13 @@ class PoseEvaluator(Evaluator):
         """
         if self._synced:
             raise RuntimeError("PoseEvaluator: update() after sync(); call reset() first")
-        kps = _np(keypoints)
-        k = self.meta.num_keypoints
-        if kps is None or kps.ndim != 3 or kps.shape[1:] != (k, 2):
-            raise ValueError(
-                f"keypoints: expected B x {k} x 2, got shape {None if kps is None else kps.shape}"
-            )
-        b = kps.shape[0]
-        ks = _np(keypoint_scores)
-        if ks.shape != (b, k):
-            raise ValueError(f"keypoint_scores: expected {(b, k)}, got {ks.shape}")
-        for name, arr in (("keypoints", kps), ("keypoint_scores", ks)):
-            if not np.isfinite(arr).all():
-                raise ValueError(f"{name}: {int((~np.isfinite(arr)).sum())} NaN/Inf values in this batch")
-        if affine is not None:
-            aff = _np(affine).reshape(b, 2, 3)
-            kps = np.einsum("bij,bkj->bki", aff[:, :, :2], kps) + aff[:, None, :, 2]
-        ids = image_ids.tolist() if isinstance(image_ids, (torch.Tensor, np.ndarray)) else list(image_ids)
-        if len(ids) != b:
-            raise ValueError(f"image_ids: expected {b} ids, got {len(ids)}")
-        bs = np.ones(b) if bbox_scores is None else _np(bbox_scores).reshape(b)
-        cats = [1] * b if category_ids is None else [int(c) for c in _np(category_ids, np.int64).reshape(-1)]
-        if len(cats) != b:
-            raise ValueError(f"category_ids: expected {b} ids, got {len(cats)}")
-        gcats = (
-            cats if gt_category_ids is None else [int(c) for c in _np(gt_category_ids, np.int64).reshape(-1)]
+        records, idx = instance_records(
+            self.meta.num_keypoints, keypoints, keypoint_scores, image_ids, index=index,
+            bbox_scores=bbox_scores, areas=areas, category_ids=category_ids, affine=affine,
+            gt_keypoints=gt_keypoints, gt_bboxes=gt_bboxes, gt_areas=gt_areas, gt_iscrowd=gt_iscrowd,
+            gt_category_ids=gt_category_ids, gt_head_sizes=gt_head_sizes,
         )
-        if len(gcats) != b:
-            raise ValueError(f"gt_category_ids: expected {b} ids, got {len(gcats)}")
-        gk = _np(gt_keypoints)
-        if gk is not None and gk.shape != (b, k, 3):
-            raise ValueError(f"gt_keypoints: expected {(b, k, 3)}, got {gk.shape}")
-        gb = None if gt_bboxes is None else _np(gt_bboxes).reshape(b, 4)
-        if gk is not None and gb is None:
-            raise ValueError("gt_bboxes are needed with gt_keypoints")
-        ga = None if gt_areas is None else _np(gt_areas).reshape(b)
-        if ga is None and gb is not None:
-            ga = gb[:, 2] * gb[:, 3]
-        ar = None if areas is None else _np(areas).reshape(b)
-        if ar is None:
-            ext = np.ptp(kps[..., 0], axis=1) * np.ptp(kps[..., 1], axis=1)
-            ar = ga if ga is not None else ext
-        crowd = np.zeros(b, bool) if gt_iscrowd is None else _np(gt_iscrowd, bool).reshape(b)
-        heads = None if gt_head_sizes is None else _np(gt_head_sizes).reshape(b)
-        if heads is not None and gk is None:
-            raise ValueError("gt_head_sizes need gt_keypoints")
-        idx = (
-            None
-            if index is None
-            else [int(i) for i in (index.tolist() if hasattr(index, "tolist") else index)]
-        )
-        if idx is not None and len(idx) != b:
-            raise ValueError(f"index: expected {b} dataset indices, got {len(idx)}")
-        for j in range(b):
-            rec = {
-                "image_id": ids[j],
-                "category_id": cats[j],
-                "keypoints": kps[j],
-                "keypoint_scores": ks[j],
-                "bbox_score": float(bs[j]),
-                "area": float(ar[j]),
-            }
-            if gk is not None:
-                rec["gt"] = {
-                    "keypoints": gk[j],
-                    "bbox": gb[j],
-                    "area": float(ga[j]),
-                    "iscrowd": bool(crowd[j]),
-                    "category_id": gcats[j],
-                }
-                if heads is not None:
-                    rec["gt"]["head_size"] = float(heads[j])
+        for j, rec in enumerate(records):
             if idx is None:
                 self._unindexed.append(rec)
             elif idx[j] not in self._records:
@@ -336,34 +265,7 @@ class PoseEvaluator(Evaluator):
             if isinstance(self.gt_source, (str, Path)):
                 return read_json_file(self.gt_source, "COCO keypoint ground truth")
             return self.gt_source
-        insts = self._instances()
-        missing = sum("gt" not in r for r in insts)
-        if missing:
-            raise ValueError(
-                f"PoseEvaluator: {missing} samples lack gt_keypoints and no COCO GT file was given"
-            )
-        images = sorted({r["image_id"] for r in insts}, key=lambda v: (str(type(v)), v))
-        anns = []
-        for n, r in enumerate(insts):
-            g = r["gt"]
-            anns.append(
-                {
-                    "id": n + 1,
-                    "image_id": r["image_id"],
-                    "category_id": g.get("category_id", r["category_id"]),
-                    "keypoints": g["keypoints"].reshape(-1).tolist(),
-                    "bbox": g["bbox"].tolist(),
-                    "area": g["area"],
-                    "iscrowd": int(g["iscrowd"]),
-                    "num_keypoints": int((g["keypoints"][:, 2] > 0).sum()),
-                }
-            )
-        cats = sorted({r["category_id"] for r in insts} | {a["category_id"] for a in anns})
-        return {
-            "images": [{"id": i} for i in images],
-            "annotations": anns,
-            "categories": [{"id": c, "name": "person"} for c in cats],
-        }
+        return coco_gt_from_records(self._instances())
 
     def coco_results(self) -> list[dict]:
         """COCO keypoint results after instance scoring and OKS-NMS."""
