@@ -193,6 +193,16 @@ def shared_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_dir() -> Path:
+    """../shared/real (real photos with real annotations); missing data fails the test."""
+    real = SHARED / "real"
+    if not real.is_dir():
+        pytest.fail(f"shared real test data not found at {real} (set SAPIENS2_SHARED to the folder holding "
+                    "reference/, golden/ and real/)")
+    return real
+
+
+@pytest.fixture(scope="session")
 def golden_models(shared_dir) -> Path:
     return shared_dir / "golden" / "models"
 

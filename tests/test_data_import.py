@@ -4,6 +4,7 @@ on what it writes, and the LIP-style label set that used to be read as Sapiens2'
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,8 @@ from PIL import Image
 from sapiens2.datasets import DatasetError, open_split
 from sapiens2.datasets.importers import import_dataset
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} (shared real test data) is not present")
+REAL = Path(os.environ.get("SAPIENS2_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "real"
+pytestmark = pytest.mark.usefixtures("real_dir")  # missing ../shared/real fails
 SMALL = (48, 64)  # crop (w, h): small, the code path is the same
 
 

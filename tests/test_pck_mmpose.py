@@ -4,6 +4,7 @@ metric classes on mmpose's annotation files (../shared/real)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +13,8 @@ import pytest
 from evaluators.pose.evaluator import PoseEvaluator
 from evaluators.pose.pckh import pckh_metrics
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} (shared real test data) is not present")
+REAL = Path(os.environ.get("SAPIENS2_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "real"
+pytestmark = pytest.mark.usefixtures("real_dir")  # missing ../shared/real fails
 
 
 def _mmpose_metrics():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +11,8 @@ import pytest
 
 from evaluators.pose.mm_metric import PoseMetric, meta_from_dataset_meta
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} (shared real test data) is not present")
+REAL = Path(os.environ.get("SAPIENS2_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "real"
+pytestmark = pytest.mark.usefixtures("real_dir")  # missing ../shared/real fails
 
 
 def _mmpose_meta(name: str) -> dict:

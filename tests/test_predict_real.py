@@ -9,6 +9,7 @@ the vocabulary named in the terminal and the score file), not a number of the pa
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,8 @@ import pytest
 from benchmarks.cli.main import main
 from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, keypoint_set
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} (shared real test data) is not present")
+REAL = Path(os.environ.get("SAPIENS2_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "real"
+pytestmark = pytest.mark.usefixtures("real_dir")  # missing ../shared/real fails
 WB = REAL / "coco" / "test_coco_wholebody.json"
 PHOTO = REAL / "coco" / "000000000785.jpg"  # one person: 17 body, 6 foot and 68 face points labelled
 FACE = [f"face-{i}" for i in range(68)]

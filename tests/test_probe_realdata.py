@@ -5,6 +5,7 @@ records that name their vocabulary, and the warning on too few test images."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,8 @@ from sapiens2.datasets.importers import import_dataset
 from sapiens2.records.schema import validate
 from sapiens2.vocab import keypoint_set
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
-needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} (shared real test data) is not present")
+REAL = Path(os.environ.get("SAPIENS2_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "real"
+needs_real = pytest.mark.usefixtures("real_dir")  # missing ../shared/real fails
 
 
 def _records(paths):

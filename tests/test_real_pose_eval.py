@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +15,8 @@ from evaluators.pose.cli import evaluate_files
 from evaluators.pose.coco_io import load_coco_gt
 from sapiens2 import vocab
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} (shared real test data) is not present")
+REAL = Path(os.environ.get("SAPIENS2_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "real"
+pytestmark = pytest.mark.usefixtures("real_dir")  # missing ../shared/real fails
 SPLIT = {"keypoints": 17, "foot_kpts": 6, "face_kpts": 68, "lefthand_kpts": 21, "righthand_kpts": 21}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +17,8 @@ from benchmarks.cli.main import main
 from leaderboard.results import read_record
 from sapiens2.datasets.importers import import_dataset
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} (shared real test data) is not present")
+REAL = Path(os.environ.get("SAPIENS2_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "real"
+pytestmark = pytest.mark.usefixtures("real_dir")  # missing ../shared/real fails
 TINY = {"sapiens2_0.4b": {"embed_dims": 32, "num_layers": 2, "num_heads": 2, "feedforward_channels": 64}}
 INPUT = (64, 48)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 from sapiens2 import vocab
 from sapiens2.vocab_mapping import keypoint_mapping, label_mapping, map_keypoints, remap_labels
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
+REAL = Path(os.environ.get("SAPIENS2_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "real"
 
 
 def test_builtin_keypoint_sets_are_consistent():
@@ -112,7 +113,7 @@ def test_29_classes_map_to_person_and_pascal_parts():
         label_mapping(s29, "lip20")
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} (shared real test data) is not present")
+@pytest.mark.usefixtures("real_dir")  # missing ../shared/real fails
 def test_eval_scores_308_results_on_the_wholebody_file(tmp_path):
     from evaluators.pose.cli import evaluate_files
 
