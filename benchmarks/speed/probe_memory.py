@@ -66,14 +66,16 @@ def run_child(cfg: dict) -> dict:
 
 
 def stage_seconds(paths) -> dict:
-    """Seconds per stage of a probe run, from its records (a scene group's stages counted once)."""
+    """Seconds per stage of a probe run, from its records (a scene group's shared stages counted once)."""
     from sapiens2.records.results import read_record
     from sapiens2.records.view import RecordView
 
     groups: dict = {}
     for p in paths:
         t = dict(RecordView.of(read_record(p)).timings)
-        groups[tuple(sorted(t.items()))] = t  # the tasks of one group carry the same stage times
+        # the tasks of one scene group share its data, features and statistics seconds (eval_s is theirs)
+        key = tuple(t.get(k) for k in ("data_s", "features_s", "statistics_s"))
+        groups.setdefault(key, {**t, "eval_s": 0.0})["eval_s"] += t.get("eval_s", 0.0)
     out: dict = {}
     for t in groups.values():
         for k, v in t.items():
