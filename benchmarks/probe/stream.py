@@ -63,7 +63,7 @@ class BackboneStream:
     Args:
         store: the :class:`~benchmarks.probe.features.FeatureStore` (``keep_in_memory=False``).
         input_size: (H, W) of the images.
-        device: where the features go.
+        device: where the backbone runs (only the batch's images and activations live there).
     """
 
     shared = True
@@ -72,9 +72,10 @@ class BackboneStream:
         self.store, self.input_size, self.device = store, tuple(input_size), device
 
     def __call__(self, batch, task=None, prior=None) -> FeatureSet:
+        # the backbone runs on the device; its features come back to the host, where every sum is kept
+        # in float64 (fast float64 is not assumed of the device)
         f, c = self.store.features(batch.images.to(self.device), ids=batch.ids)
-        dev = self.device
-        return self.store.feature_set(f.to(dev), None if c is None else c.to(dev), self.input_size)
+        return self.store.feature_set(f, c, self.input_size)
 
 
 class ReferenceStream:
