@@ -64,6 +64,8 @@ def test_a_v4_record_of_the_whole_protocol_still_validates():
     v4 = {**p.to_dict(), "version": 4}
     for task, field in (("pose", "keypoint_set"), ("seg", "label_set")):  # fields added after v4
         assert v4["tasks"][task].pop(field) == ""
+    assert v4["feature_dtype"] == "float32"
+    v4["feature_dtype"] = "float16"  # v4's default (float32 since the streamed probe)
     whole = protocol_id("probe", 4, v4)
     assert whole == "probe-v4-ec9031eee36e"  # quick_protocol()'s id before the ids were per task
     rec = _probe_record(protocol={"kind": "probe", "protocol_id": whole},
