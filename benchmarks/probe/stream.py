@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
+from benchmarks.probe.batching import select
 from benchmarks.probe.features import FeatureSet
 from benchmarks.probe.reference import floor_features, oracle_features, prior_from_sums
 from benchmarks.probe.ridge import PositionSums, RidgeStats
@@ -194,10 +195,6 @@ def _reduce_stats(stats: RidgeStats) -> None:
             f.xx = torch.zeros((), dtype=torch.float64)
 
 
-def _select(tgt: dict, rows: torch.Tensor) -> dict:
-    return {k: v[rows] if torch.is_tensor(v) and v.dim() > 0 else v for k, v in tgt.items()}
-
-
 def _masked_sums(loader, group, tasks, rank, world, times: StageTimes) -> dict:
     """Per masked task: the float64 sum over the split of its read-out targets ``[mask * t, mask]``."""
     sums: dict = {}
@@ -288,7 +285,7 @@ def fit_group(
                 x = _rows(fs.feats[rows].float())
                 streams[k].update(x, f)
                 for t in readers[k]:
-                    sums[t].update(x, _select(batch.targets[t], rows), f)
+                    sums[t].update(x, select(batch.targets[t], rows), f)
         times.stats_s += time.perf_counter() - t1
         bar.update(len(batch.positions) * world)
         t_data = time.perf_counter()
