@@ -36,7 +36,7 @@ from sapiens2.utils_io import read_json
 from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set
 from sapiens2.vocab import keypoint_set_for_count as set_for_count
 
-from .importers import _flat_keypoints
+from .importers import _flat_keypoints, check_category_keypoints
 from .io import DatasetError
 
 _LISTS = ("images", "annotations")
@@ -142,13 +142,7 @@ def read_people(path: str | os.PathLike, vocabulary=None) -> AnnotatedPeople:
     if not isinstance(data, dict) or not all(isinstance(data.get(k), list) for k in _LISTS):
         raise DatasetError(f"{src}: a COCO keypoint file needs 'images' and 'annotations' lists")
     ks = _file_keypoint_set(data, src, vocabulary)
-    for c in data.get("categories") or []:
-        names = c.get("keypoints") if isinstance(c, dict) else None
-        if names and not (ks.num_keypoints == 133 and len(names) == 17):  # WholeBody lists the body only
-            try:
-                ks.check_names(names, f"{src}: category {c.get('id')}")
-            except VocabError as e:
-                raise DatasetError(str(e)) from None
+    check_category_keypoints(data.get("categories") or [], ks, src)
     people: dict[object, list[Person]] = {}
     for i, ann in enumerate(data["annotations"]):
         rec = f"{src}: annotations[{i}] (id {ann.get('id', '?') if isinstance(ann, dict) else '?'})"

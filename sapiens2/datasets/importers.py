@@ -59,6 +59,21 @@ def _image_path(images_dir: Path, file_name: str, where: str) -> Path:
     return p.resolve()
 
 
+def check_category_keypoints(categories, ks: KeypointSet, src) -> None:
+    """The keypoint names each COCO category lists are ``ks``'s (WholeBody lists its 17 body points only).
+
+    Raises:
+        DatasetError: a category names other keypoints (naming the file and the category).
+    """
+    for c in categories:
+        names = c.get("keypoints") if isinstance(c, dict) else None
+        if names and not (ks.num_keypoints == 133 and len(names) == 17):  # WholeBody lists the body only
+            try:
+                ks.check_names(names, f"{src}: category {c.get('id')}")
+            except VocabError as e:
+                raise DatasetError(str(e)) from None
+
+
 def _flat_keypoints(ann: dict, ks: KeypointSet, where: str) -> list[float]:
     """The annotation's K x 3 keypoints, flattening COCO-WholeBody's split layout."""
     split = [f for f in WHOLEBODY_SPLIT_SIZES if f != "keypoints" and f in ann]
@@ -101,13 +116,7 @@ def read_coco_keypoints(src: Path, images_dir: Path, ks: KeypointSet) -> dict:
     ):
         raise DatasetError(f"{src}: a COCO keypoint file needs 'images' and 'annotations' lists")
     cats = data.get("categories") or [{"id": 1, "name": "person"}]
-    for c in cats:
-        names = c.get("keypoints") if isinstance(c, dict) else None
-        if names and not (ks.num_keypoints == 133 and len(names) == 17):  # WholeBody lists the body only
-            try:
-                ks.check_names(names, f"{src}: category {c.get('id')}")
-            except VocabError as e:
-                raise DatasetError(str(e)) from None
+    check_category_keypoints(cats, ks, src)
     images, seen = [], set()
     for i, im in enumerate(data["images"]):
         if not isinstance(im, dict) or "id" not in im or "file_name" not in im:
