@@ -26,7 +26,8 @@ def _run(cmd, out: Path) -> dict:
 @pytest.mark.parametrize("backbone,decoder", [("sapiens2_tiny", "pixelshuffle"), ("sapiens2_tiny", "linear"),
                                               ("gt-oracle", "linear")])
 def test_two_processes_match_one(tmp_path, backbone, decoder):
-    """The trained body (in memory) and the streamed linear read-out: each rank a shard, sums reduced."""
+    """The trained body (its train split spilled to one scratch folder by both ranks) and the streamed
+    linear read-out: each rank a shard, sums reduced."""
     torchrun = Path(sys.executable).with_name("torchrun")
     assert torchrun.is_file(), f"torchrun (installed with torch) not found next to {sys.executable}"
     one = _run([sys.executable, str(WORKER), str(tmp_path / "one"), backbone, TASKS, decoder],

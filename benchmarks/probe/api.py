@@ -17,9 +17,11 @@ a message; a record of another run at the path is never overwritten: the run sto
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -32,23 +34,31 @@ from benchmarks.probe.backbones import (
     build_probe_backbone,
     resolve_backbone_cfg,
 )
+from benchmarks.probe.body_stream import body_records, body_tasks
 from benchmarks.probe.data import as_data_source, load_task_split, sample_indices, stack_images
-from benchmarks.probe.evaluate import bootstrap_intervals_field, evaluate_decoder
+from benchmarks.probe.evaluate import evaluate_decoder
 from benchmarks.probe.features import FeatureStore
-from benchmarks.probe.headline import interval_metrics
 from benchmarks.probe.loader import SceneLoader
 from benchmarks.probe.optim import check_training_names
 from benchmarks.probe.probe_records import (
     MIN_INTERVAL_IMAGES,
     few_images_warning,
     probe_record,
+    write_evaluated_record,
     write_mean,
 )
 from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
 from benchmarks.probe.reference import floor_features, oracle_features, train_prior
 from benchmarks.probe.runkey import run_identity, run_mismatch, seed_list, weights_sha256
 from benchmarks.probe.sidefile import side_path
-from benchmarks.probe.stream import BackboneStream, ReferenceStream, StageTimes, fit_group, score_group
+from benchmarks.probe.stream import (
+    BackboneStream,
+    ReferenceStream,
+    StageTimes,
+    fit_group,
+    scene_groups,
+    score_group,
+)
 from benchmarks.probe.tasks import build_task, probe_task_names
 from benchmarks.probe.train import fit_task_shortcut, train_decoder
 from leaderboard.results import read_record, write_record
@@ -213,8 +223,19 @@ def run_probe(
     # one lock per backbone folder (every task's records of the backbone live below it): a second
     # probe of this backbone into this --out stops here, whatever its tasks
     with output_lock(out, f"probe {label}"):
-        return _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir,
-                      device, t_start, vocabs, workers, streamed, batch_size)
+        # a trained body's train split is spilled here (under the lock: no other run writes it); a
+        # crashed run's leftovers are removed first
+        scratch = out / ".scratch"
+        if dist_utils.is_main():
+            shutil.rmtree(scratch, ignore_errors=True)
+        dist_utils.barrier()
+        try:
+            return _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint,
+                          cache_dir, device, t_start, vocabs, workers, streamed, batch_size, scratch)
+        finally:
+            dist_utils.barrier()
+            if dist_utils.is_main():
+                shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _streams(task_objs: dict, protocol) -> list[str]:
@@ -228,24 +249,25 @@ def _streams(task_objs: dict, protocol) -> list[str]:
 
 
 def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir, device,
-           t_start, vocabs=None, workers=0, streamed_ok=True, batch_size=8):
+           t_start, vocabs=None, workers=0, streamed_ok=True, batch_size=8, scratch=None):
     """:func:`run_probe` after its argument checks, holding the lock of the backbone's record folder."""
     # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
     task_objs = {t: build_task(t, protocol) for t in tasks}
     for t, v in (vocabs or {}).items():
         task_objs[t].use_vocabulary(v)
     streamed = _streams(task_objs, protocol) if streamed_ok else []
+    body = body_tasks(task_objs, protocol) if streamed_ok and scratch is not None else []
     loaders = {}
-    if streamed:  # scenes are read per batch; the loaders check the splits and their ground truth here
+    if streamed or body:  # scenes are read per batch; the loaders check the splits and their GT here
         loaders = {
-            split: SceneLoader(source, {t: task_objs[t] for t in streamed}, split, protocol,
+            split: SceneLoader(source, {t: task_objs[t] for t in streamed + body}, split, protocol,
                                batch_size=batch_size, num_workers=workers, limit=limit)
             for split, limit in ((protocol.train_split, protocol.max_train_samples),
                                  (protocol.test_split, protocol.max_test_samples))
         }
     splits, data_ids = {}, {}
     for name, task in task_objs.items():
-        if name not in streamed:
+        if name not in streamed and name not in body:
             train = load_task_split(source, task, protocol.train_split, protocol, protocol.max_train_samples)
             test = load_task_split(source, task, protocol.test_split, protocol, protocol.max_test_samples)
             splits[name] = (train, test)
@@ -261,9 +283,11 @@ def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkp
         # feature shapes are validated on one image before anything is trained
         bb.extract(torch.zeros(1, 3, probe_h, probe_w, device=device), layers, protocol.padding)
         weights_hash = weights_sha256(bb)
-        # features are kept in RAM only for a trained body (it iterates over the split)
-        store = FeatureStore(bb, layers, protocol, cache_dir=cache_dir, weights_hash=weights_hash,
-                             keep_in_memory=len(streamed) < len(tasks))
+        # features are kept in RAM only for the in-memory path; a trained body on the streamed spine
+        # reads its train features back from a disk cache (the user's, else the run's scratch folder)
+        store = FeatureStore(bb, layers, protocol,
+                             cache_dir=cache_dir or (scratch / "features" if body else None),
+                             weights_hash=weights_hash, keep_in_memory=len(streamed) + len(body) < len(tasks))
         bb_desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
         bb_id = {"spec": _spec_identity(cfg), "weights_sha256": weights_hash}
     else:
@@ -290,8 +314,15 @@ def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkp
     if any(t in streamed for t in todo):
         records.update(_streamed_records(ctx, [t for t in streamed if t in todo], task_objs, loaders, store,
                                          reference, plan, done))
+    if any(t in body for t in todo):
+        names = [t for t in body if t in todo]
+        train, test = (_loaders_for(ctx, names, task_objs, loaders)[s]
+                       for s in (protocol.train_split, protocol.test_split))
+        records.update(body_records(ctx, {t: task_objs[t] for t in names}, train, test,
+                                    _stream(ctx, store, reference), store, _reference_kind(reference),
+                                    plan, done, scratch))
     for name in todo:
-        if name in streamed:
+        if name in streamed or name in body:
             continue
         run = _task_run(task_objs[name], splits[name], store, protocol, device, reference)
         for seed, path, ident in plan[name]:
@@ -316,21 +347,11 @@ def _streamed_records(ctx, todo, task_objs, loaders, store, reference, plan, don
     """The records of the streamed tasks ``todo``: per scene group one train pass (statistics, solve)
     and one test pass (evaluators), then a record per seed (the read-out is seed-independent)."""
     protocol = ctx.protocol
-    if set(todo) != set(loaders[protocol.train_split].tasks):
-        # loaders over the tasks left to do (the scenes are not read again for the tasks done)
-        loaders = {split: SceneLoader(ctx.source, {t: task_objs[t] for t in todo}, split, protocol,
-                                      batch_size=ld.batch_size, num_workers=ld.num_workers, limit=ld.limit)
-                   for split, ld in loaders.items()}
+    loaders = _loaders_for(ctx, todo, task_objs, loaders)
     train, test = loaders[protocol.train_split], loaders[protocol.test_split]
-    if reference is None:
-        stream = BackboneStream(store, protocol.input_size, ctx.device)
-    else:
-        stream = ReferenceStream("floor" if reference == FLOOR else "oracle", protocol)
+    stream = _stream(ctx, store, reference)
     out = {}
-    for group in train.groups:
-        test_group = test.group_of(group[0])
-        if any(test.group_of(t) != test_group for t in group):
-            raise ValueError(f"probe: tasks {group} share train scenes but not test scenes")
+    for group, test_group in scene_groups(train, test):
         desc = f"{ctx.label} {'/'.join(group)}"
         fits, priors, fit_times = fit_group(train, group, task_objs, stream, protocol, desc=f"{desc} train")
         evaluators, test_times = score_group(test, group, task_objs, stream, fits, priors, protocol,
@@ -343,22 +364,38 @@ def _streamed_records(ctx, todo, task_objs, loaders, store, reference, plan, don
             for seed, path, ident in plan[t]:
                 if done[(t, seed)] is not None:
                     continue
-                intervals = bootstrap_intervals_field(
-                    ev, interval_metrics(t, ev), resamples=protocol.bootstrap_resamples,
-                    level=protocol.interval_level, seed=protocol.bootstrap_seed, side_path=side_path(path),
-                )
-                timings = _stream_timings(fit_times, test_times, time.perf_counter() - t0)
-                rec = probe_record(ctx, task, seed, ident, metrics, intervals, info, timings,
-                                   test.num_samples(test_group), train.num_samples(group))
-                if dist_utils.is_main():
-                    write_record(path, rec)
-                dist_utils.barrier()
-                out[(t, seed)] = rec
+                out[(t, seed)] = write_evaluated_record(
+                    ctx, task, ev, metrics, seed, path, ident, info,
+                    partial(_stream_timings, fit_times, test_times, t0),
+                    test.num_samples(test_group), train.num_samples(group))
     return out
 
 
-def _stream_timings(fit: StageTimes, test: StageTimes, metrics_s: float) -> dict:
-    """A streamed record's seconds per stage (the group's: its tasks share the scenes and features)."""
+def _loaders_for(ctx, names, task_objs: dict, loaders: dict) -> dict:
+    """The run's loaders, or loaders over ``names`` alone when they differ (so the scenes are read for
+    the tasks left to do, grouped among themselves)."""
+    if set(names) == set(loaders[ctx.protocol.train_split].tasks):
+        return loaders
+    return {split: SceneLoader(ctx.source, {t: task_objs[t] for t in names}, split, ctx.protocol,
+                               batch_size=ld.batch_size, num_workers=ld.num_workers, limit=ld.limit)
+            for split, ld in loaders.items()}
+
+
+def _reference_kind(reference) -> str | None:
+    return None if reference is None else ("floor" if reference == FLOOR else "oracle")
+
+
+def _stream(ctx, store, reference):
+    """The run's feature stream: the backbone's, or the reference row's (made from the targets)."""
+    if reference is None:
+        return BackboneStream(store, ctx.protocol.input_size, ctx.device)
+    return ReferenceStream(_reference_kind(reference), ctx.protocol)
+
+
+def _stream_timings(fit: StageTimes, test: StageTimes, t_metrics: float) -> dict:
+    """A streamed record's seconds per stage (the group's: its tasks share the scenes and features);
+    the task's metrics and bootstrap took the seconds since ``t_metrics``."""
+    metrics_s = time.perf_counter() - t_metrics
     return {
         "features_s": fit.forward_s + test.forward_s,
         "data_s": fit.data_s + test.data_s,

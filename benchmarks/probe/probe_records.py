@@ -6,7 +6,9 @@ import math
 import sys
 from pathlib import Path
 
-from benchmarks.probe.headline import seed_intervals
+from benchmarks.probe.evaluate import bootstrap_intervals_field
+from benchmarks.probe.headline import interval_metrics, seed_intervals
+from benchmarks.probe.sidefile import side_path
 from leaderboard.results import make_record, write_record
 from sapiens2 import distributed as dist_utils
 from sapiens2.records.view import record_views
@@ -84,6 +86,27 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
         device=ctx.device,
         notes=notes,
     )
+    return rec
+
+
+def write_evaluated_record(ctx, task, evaluator, metrics: dict, seed: int, path: Path, identity: dict,
+                           info: dict, timings, num_test: int, num_train: int) -> dict:
+    """The record of one (task, seed) whose ``evaluator`` has seen the whole test split: its bootstrap
+    intervals (and side file beside ``path``), then the record, written by rank 0.
+
+    ``timings``: seconds per stage, or a callable returning them once the intervals are computed (so
+    the bootstrap counts in the evaluation's seconds).
+    """
+    protocol = ctx.protocol
+    intervals = bootstrap_intervals_field(
+        evaluator, interval_metrics(task.name, evaluator), resamples=protocol.bootstrap_resamples,
+        level=protocol.interval_level, seed=protocol.bootstrap_seed, side_path=side_path(path),
+    )
+    rec = probe_record(ctx, task, seed, identity, metrics, intervals, info,
+                       timings() if callable(timings) else timings, num_test, num_train)
+    if dist_utils.is_main():
+        write_record(path, rec)
+    dist_utils.barrier()
     return rec
 
 

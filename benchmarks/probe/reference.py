@@ -51,10 +51,14 @@ def oracle_features(task, tgt: dict, protocol, prior: torch.Tensor | None) -> Fe
 def floor_features(task, tgt: dict, protocol) -> FeatureSet:
     """The floor's features: one constant channel (0) on the oracle's grid, so the read-out has nothing
     to regress on and is exactly its per-pixel train prior, under the protocol of every backbone."""
+    # only the oracle grid's shape is used: it is read off the batch's first sample
+    first = {k: v[:1] for k, v in tgt.items()}
     prior = None
-    if task.masked:  # only the grid's shape is used
-        prior = torch.zeros(task.linear_targets(tgt).shape[1] - 1, *task.linear_targets(tgt).shape[-2:])
-    oracle = oracle_features(task, tgt, protocol, prior)
-    feats = torch.zeros(oracle.feats.shape[0], 1, *oracle.feats.shape[-2:])
+    if task.masked:
+        lt = task.linear_targets(first)
+        prior = torch.zeros(lt.shape[1] - 1, *lt.shape[-2:])
+    oracle = oracle_features(task, first, protocol, prior)
+    rows = len(next(iter(tgt.values())))
+    feats = torch.zeros(rows, 1, *oracle.feats.shape[-2:])
     return FeatureSet(feats.to(oracle.feats.device), None, oracle.patch_size, oracle.valid_frac,
                       oracle.image_size)

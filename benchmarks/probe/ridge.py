@@ -85,11 +85,13 @@ class RidgeStats:
         self.shift = None if shift is None else shift.double().reshape(1, in_dim)
         self.folds = [_Fold() for _ in range(folds)]
 
-    def update(self, x: torch.Tensor, y: torch.Tensor, fold: int = 0, gram: bool = True) -> None:
+    def update(self, x: torch.Tensor, y: torch.Tensor, fold: int = 0, gram: bool = True,
+               shifted: bool = False) -> None:
         """Add rows ``x`` (R x C) with targets ``y`` (R x O) to ``fold``.
 
         ``gram=False`` leaves ``x^T x`` out (set it once per fold with :meth:`set_gram` when several
-        targets share the same feature rows).
+        targets share the same feature rows). ``shifted``: ``x`` is float64 and already shifted (the
+        rows a shared feature stream returns), so it is not copied and shifted again.
         """
         if x.shape[1] != self.in_dim or y.shape[1] != self.out_dim or x.shape[0] != y.shape[0]:
             raise ValueError(
@@ -97,7 +99,7 @@ class RidgeStats:
                 f"({self.in_dim} features -> {self.out_dim} outputs)"
             )
         x64, y64 = x.double(), y.double()
-        if self.shift is not None:
+        if self.shift is not None and not shifted:
             x64 = x64 - self.shift.to(x64)
         xp, yp = x64.to(self.product_dtype), y64.to(self.product_dtype)
         part = _Fold(
@@ -182,6 +184,12 @@ def _solve(f: _Fold, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
 _EIG_CACHE: dict = {}
 
 
+def clear_shared() -> None:
+    """Drop the decompositions and centred Grams kept for the tasks of one feature stream."""
+    _EIG_CACHE.clear()
+    _CENTRED_GRAMS.clear()
+
+
 def validation_curve(stats: RidgeStats, alphas, max_outputs: int = 1536) -> tuple[dict, float]:
     """Held-out mean squared error per alpha (fit on fold 0, scored on fold 1) and the held-out variance.
 
@@ -194,19 +202,21 @@ def validation_curve(stats: RidgeStats, alphas, max_outputs: int = 1536) -> tupl
     val = _Fold(val.n, val.sx, val.sy[cols], val.xx, val.xy[:, cols], val.yy[cols])
     mx, my = fit.sx / fit.n, fit.sy / fit.n
     xx, xy, _ = _centred(fit, mx, my)
-    key = (stats.x_key, fit.n) if stats.x_key is not None else None
+    # the eigendecomposition and the held-out Gram in its basis depend on the features alone: the
+    # tasks reading the same feature rows (same key and folds) share them
+    key = (stats.x_key, fit.n, val.n) if stats.x_key is not None else None
+    vxx, vxy, vyy = _centred(val, mx, my)
     if key is not None and key in _EIG_CACHE:
-        sd, evals, vecs = _EIG_CACHE[key]
+        sd, evals, vecs, m = _EIG_CACHE[key]
     else:
         sd = _scales(xx.diagonal(), fit.n)
         evals, vecs = torch.linalg.eigh(xx / torch.outer(sd, sd))
+        m = vecs.T @ (vxx / torch.outer(sd, sd)) @ vecs
         if key is not None:
             _EIG_CACHE.clear()
-            _EIG_CACHE[key] = (sd, evals, vecs)
+            _EIG_CACHE[key] = (sd, evals, vecs, m)
     p = vecs.T @ (xy / sd[:, None])  # C x O in the eigenbasis
-    vxx, vxy, vyy = _centred(val, mx, my)
     q = vecs.T @ (vxy / sd[:, None])
-    m = vecs.T @ (vxx / torch.outer(sd, sd)) @ vecs
     pq, ms = (p * q).sum(1), m * (p @ p.T)
     curve = {}
     for a in alphas:
@@ -353,18 +363,43 @@ class PositionSums:
         return n, self.sx[sel].sum(0) / d, self.sy[sel].sum(0) / d
 
 
-def _about_positions(f: _Fold, n_p, sx_p, sy_p, mx_p, my_p) -> _Fold:
+def _centred_gram(xx, n_p, sx_p, mx_p, own: bool) -> torch.Tensor:
+    """``x^T x`` about the per-position means ``mx_p``: ``xx - mx_p^T sx_p - a^T mx_p`` with
+    ``a = sx_p - n_p mx_p`` (0 when the means are the rows' own: ``own``)."""
+    out = xx - mx_p.T @ sx_p
+    return out if own else out - (sx_p - n_p[:, None] * mx_p).T @ mx_p
+
+
+def _about_positions(f: _Fold, n_p, sx_p, sy_p, mx_p, my_p, own: bool, xx=None) -> _Fold:
     """The sums of ``f`` (whose per-position sums are ``n_p``, ``sx_p``, ``sy_p``) about the
-    per-position means ``mx_p``, ``my_p``: the sums of ``x - mx_p`` and ``y - my_p`` over its rows."""
+    per-position means ``mx_p``, ``my_p``: the sums of ``x - mx_p`` and ``y - my_p`` over its rows.
+
+    ``own``: the means are ``f``'s own (one product each for the Gram and the cross term instead of
+    two). ``xx``: the centred Gram when already computed (it depends on the features alone, so the
+    tasks reading one feature stream share it: :func:`_shared_gram`).
+    """
     nmx, nmy = n_p[:, None] * mx_p, n_p[:, None] * my_p
-    return _Fold(
-        f.n,
-        f.sx - nmx.sum(0),
-        f.sy - nmy.sum(0),
-        f.xx - sx_p.T @ mx_p - mx_p.T @ sx_p + mx_p.T @ nmx,
-        f.xy - sx_p.T @ my_p - mx_p.T @ sy_p + mx_p.T @ nmy,
-        f.yy - 2 * (my_p * sy_p).sum(0) + (nmy * my_p).sum(0),
-    )
+    xx = _centred_gram(f.xx, n_p, sx_p, mx_p, own) if xx is None else xx
+    xy = f.xy - mx_p.T @ sy_p
+    if not own:
+        xy = xy - (sx_p - nmx).T @ my_p
+    return _Fold(f.n, f.sx - nmx.sum(0), f.sy - nmy.sum(0), xx, xy,
+                 f.yy - 2 * (my_p * sy_p).sum(0) + (nmy * my_p).sum(0))
+
+
+_CENTRED_GRAMS: dict = {}  # (feature key, which sums, row counts) -> centred Gram; one stream at a time
+
+
+def _shared_gram(key, f: _Fold, n_p, sx_p, mx_p, own: bool):
+    """:func:`_centred_gram` of ``f``, once per feature stream (``key``): every task reading the
+    stream reuses it. None without a key (then each task computes its own)."""
+    if key is None:
+        return None
+    if key not in _CENTRED_GRAMS:
+        if _CENTRED_GRAMS and next(iter(_CENTRED_GRAMS))[0] != key[0]:
+            _CENTRED_GRAMS.clear()
+        _CENTRED_GRAMS[key] = _centred_gram(f.xx, n_p, sx_p, mx_p, own)
+    return _CENTRED_GRAMS[key]
 
 
 def within_positions(stats: RidgeStats, pos: PositionSums) -> tuple[RidgeStats, _Fold]:
@@ -380,15 +415,25 @@ def within_positions(stats: RidgeStats, pos: PositionSums) -> tuple[RidgeStats, 
         raise ValueError("within_positions: the ridge and position statistics do not match")
     dev = stats.folds[0].xy.device if stats.folds[0].xy is not None else "cpu"
     n0, mx0, my0 = (t.to(dev) for t in pos.means([0]))
+    counts = tuple(f.n for f in stats.folds)
+    key = None if stats.x_key is None else f"{stats.x_key}|per-position"
+
+    def gram_key(which):
+        return None if key is None else (key, which, counts)
+
     folds = []
     for k, f in enumerate(stats.folds):
         if f.n == 0:
             folds.append(_Fold())
             continue
-        folds.append(_about_positions(f, pos.n[k].to(dev), pos.sx[k].to(dev), pos.sy[k].to(dev), mx0, my0))
-    out = RidgeStats(stats.in_dim, stats.out_dim, len(stats.folds), x_key=None if stats.x_key is None
-                     else f"{stats.x_key}|per-position", product_dtype=stats.product_dtype)
+        n_k, sx_k = pos.n[k].to(dev), pos.sx[k].to(dev)
+        xx = _shared_gram(gram_key(k), f, n_k, sx_k, mx0, own=k == 0)
+        folds.append(_about_positions(f, n_k, sx_k, pos.sy[k].to(dev), mx0, my0, own=k == 0, xx=xx))
+    out = RidgeStats(stats.in_dim, stats.out_dim, len(stats.folds), x_key=key,
+                     product_dtype=stats.product_dtype)
     out.folds = folds
     n, mx, my = (t.to(dev) for t in pos.means())
-    total = _about_positions(stats.total(), n, pos.sx.sum(0).to(dev), pos.sy.sum(0).to(dev), mx, my)
+    all_f, sx = stats.total(), pos.sx.sum(0).to(dev)
+    xx = _shared_gram(gram_key("all"), all_f, n, sx, mx, own=True)
+    total = _about_positions(all_f, n, sx, pos.sy.sum(0).to(dev), mx, my, own=True, xx=xx)
     return out, total

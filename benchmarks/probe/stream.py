@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from benchmarks.probe.batching import select
 from benchmarks.probe.features import FeatureSet
 from benchmarks.probe.reference import floor_features, oracle_features, prior_from_sums
-from benchmarks.probe.ridge import PositionSums, RidgeStats
+from benchmarks.probe.ridge import PositionSums, RidgeStats, clear_shared
 from benchmarks.probe.shortcut import (
     LinearShortcut,
     _rows,
@@ -160,9 +160,10 @@ class _TaskSums:
         m = y[:, self.k * self.rr :].double().repeat(1, self.k)
         return y[:, : self.k * self.rr].double() - m * self.mu.repeat(len(y) // len(self.mu), 1).to(y.device)
 
-    def update(self, x: torch.Tensor, tgt: dict, fold: int) -> None:
+    def update(self, xs: torch.Tensor, tgt: dict, fold: int) -> None:
+        """Add the shifted float64 rows ``xs`` (from :meth:`_FeatureSums.update`) and their targets."""
         y = self.y_rows(tgt)
-        self.stats.update(x, y, fold=fold, gram=False)
+        self.stats.update(xs, y, fold=fold, gram=False, shifted=True)
         self.positions.update(None, y, fold=fold)
 
     def tensors(self) -> list[torch.Tensor]:
@@ -225,8 +226,15 @@ def _grid_prior(sums: torch.Tensor, geom: _Geometry, k: int) -> torch.Tensor:
     return torch.where(sm > 0, st / sm.clamp_min(1e-12), torch.zeros_like(st))
 
 
+def train_priors(loader, group, tasks: dict) -> dict:
+    """``{task: train prior}`` of the group's masked tasks (a pass over the train targets alone)."""
+    rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
+    sums = _masked_sums(loader, group, tasks, rank, world, StageTimes())
+    return {t: prior_from_sums(s) for t, s in sums.items()}
+
+
 def fit_group(
-    loader, group, tasks: dict, stream, protocol, desc: str = "train"
+    loader, group, tasks: dict, stream, protocol, desc: str = "train", on_batch=None
 ) -> tuple[dict, dict, StageTimes]:
     """Stream the train split of one scene group into every task's read-out and solve it.
 
@@ -237,6 +245,8 @@ def fit_group(
         stream: a :class:`BackboneStream` or :class:`ReferenceStream`.
         protocol: the protocol.
         desc: progress-bar label.
+        on_batch: called with every train batch this rank reads (e.g.
+            :meth:`~benchmarks.probe.spill.TrainSpill.add`, which spills a trained body's targets).
 
     Returns:
         (``{task: LinearShortcut}``, ``{task: train prior}`` of the masked tasks (the oracle's test
@@ -276,16 +286,19 @@ def fit_group(
             feats = {k: stream(batch, tasks[k], priors.get(k)) for k in keys}
         t1 = time.perf_counter()
         times.forward_s += t1 - t0
+        if on_batch is not None:
+            on_batch(batch)
+            times.data_s += time.perf_counter() - t1
+            t1 = time.perf_counter()
         fb = folds[batch.positions]
         for f in (0, 1):
             rows = torch.nonzero(fb == f).flatten()
             if not len(rows):
                 continue
             for k, fs in feats.items():
-                x = _rows(fs.feats[rows].float())
-                streams[k].update(x, f)
+                xs = streams[k].update(_rows(fs.feats[rows].float()), f)
                 for t in readers[k]:
-                    sums[t].update(x, select(batch.targets[t], rows), f)
+                    sums[t].update(xs, select(batch.targets[t], rows), f)
         times.stats_s += time.perf_counter() - t1
         bar.update(len(batch.positions) * world)
         t_data = time.perf_counter()
@@ -300,21 +313,56 @@ def fit_group(
             dist_utils.all_reduce_(s.positions.sy)
             _reduce_stats(s.stats)
     fits = {t: sums[t].solve(protocol) for t in group}
+    clear_shared()  # the stream's decompositions: no later group reads them
     times.solve_s += time.perf_counter() - t0
     return fits, priors, times
+
+
+def scene_groups(train, test):
+    """Yield (train group, test group) of two :class:`~benchmarks.probe.loader.SceneLoader` objects:
+    tasks that share train scenes must share test scenes."""
+    for group in train.groups:
+        test_group = test.group_of(group[0])
+        if any(test.group_of(t) != test_group for t in group):
+            raise ValueError(f"probe: tasks {group} share train scenes but not test scenes")
+        yield group, test_group
+
+
+class DecoderReadout:
+    """A trained decoder (its shortcut attached) as :func:`score_group` calls a read-out."""
+
+    def __init__(self, decoder, cls_concat: bool):
+        self.decoder, self.cls_concat = decoder, cls_concat
+
+    @torch.no_grad()
+    def outputs(self, fs: FeatureSet, out_size) -> tuple[torch.Tensor, torch.Tensor | None]:
+        dev = next(self.decoder.parameters(), torch.zeros(())).device
+        x, pooled = fs.batch(torch.arange(fs.feats.shape[0]), self.cls_concat)
+        maps, glob = self.decoder(x.to(dev), pooled.to(dev), out_size, fs.valid_frac)
+        return maps.cpu(), None if glob is None else glob.cpu()
+
+
+def _outputs(readout, fs: FeatureSet, out_size):
+    if isinstance(readout, LinearShortcut):
+        return readout.maps(fs.feats, out_size, fs.valid_frac), None
+    return readout.outputs(fs, out_size)
 
 
 def score_group(loader, group, tasks: dict, stream, fits: dict, priors: dict, protocol,
                 desc: str = "test") -> tuple[dict, StageTimes]:
     """Stream the test split of one group through the fitted read-outs into each task's evaluator.
 
+    Args:
+        fits: ``{task: read-out}`` of the group's tasks to score (all or some of them): a
+            :class:`~benchmarks.probe.shortcut.LinearShortcut` or a :class:`DecoderReadout`.
+
     Returns:
         (``{task: evaluator}`` holding the whole split on every rank, stage times of this rank).
     """
     rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
     times = StageTimes()
-    evaluators = {t: tasks[t].make_evaluator() for t in group}
-    keys = group[:1] if stream.shared else group
+    evaluators = {t: tasks[t].make_evaluator() for t in group if t in fits}
+    keys = group[:1] if stream.shared else tuple(evaluators)
     bar = tqdm(total=loader.num_samples(group), desc=desc, unit="img", disable=rank != 0, leave=False,
                mininterval=1.0)
     t_data = time.perf_counter()
@@ -324,11 +372,11 @@ def score_group(loader, group, tasks: dict, stream, fits: dict, priors: dict, pr
         feats = {k: stream(batch, tasks[k], priors.get(k)) for k in keys}
         t1 = time.perf_counter()
         times.forward_s += t1 - t0
-        for t in group:
+        for t in evaluators:
             fs = feats[keys[0] if stream.shared else t]
             geom = _Geometry.of(tasks[t], fs, protocol)
-            maps = fits[t].maps(fs.feats, geom.out_size, geom.valid_frac)
-            tasks[t].update_evaluator(evaluators[t], maps, None, batch.targets[t], batch.index)
+            maps, glob = _outputs(fits[t], fs, geom.out_size)
+            tasks[t].update_evaluator(evaluators[t], maps, glob, batch.targets[t], batch.index)
         times.test_s += time.perf_counter() - t1
         bar.update(len(batch.positions) * world)
         t_data = time.perf_counter()

@@ -7,7 +7,8 @@ RSS is its own (``os.wait4``'s ``ru_maxrss``); wall and CPU time are measured th
 is the bare backbone forward over the very images the probe reads (the scenes and the pose crops of
 both splits, read beforehand and not timed): the physical limit the probe's cost is measured
 against. Each runs the default protocol (the closed-form linear read-out) at the given input size,
-all five tasks unless ``--tasks``; ``stream`` also reports its seconds per stage (from its records).
+all five tasks unless ``--tasks`` (``--protocol body``: the trained-body variant, whose train split
+the stream path spills to disk); ``stream`` also reports its seconds per stage (from its records).
 The synthetic splits are rendered once per (scenes, size) under ``--data-root``.
 
 A configuration whose RSS passes ``--max-rss-gb`` (default 4, for a shared machine) is stopped and
@@ -44,9 +45,10 @@ def _size(text: str) -> tuple[int, int]:
 
 def run_child(cfg: dict) -> dict:
     """One configuration in this process: returns its wall and CPU seconds and what it produced."""
-    from benchmarks.probe.protocol import default_protocol
+    from benchmarks.probe.protocol import body_protocol, default_protocol
 
-    protocol = default_protocol().replace(input_size=list(cfg["size"]),
+    base = body_protocol() if cfg.get("protocol") == "body" else default_protocol()
+    protocol = base.replace(input_size=list(cfg["size"]),
                                           max_train_samples=cfg.get("max_train", 0),
                                           max_test_samples=cfg.get("max_test", 0))
     tasks = cfg["tasks"].split(",")
@@ -172,7 +174,7 @@ def _stages(res: dict) -> str:
     st = res.get("stages")
     if not st:
         return ""
-    keys = ("data_s", "features_s", "statistics_s", "shortcut_fit_s", "eval_s")
+    keys = ("data_s", "features_s", "statistics_s", "shortcut_fit_s", "train_s", "eval_s")
     return "  stages: " + ", ".join(f"{k[:-2]} {st[k]:.1f}" for k in keys if k in st)
 
 
@@ -192,6 +194,8 @@ def main() -> None:
     ap.add_argument("--max-train", type=int, default=0, help="cap on train samples per task (0: all)")
     ap.add_argument("--max-test", type=int, default=0, help="cap on test samples per task (0: all)")
     ap.add_argument("--tasks", default=TASKS)
+    ap.add_argument("--protocol", default="default", choices=("default", "body"),
+                    help="the linear read-out (default) or the trained-body variant (body_protocol)")
     ap.add_argument("--data-root", default=None, help="where the synthetic splits are rendered (kept)")
     ap.add_argument("--max-rss-gb", type=float, default=4.0)
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per configuration")
@@ -205,7 +209,8 @@ def main() -> None:
         return
     root = Path(args.data_root or Path(tempfile.gettempdir()) / "probe_memory_data")
     ns = sorted(int(v) for v in args.n.split(","))
-    print(f"probe memory: n = {ns}, sizes {args.sizes}, tasks {args.tasks}, RSS cap {args.max_rss_gb} GB")
+    print(f"probe memory: n = {ns}, sizes {args.sizes}, tasks {args.tasks}, protocol {args.protocol}, "
+          f"RSS cap {args.max_rss_gb} GB")
     print(
         f"{'path':9s} {'backbone':20s} {'size':9s} {'n':>5s} {'peak GB':>8s} {'wall s':>8s} "
         f"{'cpu s':>8s}  note"
@@ -227,6 +232,7 @@ def main() -> None:
                         "workers": args.workers,
                         "max_train": args.max_train,
                         "max_test": args.max_test,
+                        "protocol": args.protocol,
                     }
                     if path == "forward" and backbone in ("gt-oracle", "floor"):
                         continue  # no backbone to run

@@ -101,8 +101,10 @@ class SegTask(ProbeTask):
     def linear_targets(self, tgt):
         # one-hot scaled to a logit margin; ignored pixels are all-zero (no class preferred)
         label = tgt["label"]
-        onehot = F.one_hot(label.clamp_max(self.out_channels - 1), self.out_channels).permute(0, 3, 1, 2)
-        return (onehot * (label != self.ignore_index)[:, None]).float() * self.settings.logit_margin
+        out = torch.zeros(label.shape[0], self.out_channels, *label.shape[1:], device=label.device)
+        # scattered in float32 (an int64 one-hot is 8 bytes per class and pixel, then converted)
+        out.scatter_(1, label.clamp_max(self.out_channels - 1)[:, None], float(self.settings.logit_margin))
+        return out * (label != self.ignore_index)[:, None]
 
 
 @register_loss("cross_entropy_dice", task="seg", default_weights={"ce": 1.0, "dice": 0.0})

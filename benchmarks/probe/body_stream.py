@@ -1,0 +1,100 @@
+"""The trained body on the streamed spine: the train split spilled to disk, the test split streamed.
+
+Per scene group: one train pass (:func:`~benchmarks.probe.stream.fit_group`: the closed-form shortcut's
+sums, the backbone's features into the feature store's disk cache, the targets into a
+:class:`~benchmarks.probe.spill.TrainSpill`), then per seed every task's decoder trains on rows read
+back from disk (:func:`~benchmarks.probe.train.train_decoder`, unchanged: resumable, DDP-ready) and
+one test pass scores all of them (:func:`~benchmarks.probe.stream.score_group`). What stays in memory
+is a training batch, the decoders and the evaluators' per-image rows; the records equal the in-memory
+path's (``run_probe(streamed=False)``) to float tolerance.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+from benchmarks.probe.probe_records import write_evaluated_record
+from benchmarks.probe.spill import TrainSpill, spill_pass
+from benchmarks.probe.stream import (
+    DecoderReadout,
+    StageTimes,
+    fit_group,
+    scene_groups,
+    score_group,
+    train_priors,
+)
+from benchmarks.probe.train import train_decoder
+
+
+def body_tasks(task_objs: dict, protocol) -> list[str]:
+    """The tasks whose trained body runs here: a trained decoder without a global branch (a global
+    branch fits a dual ridge over every train image's pooled vector, kept in memory)."""
+    return [t for t, task in task_objs.items()
+            if protocol.task(t).decoder != "linear" and not task.global_channels]
+
+
+def body_records(ctx, task_objs, train, test, stream, store, reference, plan, done, scratch) -> dict:
+    """The records of the trained-body tasks ``todo`` (see the module docstring).
+
+    Args:
+        ctx: the run's context (label, protocol, device, ...).
+        task_objs: ``{name: ProbeTask}`` of the tasks with a record left to write.
+        train, test: :class:`~benchmarks.probe.loader.SceneLoader` objects over those tasks.
+        stream: the run's :class:`~benchmarks.probe.stream.BackboneStream` or ``ReferenceStream``.
+        store: the backbone's feature store (with a disk cache), or None for a reference row.
+        reference: None, or the reference row's kind (``"oracle"`` / ``"floor"``).
+        plan: ``{task: [(seed, record path, run identity), ...]}``.
+        done: ``{(task, seed): record or None}``.
+        scratch: the run's scratch folder (the spilled targets go below it).
+    """
+    protocol, tasks = ctx.protocol, task_objs
+    out = {}
+    for group, test_group in scene_groups(train, test):
+        desc = f"{ctx.label} {'/'.join(group)}"
+        spill = TrainSpill(scratch / "-".join(group), group, hash_images=reference is None)
+        if protocol.shortcut == "ridge":
+            fits, priors, fit_times = fit_group(train, group, tasks, stream, protocol, desc=f"{desc} train",
+                                                on_batch=spill.add)
+        else:
+            fit_times = StageTimes()
+            priors = train_priors(train, group, tasks) if reference == "oracle" else {}
+            fit_times.forward_s = spill_pass(train, group, spill, stream, desc=f"{desc} features")
+            fits = {t: None for t in group}
+        spill.finish(train.num_samples(group))
+        seeds = sorted({seed for t in group for seed, _, _ in plan[t]})
+        for seed in seeds:
+            readouts, infos = {}, {}
+            for t in group:
+                entry = next((e for e in plan[t] if e[0] == seed), None)
+                if entry is None or done[(t, seed)] is not None:
+                    continue
+                _, path, ident = entry
+                if reference is None:
+                    feats = spill.backbone_features(store, protocol.input_size, ctx.device)
+                else:
+                    feats = spill.reference_features(reference, tasks[t], protocol, priors.get(t), ctx.device)
+                decoder, infos[t] = train_decoder(
+                    tasks[t], feats, spill.targets(t, ctx.device), protocol, seed,
+                    ckpt_path=path.with_suffix(".ckpt.pt"), desc=f"{desc} {t} seed {seed}",
+                    shortcut=fits[t], run=ident,
+                )
+                readouts[t] = DecoderReadout(decoder, protocol.cls_concat)
+            if not readouts:
+                continue
+            evaluators, test_times = score_group(test, test_group, tasks, stream, readouts, priors, protocol,
+                                                 desc=f"{desc} test seed {seed}")
+            for t, ev in evaluators.items():
+                _, path, ident = next(e for e in plan[t] if e[0] == seed)
+                timings = partial(_timings, fit_times, test_times, infos[t]["train_s"], time.perf_counter())
+                out[(t, seed)] = write_evaluated_record(
+                    ctx, tasks[t], ev, ev.compute(), seed, path, ident, infos[t], timings,
+                    test.num_samples(test_group), train.num_samples(group))
+    return out
+
+
+def _timings(fit: StageTimes, test: StageTimes, train_s: float, t_eval: float) -> dict:
+    """A trained-body record's seconds per stage (the train pass and the test pass are the group's)."""
+    return {"features_s": fit.forward_s + test.forward_s, "data_s": fit.data_s + test.data_s,
+            "shortcut_fit_s": fit.stats_s + fit.solve_s, "train_s": train_s,
+            "eval_s": test.test_s + time.perf_counter() - t_eval}
