@@ -258,35 +258,31 @@ def _masked_prior(grid, folds, batch: int, positions: int, k: int, rr: int) -> t
     return torch.where(sm > 0, st / sm.clamp_min(1e-12), torch.zeros_like(st))
 
 
-class _OnDemand:
-    """The shortcut's outputs of the rows asked for, computed when indexed (features read from disk:
-    precomputing every row would hold the split in memory). ``part``: ``"maps"`` (float16, as
-    :func:`precompute` stores them) or ``"global"``."""
+class OnDemandOutputs:
+    """The shortcut's outputs of a training batch, computed from the batch's own assembled features
+    (features read from disk: precomputing every row would hold the split in memory, and reading the
+    rows again for it would read them twice). Maps are rounded to float16 as :func:`precompute`
+    stores them."""
 
-    def __init__(self, shortcut: LinearShortcut, features, cls_concat: bool, out_size, part: str):
-        self.shortcut, self.features, self.cls_concat = shortcut, features, cls_concat
-        self.out_size, self.part = out_size, part
+    def __init__(self, shortcut: LinearShortcut, out_size, valid_frac):
+        self.shortcut, self.out_size, self.valid_frac = shortcut, out_size, valid_frac
 
     @torch.no_grad()
-    def __getitem__(self, idx) -> torch.Tensor:
-        x, pooled = self.features.batch(idx, self.cls_concat)
-        if self.part == "global":
-            return self.shortcut.global_outputs(pooled)
-        return self.shortcut.maps(x, self.out_size, self.features.valid_frac).half()
+    def __call__(self, x: torch.Tensor, pooled: torch.Tensor):
+        maps = self.shortcut.maps(x, self.out_size, self.valid_frac).half().float()
+        return maps, self.shortcut.global_outputs(pooled)
 
 
 @torch.no_grad()
 def precompute(shortcut: LinearShortcut, task, features, protocol, batch: int = 8):
     """Shortcut outputs for every row of ``features``: (maps N x O x H x W float16, global N x G or None).
 
-    Features read row by row from disk (not a tensor) get outputs computed per batch on demand instead.
+    Features read row by row from disk (not a tensor) get an :class:`OnDemandOutputs` instead.
     """
     stride = min(protocol.task(task.name).output_stride, features.patch_size)
     out_size = task.output_size(features.image_size, stride)
     if not isinstance(features.feats, torch.Tensor):
-        glob = None if shortcut.global_fit is None else _OnDemand(shortcut, features, protocol.cls_concat,
-                                                                  out_size, "global")
-        return _OnDemand(shortcut, features, protocol.cls_concat, out_size, "maps"), glob
+        return OnDemandOutputs(shortcut, out_size, features.valid_frac)
     n = features.feats.shape[0]
     maps, glob = [], []
     for s in range(0, n, batch):

@@ -20,7 +20,7 @@ from benchmarks.probe.batching import batch_indices, select
 from benchmarks.probe.decoders import ProbeDecoder
 from benchmarks.probe.optim import build_optimizer, lr_factor
 from benchmarks.probe.runkey import run_mismatch
-from benchmarks.probe.shortcut import fit_shortcut, precompute
+from benchmarks.probe.shortcut import OnDemandOutputs, fit_shortcut, precompute
 from sapiens2 import distributed as dist_utils
 from sapiens2.utils_io import atomic_write
 
@@ -91,23 +91,20 @@ def pooled_stats(features, protocol, eps: float = 1e-6) -> tuple[torch.Tensor, t
 def forward(decoder, task, features, idx, protocol, base=None):
     """Decoder outputs (maps, global) for the feature rows ``idx``.
 
-    ``base``: precomputed shortcut outputs of all rows (maps, global), from
-    :func:`~benchmarks.probe.shortcut.precompute`; without it the decoder computes its shortcut itself.
+    ``base``: precomputed shortcut outputs of all rows (maps, global), or an
+    :class:`~benchmarks.probe.shortcut.OnDemandOutputs` computing them from this batch (both from
+    :func:`~benchmarks.probe.shortcut.precompute`); without it the decoder computes its shortcut itself.
     """
     x, pooled = features.batch(idx, protocol.cls_concat)
     stride = min(protocol.task(task.name).output_stride, features.patch_size)
     out_size = task.output_size(features.image_size, stride)
     if base is None:
         return decoder(x, pooled, out_size, features.valid_frac)
-    maps, glob = base
-    return decoder(
-        x,
-        pooled,
-        out_size,
-        features.valid_frac,
-        base=maps[idx].float(),
-        base_global=None if glob is None else glob[idx],
-    )
+    if isinstance(base, OnDemandOutputs):
+        maps, glob = base(x, pooled)
+    else:
+        maps, glob = base[0][idx].float(), None if base[1] is None else base[1][idx]
+    return decoder(x, pooled, out_size, features.valid_frac, base=maps, base_global=glob)
 
 
 def fit_task_shortcut(task, features, targets: dict, protocol):
