@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="probe a frozen backbone on the five dense tasks",
         description="Fit a closed-form linear probe per task on frozen features (protocol v5: a per-pixel "
         "train prior plus ridge, streamed batch by batch so memory does not grow with the images; the "
-        "trained decoder body is the body_protocol() variant, via --protocol) and evaluate it on the test "
+        "trained decoder body is the body_protocol() variant, via --protocol, its train split spilled to "
+        "disk and read back by batch) and evaluate it on the test "
         "split with 95% bootstrap intervals; one result record per (backbone, task, seed) plus mean +- "
         "std over seeds. Run under torchrun for DDP.",
     )
@@ -61,7 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--quick", action="store_true", help="tiny protocol for smoke tests (different protocol_id)"
     )
-    p.add_argument("--feature-cache", default=None, help="on-disk feature cache folder")
+    p.add_argument("--feature-cache", default=None,
+                   help="on-disk feature cache folder (without it a trained body spills its train "
+                   "features to OUT/<backbone>/.scratch)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--workers", type=int, default=0,
                    help="data-loader worker processes reading the scenes (default 0: read in this process)")

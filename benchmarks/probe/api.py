@@ -187,12 +187,14 @@ def run_probe(
         protocol: a :class:`ProbeProtocol`, its dict, or None for the default (``quick`` picks the tiny one).
         checkpoint: backbone weights (file or folder), checked against the arch before training.
         quick: use :func:`~benchmarks.probe.protocol.quick_protocol` when ``protocol`` is None.
-        cache_dir: on-disk feature cache (None: memory only).
+        cache_dir: on-disk feature cache (None: none kept; a trained body's train features then go to
+            the run's scratch folder ``out_dir/<backbone>/.scratch``, removed when the run ends).
         device: ``cpu`` or ``cuda`` (only a batch of images and features lives on it).
         workers: data-loader worker processes of the streamed read-out (0: read in this process).
         batch_size: scenes per streamed batch (the sums do not depend on it; memory grows with it).
-        streamed: False runs the linear read-out on whole splits in memory too (the reference the
-            streamed spine is tested and benchmarked against; same numbers to float tolerance).
+        streamed: False runs the linear read-out and the trained body on whole splits in memory (the
+            reference the streamed spine is tested and benchmarked against; same numbers to float
+            tolerance).
 
     Returns:
         Paths of the record files written or found complete (per seed, then the mean), rank 0 only
