@@ -39,7 +39,9 @@ def test_a_probe_into_a_locked_record_folder_stops_before_writing(tmp_path):
 def test_a_second_probe_started_during_the_first_fails_and_the_first_keeps_its_numbers(tmp_path, monkeypatch):
     """The second probe (another dataset) starts while the first trains: it fails, the first's record holds
     the first's numbers."""
-    train = probe_api.train_decoder
+    from benchmarks.probe import body_stream
+
+    train = body_stream.train_decoder  # the trained body's path (quick=True) on the streamed spine
     seen = {}
 
     def train_and_race(*args, **kwargs):
@@ -52,10 +54,10 @@ def test_a_second_probe_started_during_the_first_fails_and_the_first_keeps_its_n
                 seen["second"] = str(e)
         return train(*args, **kwargs)
 
-    monkeypatch.setattr(probe_api, "train_decoder", train_and_race)
+    monkeypatch.setattr(body_stream, "train_decoder", train_and_race)
     (path,) = probe_api.run_probe("pixels", SEG, make_toy_data(tasks=SEG, seed=0), tmp_path, quick=True)
     assert "another run is writing into this folder" in seen["second"]
-    monkeypatch.setattr(probe_api, "train_decoder", train)
+    monkeypatch.setattr(body_stream, "train_decoder", train)
     alone_out = tmp_path / "alone"
     (alone,) = probe_api.run_probe("pixels", SEG, make_toy_data(tasks=SEG, seed=0), alone_out, quick=True)
     assert read_record(path)["metrics"] == read_record(alone)["metrics"]

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
+from tqdm.auto import tqdm
 
 from benchmarks.probe.features import FeatureSet, image_hash
 from benchmarks.probe.reference import floor_features, oracle_features
@@ -190,8 +191,6 @@ class TrainSpill:
 def spill_pass(loader, group, spill: TrainSpill, stream, desc: str = "train") -> float:
     """The train pass without a read-out to fit (``shortcut="none"``): features into the store's disk
     cache (a backbone stream) and targets into ``spill``. Returns its seconds."""
-    from tqdm.auto import tqdm
-
     rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
     t0 = time.perf_counter()
     bar = tqdm(total=loader.num_samples(group), desc=desc, unit="img", disable=rank != 0, leave=False,
