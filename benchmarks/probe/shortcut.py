@@ -97,6 +97,11 @@ class LinearShortcut:
             z = (z.reshape(b, h * w, -1) + self.bias_map.to(z)[None]).reshape(b * h * w, -1)
         return from_grid(z.reshape(b, h, w, -1).permute(0, 3, 1, 2), self.r, out_size, valid_frac)
 
+    def outputs(self, fs, out_size) -> tuple[torch.Tensor, None]:
+        """(maps, None) of a :class:`~benchmarks.probe.features.FeatureSet` batch: the streamed test
+        pass's call (a read-out with a global branch is not streamed)."""
+        return self.maps(fs.feats, out_size, fs.valid_frac), None
+
     def global_outputs(self, pooled: torch.Tensor) -> torch.Tensor | None:
         return None if self.global_fit is None else self.global_fit(pooled.float())
 

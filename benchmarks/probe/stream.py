@@ -17,6 +17,8 @@ needs. Under torch.distributed each rank streams every ``world``-th batch; the s
 (float64) and the evaluator states synced, so every rank solves and scores the whole split.
 
 What grows with the number of images: nothing but the evaluators' per-image rows (bytes per image).
+The trained body (:mod:`benchmarks.probe.body_stream`) rides on the same train pass, spilling its
+train split to disk, and scores its decoders with the same test pass (:class:`DecoderReadout`).
 """
 
 from __future__ import annotations
@@ -342,12 +344,6 @@ class DecoderReadout:
         return maps.cpu(), None if glob is None else glob.cpu()
 
 
-def _outputs(readout, fs: FeatureSet, out_size):
-    if isinstance(readout, LinearShortcut):
-        return readout.maps(fs.feats, out_size, fs.valid_frac), None
-    return readout.outputs(fs, out_size)
-
-
 def score_group(loader, group, tasks: dict, stream, fits: dict, priors: dict, protocol,
                 desc: str = "test") -> tuple[dict, StageTimes]:
     """Stream the test split of one group through the fitted read-outs into each task's evaluator.
@@ -375,7 +371,7 @@ def score_group(loader, group, tasks: dict, stream, fits: dict, priors: dict, pr
         for t in evaluators:
             fs = feats[keys[0] if stream.shared else t]
             geom = _Geometry.of(tasks[t], fs, protocol)
-            maps, glob = _outputs(fits[t], fs, geom.out_size)
+            maps, glob = fits[t].outputs(fs, geom.out_size)
             tasks[t].update_evaluator(evaluators[t], maps, glob, batch.targets[t], batch.index)
         times.test_s += time.perf_counter() - t1
         bar.update(len(batch.positions) * world)
