@@ -87,14 +87,14 @@ class LinearShortcut:
         b, _, h, w = x.shape
         z = _rows(x[:, : self.in_channels].float()) @ self.fit.weight.to(x.device)
         if self.bias_map is None:
-            z = z + self.fit.bias.to(z)
+            z += self.fit.bias.to(z)
         else:
             if self.bias_map.shape[0] != h * w:
                 raise ValueError(
                     f"read-out: features have a {h}x{w} grid, the read-out was fitted on "
                     f"{self.bias_map.shape[0]} positions"
                 )
-            z = (z.reshape(b, h * w, -1) + self.bias_map.to(z)[None]).reshape(b * h * w, -1)
+            z.view(b, h * w, -1).add_(self.bias_map.to(z)[None])  # in place: z is the product's own
         return from_grid(z.reshape(b, h, w, -1).permute(0, 3, 1, 2), self.r, out_size, valid_frac)
 
     def outputs(self, fs, out_size) -> tuple[torch.Tensor, None]:
