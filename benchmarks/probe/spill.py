@@ -86,18 +86,16 @@ class TrainSpill:
         self.folder, self.tasks, self.hash_images = Path(folder), tuple(tasks), hash_images
         self.hashes: dict[int, str] = {}
         self.spec: dict[str, dict] = {}  # task -> {key: (row shape, dtype)} of its targets
-        self.seconds = 0.0
         for t in self.tasks:
             (self.folder / t).mkdir(parents=True, exist_ok=True)
 
-    def add(self, batch, feats=None) -> None:
+    def add(self, batch) -> None:
         """Write the targets of ``batch`` (a :class:`~benchmarks.probe.loader.SceneBatch`).
 
         The native scoring layout (``native_size``, ``native*``: maps of images not at the input
         size, padded to their batch's largest) is not spilled: only the test split is scored at the
         native size, and its padding depends on the batch, so its rows would not stack.
         """
-        t0 = time.perf_counter()
         for j, pos in enumerate(batch.positions.tolist()):
             if self.hash_images:
                 self.hashes[pos] = image_hash(batch.images[j])
@@ -111,7 +109,6 @@ class TrainSpill:
                                      f"are {spec}, the first sample's {first}")
                 path = self.folder / t / f"{pos}.safetensors"
                 atomic_write(path, lambda tmp, r=row: save_file(r, tmp))
-        self.seconds += time.perf_counter() - t0
 
     def finish(self, n: int) -> None:
         """Merge what every rank spilled (ranks share the folder) and check all ``n`` rows are there."""
