@@ -409,8 +409,8 @@ def _stream_timings(fit: StageTimes, test: StageTimes, t_metrics: float) -> dict
 
 
 def _task_run(task, split, store, protocol, device, reference=None) -> _TaskRun:
-    """Targets and features of one task's train and test split, in memory (the trained body's path;
-    the oracle's features: its GT; the floor's: 0)."""
+    """Targets and features of one task's train and test split, in memory (``streamed=False``, or a
+    task with a global branch; the oracle's features: its GT; the floor's: 0)."""
     train, test = split
     t0 = time.perf_counter()
     tr_tgt = {k: v.to(device) for k, v in task.targets(train).items()}
