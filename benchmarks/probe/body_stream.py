@@ -35,7 +35,7 @@ def body_tasks(task_objs: dict, protocol) -> list[str]:
 
 
 def body_records(ctx, task_objs, train, test, stream, store, reference, plan, done, scratch) -> dict:
-    """The records of the trained-body tasks ``todo`` (see the module docstring).
+    """The records of the trained-body tasks of ``task_objs`` (see the module docstring).
 
     Args:
         ctx: the run's context (label, protocol, device, ...).

@@ -54,7 +54,7 @@ class Rows:
 
     def __getitem__(self, idx) -> torch.Tensor:
         if isinstance(idx, int):
-            return self._row(idx)
+            return self._row(idx).to(self.device)
         if isinstance(idx, slice):
             idx = range(*idx.indices(self.n))
         idx = [int(i) for i in (idx.tolist() if isinstance(idx, torch.Tensor) else idx)]
