@@ -9,11 +9,14 @@ reproduction) use the same defaults from here (:data:`DEFAULT_BACKBONES`, :func:
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sapiens2.output_lock import output_lock
 from sapiens2.tasks import task_names
 
 # The shipped pretrained backbones (the reference objective and its MAE-only ablation, one arch)
@@ -210,31 +213,34 @@ def run_main_job(
     print(f"[2/3] probing {len(names)} backbone(s) x tasks {tasks} x seeds {seeds} under protocol "
           f"ids {', '.join(f'{t} {i}' for t, i in protocol.protocol_ids().items())}")
     failed: dict[str, str] = {}
-    for i, name in enumerate(names, 1):
-        tb = time.perf_counter()
-        if name in weights:
-            state = f"weights {weights[name]}"
-        elif name == ORACLE:
-            state = "features = ground truth: the ceiling of decoder + evaluation"
-        elif name == FLOOR:
-            state = "no features: the read-out's per-pixel train prior, the level to beat"
-        elif weight_free(name):
-            state = "a backbone without weights"
-        elif name in SHIPPED:
-            state = f"shipped pretrained weights {weights_path(name)}"
-        else:
-            state = "no weights given: seeded random init"
-        print(f"  ({i}/{len(names)}) {name} [{state}]", flush=True)
-        try:
-            run_probe(name, tasks, data, results, seeds=seeds, protocol=protocol,
-                      checkpoint=weights.get(name), device=device)
-        except (BenchError, ValueError, KeyError, RuntimeError, OSError, ImportError, TypeError) as e:
-            if not keep_going:
-                raise
-            failed[name] = f"{type(e).__name__}: {e}"
-            print(f"      FAILED: {failed[name]}")
-            continue
-        print(f"      done in {time.perf_counter() - tb:.0f}s")
+    # the backbones read the same split: its decoded samples are kept on disk for the job (each scene
+    # is decoded once instead of once per backbone) and removed when the job ends
+    with _job_sample_cache(out) as samples:
+        for i, name in enumerate(names, 1):
+            tb = time.perf_counter()
+            if name in weights:
+                state = f"weights {weights[name]}"
+            elif name == ORACLE:
+                state = "features = ground truth: the ceiling of decoder + evaluation"
+            elif name == FLOOR:
+                state = "no features: the read-out's per-pixel train prior, the level to beat"
+            elif weight_free(name):
+                state = "a backbone without weights"
+            elif name in SHIPPED:
+                state = f"shipped pretrained weights {weights_path(name)}"
+            else:
+                state = "no weights given: seeded random init"
+            print(f"  ({i}/{len(names)}) {name} [{state}]", flush=True)
+            try:
+                run_probe(name, tasks, data, results, seeds=seeds, protocol=protocol,
+                          checkpoint=weights.get(name), device=device, sample_cache=samples)
+            except (BenchError, ValueError, KeyError, RuntimeError, OSError, ImportError, TypeError) as e:
+                if not keep_going:
+                    raise
+                failed[name] = f"{type(e).__name__}: {e}"
+                print(f"      FAILED: {failed[name]}")
+                continue
+            print(f"      done in {time.perf_counter() - tb:.0f}s")
     if mediapipe:
         _mediapipe(data, results / "mediapipe", quick)
     print("[3/3] building the leaderboard")
@@ -262,6 +268,28 @@ def run_main_job(
     if failed:
         print("backbones that failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
     return job
+
+
+@contextmanager
+def _job_sample_cache(out: Path):
+    """The main job's sample cache folder, locked for the job and emptied before and after it."""
+    folder = out / ".samples"
+    with output_lock(folder, "sapiens2-bench run (its sample cache)") as lock:
+        _empty(folder, keep=lock)
+        try:
+            yield folder
+        finally:
+            _empty(folder, keep=lock)
+
+
+def _empty(folder: Path, keep: Path) -> None:
+    for p in folder.iterdir():
+        if p == keep:
+            continue
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
 
 
 def _mediapipe(data, out, quick: bool) -> None:

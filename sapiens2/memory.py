@@ -94,3 +94,14 @@ def available_memory() -> int | None:
         if headroom is not None:
             found = headroom if found is None else min(found, headroom)
     return found
+
+
+# Reading /proc/meminfo and the cgroup files costs about 0.3 ms; the readers ask once per decoded file
+# (thousands of times per probe), where a file needing under this many bytes could not be refused
+# on memory grounds short of a machine that is failing anyway.
+CHECK_ABOVE_BYTES = 64 * 2**20
+
+
+def available_memory_for(need: int) -> int | None:
+    """:func:`available_memory` when ``need`` (bytes) is over :data:`CHECK_ABOVE_BYTES`, else None."""
+    return available_memory() if need > CHECK_ABOVE_BYTES else None

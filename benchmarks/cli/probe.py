@@ -65,6 +65,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--feature-cache", default=None,
                    help="on-disk feature cache folder (without it a trained body spills its train "
                    "features to OUT/<backbone>/.scratch)")
+    p.add_argument("--sample-cache", default=None,
+                   help="folder keeping the prepared samples (decoded images, maps, pose crops) on disk, "
+                   "so that later probes of other backbones on the same data read them back")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--workers", type=int, default=0,
                    help="data-loader worker processes reading the scenes (default 0: read in this process)")
@@ -157,6 +160,7 @@ def run(args) -> int:
             protocol=protocol,
             checkpoint=weights,
             cache_dir=args.feature_cache,
+            sample_cache=args.sample_cache,
             device=args.device,
             workers=args.workers,
         )

@@ -173,6 +173,7 @@ def run_probe(
     workers: int = 0,
     streamed: bool = True,
     batch_size: int = 8,
+    sample_cache: str | os.PathLike | None = None,
 ) -> list[Path]:
     """Probe ``backbone`` on ``tasks``; write one record per (task, seed) plus mean +- std per task.
 
@@ -192,6 +193,10 @@ def run_probe(
         device: ``cpu`` or ``cuda`` (only a batch of images and features lives on it).
         workers: data-loader worker processes of the streamed read-out (0: read in this process).
         batch_size: scenes per streamed batch (the sums do not depend on it; memory grows with it).
+        sample_cache: a folder keeping the streamed read-out's prepared samples on disk
+            (:mod:`~benchmarks.probe.sample_cache`, keyed by data, tasks, protocol and reader code), so
+            that other backbones probed on the same split read them back instead of decoding every file
+            again (the main job's backbones share one); None: none kept. The records do not depend on it.
         streamed: False runs the linear read-out and the trained body on whole splits in memory (the
             reference the streamed spine is tested and benchmarked against; same numbers to float
             tolerance).
@@ -233,7 +238,8 @@ def run_probe(
         dist_utils.barrier()
         try:
             return _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint,
-                          cache_dir, device, t_start, vocabs, workers, streamed, batch_size, scratch)
+                          cache_dir, device, t_start, vocabs, workers, streamed, batch_size, scratch,
+                          sample_cache)
         finally:
             dist_utils.barrier()
             if dist_utils.is_main():
@@ -251,7 +257,7 @@ def _streams(task_objs: dict, protocol) -> list[str]:
 
 
 def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir, device,
-           t_start, vocabs=None, workers=0, streamed_ok=True, batch_size=8, scratch=None):
+           t_start, vocabs=None, workers=0, streamed_ok=True, batch_size=8, scratch=None, sample_cache=None):
     """:func:`run_probe` after its argument checks, holding the lock of the backbone's record folder."""
     # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
     task_objs = {t: build_task(t, protocol) for t in tasks}
@@ -263,7 +269,8 @@ def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkp
     if streamed or body:  # scenes are read per batch; the loaders check the splits and their GT here
         loaders = {
             split: SceneLoader(source, {t: task_objs[t] for t in streamed + body}, split, protocol,
-                               batch_size=batch_size, num_workers=workers, limit=limit)
+                               batch_size=batch_size, num_workers=workers, limit=limit,
+                               sample_cache=sample_cache)
             for split, limit in ((protocol.train_split, protocol.max_train_samples),
                                  (protocol.test_split, protocol.max_test_samples))
         }
@@ -379,7 +386,8 @@ def _loaders_for(ctx, names, task_objs: dict, loaders: dict) -> dict:
     if set(names) == set(loaders[ctx.protocol.train_split].tasks):
         return loaders
     return {split: SceneLoader(ctx.source, {t: task_objs[t] for t in names}, split, ctx.protocol,
-                               batch_size=ld.batch_size, num_workers=ld.num_workers, limit=ld.limit)
+                               batch_size=ld.batch_size, num_workers=ld.num_workers, limit=ld.limit,
+                               sample_cache=ld.sample_cache)
             for split, ld in loaders.items()}
 
 

@@ -35,6 +35,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from benchmarks.probe.data import FolderData, as_data_source, stack_images
+from benchmarks.probe.sample_cache import SampleCache, cache_key
 from sapiens2.datasets.base import ManifestDataset
 
 
@@ -87,8 +88,8 @@ def _same_scenes(a: _TaskSplit, b: _TaskSplit) -> bool:
 class _Group:
     """Tasks reading the same scenes; reads scene ``p`` once and merges every task's ground truth."""
 
-    def __init__(self, parts: list[_TaskSplit], input_size):
-        self.parts, self.input_size = parts, tuple(input_size)
+    def __init__(self, parts: list[_TaskSplit], input_size, cache: SampleCache | None = None):
+        self.parts, self.input_size, self.cache = parts, tuple(input_size), cache
         self.tasks = tuple(p.task.name for p in parts)
 
     def __len__(self) -> int:
@@ -110,8 +111,17 @@ class _Group:
             merged.update(_read_with_image(p.reader, i, common, img))
         return merged
 
+    def samples(self, positions: list[int]) -> list[dict]:
+        """The samples at ``positions``: from the sample cache when it holds them (else read, then stored)."""
+        got = None if self.cache is None else self.cache.load(positions)
+        if got is None:
+            got = [self.sample(p) for p in positions]
+            if self.cache is not None:
+                self.cache.store(positions, got)
+        return got
+
     def batch(self, positions: list[int], with_targets: bool = True, with_images: bool = True) -> SceneBatch:
-        samples = [self.sample(p) for p in positions]
+        samples = self.samples(positions)
         where = "/".join(self.tasks)
         return SceneBatch(
             positions=torch.tensor(positions, dtype=torch.int64),
@@ -164,6 +174,9 @@ class SceneLoader:
         batch_size: scenes per batch.
         num_workers: DataLoader worker processes (0: read in this process).
         limit: keep the first ``limit`` samples of each task (0: all), as ``max_*_samples``.
+        sample_cache: a folder keeping each batch's samples on disk
+            (:mod:`~benchmarks.probe.sample_cache`; data folders only), so later runs over the same
+            split, tasks and protocol read them back instead of decoding the files again; None: none.
     """
 
     def __init__(
@@ -175,8 +188,10 @@ class SceneLoader:
         batch_size: int = 8,
         num_workers: int = 0,
         limit: int = 0,
+        sample_cache=None,
     ):
         self.source = as_data_source(source)
+        self.sample_cache = sample_cache
         self.batch_size, self.num_workers, self.limit = int(batch_size), int(num_workers), int(limit)
         self.tasks = tuple(tasks)
         parts = [_TaskSplit(self.source, t, split, protocol, limit) for t in tasks.values()]
@@ -188,7 +203,15 @@ class SceneLoader:
                     break
             else:
                 groups.append([p])
-        self._groups = {tuple(q.task.name for q in g): _Group(g, protocol.input_size) for g in groups}
+        self._groups = {}
+        for g in groups:
+            names = tuple(q.task.name for q in g)
+            cache = None
+            if sample_cache is not None and isinstance(self.source, FolderData):
+                key = cache_key(split, names, [self.source.content_hash(t, split) for t in names],
+                                [protocol.protocol_id(t) for t in names], self.limit)
+                cache = SampleCache(sample_cache, key)
+            self._groups[names] = _Group(g, protocol.input_size, cache)
         for g in self._groups.values():  # checked before any work, as load_task_split does
             first = g.sample(0)
             for p in g.parts:

@@ -50,7 +50,7 @@ def check_image_size(width: int, height: int, channels: int, sample_bytes: int, 
     Raises:
         DatasetError: naming the file, its size and the limit it breaks.
     """
-    from sapiens2.memory import available_memory, format_bytes
+    from sapiens2.memory import available_memory_for, format_bytes
 
     pixels, limit = int(width) * int(height), max_image_pixels()
     size = f"image {width}x{height} ({pixels / 1e6:.1f} megapixels)"
@@ -58,7 +58,7 @@ def check_image_size(width: int, height: int, channels: int, sample_bytes: int, 
         raise DatasetError(f"{where(path, record)}: {size} is over the limit of {limit / 1e6:.1f} megapixels "
                            f"(a decompression bomb?); set {_PIXELS_ENV} to raise it")
     need = pixels * channels * (sample_bytes + _DECODE_OVERHEAD)
-    free = available_memory()
+    free = available_memory_for(need)
     if free is not None and need > free:
         raise DatasetError(f"{where(path, record)}: {size} needs about {format_bytes(need)} to decode, "
                            f"but only {format_bytes(free)} of memory is available")

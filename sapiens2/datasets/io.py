@@ -93,9 +93,9 @@ def read_npy(path: str | os.PathLike, record=None) -> np.ndarray:
             f"{where(path, record)}: unreadable .npy (header declares shape {tuple(shape)} {dtype} = "
             f"{_gib(need)}, but the file holds {_gib(size - offset)} after the header: truncated or corrupt)"
         )
-    from sapiens2.memory import available_memory, format_bytes
+    from sapiens2.memory import available_memory_for, format_bytes
 
-    free = available_memory()
+    free = available_memory_for(need)
     if free is not None and need > free:
         raise DatasetError(f"{where(path, record)}: .npy of shape {tuple(shape)} {dtype} needs "
                            f"{format_bytes(need)}, but only {format_bytes(free)} of memory is available")

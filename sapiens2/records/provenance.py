@@ -13,6 +13,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -83,6 +84,9 @@ def device_info(device: Any = "cpu") -> dict:
     return {"type": kind, "name": name or None, "num_threads": threads}
 
 
+_DIGESTS: dict[tuple, str] = {}  # stamp of the files -> digest (see dataset_content_hash)
+
+
 def dataset_content_hash(root: str | os.PathLike, patterns: Iterable[str] = ("**/*",)) -> str:
     """SHA-256 over the relative paths and bytes of the files under ``root`` (sorted, deterministic).
 
@@ -100,6 +104,17 @@ def dataset_content_hash(root: str | os.PathLike, patterns: Iterable[str] = ("**
         files = [root]
     else:
         files = sorted({p for pat in patterns for p in root.glob(pat) if p.is_file()})
+    # the main job hashes one split once per backbone: the same files, unchanged (same size, change and
+    # modification times, inode), are not read again in this process
+    stats = [f.stat() for f in files]
+    stamp = (str(root.resolve()), tuple(patterns),
+             tuple((str(f), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                   for f, st in zip(files, stats)))
+    if stamp in _DIGESTS:
+        return _DIGESTS[stamp]
+    # a file changed within the clock's granularity of now could change again under the same stamp
+    # (git's "racy" case): such a digest is not remembered
+    racy = any(time.time_ns() - st.st_mtime_ns < 2 * 10**9 for st in stats)
     digest = hashlib.sha256()
     for f in files:
         rel = f.name if f == root else f.relative_to(root).as_posix()
@@ -108,4 +123,9 @@ def dataset_content_hash(root: str | os.PathLike, patterns: Iterable[str] = ("**
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(chunk)
         digest.update(b"\0")
-    return digest.hexdigest()
+    if racy:
+        return digest.hexdigest()
+    if len(_DIGESTS) >= 32:
+        _DIGESTS.pop(next(iter(_DIGESTS)))
+    _DIGESTS[stamp] = digest.hexdigest()
+    return _DIGESTS[stamp]
