@@ -102,13 +102,15 @@ class RidgeStats:
         if self.shift is not None and not shifted:
             x64 = x64 - self.shift.to(x64)
         xp, yp = x64.to(self.product_dtype), y64.to(self.product_dtype)
+        # the products run where the rows are (a device, for a streamed probe on one); the sums stay
+        # float64 on the host (.cpu() of a host tensor is the tensor itself)
         part = _Fold(
             int(x.shape[0]),
-            x64.sum(0),
-            y64.sum(0),
-            (xp.T @ xp).double() if gram else torch.zeros((), dtype=torch.float64),
-            (xp.T @ yp).double(),
-            y64.square().sum(0),
+            x64.sum(0).cpu(),
+            y64.sum(0).cpu(),
+            (xp.T @ xp).double().cpu() if gram else torch.zeros((), dtype=torch.float64),
+            (xp.T @ yp).double().cpu(),
+            y64.square().sum(0).cpu(),
         )
         self.folds[fold] = self.folds[fold].add(part)
 

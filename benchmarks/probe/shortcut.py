@@ -97,10 +97,11 @@ class LinearShortcut:
             z.view(b, h * w, -1).add_(self.bias_map.to(z)[None])  # in place: z is the product's own
         return from_grid(z.reshape(b, h, w, -1).permute(0, 3, 1, 2), self.r, out_size, valid_frac)
 
-    def outputs(self, fs, out_size) -> tuple[torch.Tensor, None]:
-        """(maps, None) of a :class:`~benchmarks.probe.features.FeatureSet` batch: the streamed test
-        pass's call (a read-out with a global branch is not streamed)."""
-        return self.maps(fs.feats, out_size, fs.valid_frac), None
+    def outputs(self, fs, out_size, device: str = "cpu") -> tuple[torch.Tensor, None]:
+        """(maps on the host, None) of a :class:`~benchmarks.probe.features.FeatureSet` batch: the
+        streamed test pass's call (a read-out with a global branch is not streamed). The product runs
+        on ``device`` (where the backbone ran)."""
+        return self.maps(fs.feats.to(device), out_size, fs.valid_frac).cpu(), None
 
     def global_outputs(self, pooled: torch.Tensor) -> torch.Tensor | None:
         return None if self.global_fit is None else self.global_fit(pooled.float())

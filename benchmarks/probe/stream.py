@@ -120,19 +120,25 @@ class _FeatureSums:
     grams: list
     positions: PositionSums
     product_dtype: torch.dtype
+    device: str = "cpu"
     key: str = field(default_factory=lambda: f"stream-{uuid.uuid4().hex}")
 
     @classmethod
-    def start(cls, fs: FeatureSet, product_dtype) -> _FeatureSums:
+    def start(cls, fs: FeatureSet, product_dtype, device: str = "cpu") -> _FeatureSums:
         # any shift gives the same fit; one near the data keeps float32 products accurate: the mean of
         # the split's first batch, which every rank computes alike
         x = fs.feats.double()
         c, p = x.shape[1], x.shape[2] * x.shape[3]
         return cls(x.mean(dim=(0, 2, 3)), [torch.zeros(c, c, dtype=torch.float64) for _ in range(2)],
-                   PositionSums(p, c, 1), product_dtype)
+                   PositionSums(p, c, 1), product_dtype, str(device))
 
     def update(self, x: torch.Tensor, fold: int) -> torch.Tensor:
-        """Add rows ``x`` (whole images); returns them shifted (float64)."""
+        """Add rows ``x`` (whole images); returns them shifted (float64, on the stream's device).
+
+        The batch's products run on the device the backbone ran on (the rows are moved there once);
+        every sum is added to float64 tensors on the host.
+        """
+        x = x.to(self.device)
         xs = x.double() - self.shift.to(x.device)
         self.positions.update(xs, None, fold=fold)
         xp = xs.to(self.product_dtype)
@@ -164,7 +170,7 @@ class _TaskSums:
 
     def update(self, xs: torch.Tensor, tgt: dict, fold: int) -> None:
         """Add the shifted float64 rows ``xs`` (from :meth:`_FeatureSums.update`) and their targets."""
-        y = self.y_rows(tgt)
+        y = self.y_rows(tgt).to(xs.device)
         self.stats.update(xs, y, fold=fold, gram=False, shifted=True)
         self.positions.update(None, y, fold=fold)
 
@@ -269,7 +275,8 @@ def fit_group(
     first_fs = {k: stream(first, tasks[k], priors.get(k)) for k in keys}
     times.data_s += t1 - t0
     times.forward_s += time.perf_counter() - t1
-    streams = {k: _FeatureSums.start(fs, product_dtype) for k, fs in first_fs.items()}
+    device = getattr(stream, "device", "cpu")  # the reference rows are made on the host
+    streams = {k: _FeatureSums.start(fs, product_dtype, device) for k, fs in first_fs.items()}
     readers = {k: (group if stream.shared else (k,)) for k in keys}  # the tasks reading each stream
     sums = {}
     for k in keys:
@@ -337,8 +344,9 @@ class DecoderReadout:
         self.decoder, self.cls_concat = decoder, cls_concat
 
     @torch.no_grad()
-    def outputs(self, fs: FeatureSet, out_size) -> tuple[torch.Tensor, torch.Tensor | None]:
-        dev = next(self.decoder.parameters(), torch.zeros(())).device
+    def outputs(self, fs: FeatureSet, out_size, device: str = "cpu"):
+        """(maps, global outputs) on the host, computed on the decoder's device (``device`` unused)."""
+        dev = next(self.decoder.parameters(), torch.zeros(())).device  # the decoder's own device
         x, pooled = fs.batch(torch.arange(fs.feats.shape[0]), self.cls_concat)
         maps, glob = self.decoder(x.to(dev), pooled.to(dev), out_size, fs.valid_frac)
         return maps.cpu(), None if glob is None else glob.cpu()
@@ -358,6 +366,7 @@ def score_group(loader, group, tasks: dict, stream, fits: dict, priors: dict, pr
     rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
     times = StageTimes()
     evaluators = {t: tasks[t].make_evaluator() for t in group if t in fits}
+    device = getattr(stream, "device", "cpu")  # the read-out's products run where the backbone ran
     keys = group[:1] if stream.shared else tuple(evaluators)
     bar = tqdm(total=loader.num_samples(group), desc=desc, unit="img", disable=rank != 0, leave=False,
                mininterval=1.0)
@@ -371,7 +380,7 @@ def score_group(loader, group, tasks: dict, stream, fits: dict, priors: dict, pr
         for t in evaluators:
             fs = feats[keys[0] if stream.shared else t]
             geom = _Geometry.of(tasks[t], fs, protocol)
-            maps, glob = fits[t].outputs(fs, geom.out_size)
+            maps, glob = fits[t].outputs(fs, geom.out_size, device)
             tasks[t].update_evaluator(evaluators[t], maps, glob, batch.targets[t], batch.index)
         times.test_s += time.perf_counter() - t1
         bar.update(len(batch.positions) * world)
