@@ -129,8 +129,10 @@ class _FeatureSums:
         # the split's first batch, which every rank computes alike
         x = fs.feats.double()
         c, p = x.shape[1], x.shape[2] * x.shape[3]
+        # the products need float64 rows (the shifted ones): a CUDA device has float64, MPS has not
+        device = str(device) if str(device).startswith("cuda") else "cpu"
         return cls(x.mean(dim=(0, 2, 3)), [torch.zeros(c, c, dtype=torch.float64) for _ in range(2)],
-                   PositionSums(p, c, 1), product_dtype, str(device))
+                   PositionSums(p, c, 1), product_dtype, device)
 
     def update(self, x: torch.Tensor, fold: int) -> torch.Tensor:
         """Add rows ``x`` (whole images); returns them shifted (float64, on the stream's device).
