@@ -272,24 +272,15 @@ def run_main_job(
 
 @contextmanager
 def _job_sample_cache(out: Path):
-    """The main job's sample cache folder, locked for the job and emptied before and after it."""
+    """The job's sample cache folder ``out/.samples``, emptied before and after; the job holds ``out``'s
+    lock meanwhile (a second main job into the same folder is refused)."""
     folder = out / ".samples"
-    with output_lock(folder, "sapiens2-bench run (its sample cache)") as lock:
-        _empty(folder, keep=lock)
+    with output_lock(out, "sapiens2-bench run"):
+        shutil.rmtree(folder, ignore_errors=True)  # a killed job's leftovers
         try:
             yield folder
         finally:
-            _empty(folder, keep=lock)
-
-
-def _empty(folder: Path, keep: Path) -> None:
-    for p in folder.iterdir():
-        if p == keep:
-            continue
-        if p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            p.unlink(missing_ok=True)
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _mediapipe(data, out, quick: bool) -> None:

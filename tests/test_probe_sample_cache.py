@@ -195,7 +195,7 @@ def test_the_main_job_sample_cache_is_locked_and_emptied(tmp_path):
     (stale / "0-8.safetensors").write_bytes(b"x")
     with _job_sample_cache(tmp_path) as folder:
         assert folder == tmp_path / ".samples" and not stale.exists()  # a killed job's leftovers go first
-        (folder / "k").mkdir()
+        (folder / "k").mkdir(parents=True)
         (folder / "k" / "0-2.safetensors").write_bytes(b"y")
         with pytest.raises(OutputBusyError):
             with _job_sample_cache(tmp_path):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,7 @@ class SampleCacheError(ValueError):
     """A sample-cache file that cannot be used, or a sample value the cache cannot store."""
 
 
+@lru_cache(maxsize=1)  # the sources of this process's imported readers
 def code_fingerprint() -> str:
     """SHA-256 (12 hex) of the sources that turn files into samples: ``sapiens2/datasets`` and the loader."""
     here = Path(__file__).resolve()
