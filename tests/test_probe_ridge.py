@@ -150,3 +150,69 @@ def test_holdout_fold_always_holds_one_image_out():
     assert holdout_fold(8, 4).tolist() == [0, 0, 0, 1, 0, 0, 0, 1]
     assert holdout_fold(3, 4).tolist() == [0, 0, 1]
     assert holdout_fold(1, 4).tolist() == [0]
+
+
+def _blocky_targets(rows: int, blocks: int, width: int, density: float, seed: int) -> torch.Tensor:
+    """Targets in ``blocks`` blocks of ``width`` columns, each block non-zero on a few rows only."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randn(rows, blocks * width, generator=g, dtype=torch.float64)
+    keep = torch.rand(rows, blocks, generator=g) < density
+    y = y * keep.repeat_interleave(width, dim=1)
+    y[:, :width] = 0.0  # a block no row touches
+    return y
+
+
+@pytest.mark.parametrize("density", [0.02, 0.3, 0.9])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_block_sparse_cross_products_equal_the_dense_product(density, dtype):
+    from benchmarks.probe.products import add_cross
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(97, 23, generator=g, dtype=torch.float64)
+    y = _blocky_targets(97, 7, 5, density, seed=2)
+    ref = x.T @ y
+    for block in (0, 5, 3):  # 3 does not divide the 35 columns: the dense product
+        acc = torch.full_like(ref, 2.0)
+        add_cross(acc, x.to(dtype), y.to(dtype), block)
+        tol = 1e-12 if dtype == torch.float64 else 1e-5
+        torch.testing.assert_close(acc - 2.0, ref, rtol=tol, atol=tol * float(ref.abs().max()))
+        assert acc.dtype == torch.float64
+
+
+def test_block_updates_give_the_same_statistics_and_fit():
+    x, _ = _data(n=240, c=10)
+    y = _blocky_targets(240, 6, 4, 0.1, seed=3)
+    folds = torch.arange(240) % 5 == 0
+    dense, sparse = RidgeStats(10, 24, shift=x.mean(0)), RidgeStats(10, 24, shift=x.mean(0))
+    for s in range(0, 240, 40):
+        for k in (0, 1):
+            sel = torch.nonzero(folds[s : s + 40].long() == k).flatten() + s
+            dense.update(x[sel], y[sel], fold=k)
+            sparse.update(x[sel], y[sel], fold=k, block=4)
+    for a, b in zip(dense.folds, sparse.folds):
+        assert a.n == b.n
+        for name in ("sx", "sy", "xx", "xy", "yy"):
+            torch.testing.assert_close(getattr(b, name), getattr(a, name), rtol=1e-12, atol=1e-12)
+    fa, fb = fit_ridge(dense), fit_ridge(sparse)
+    assert fa.alpha == fb.alpha
+    torch.testing.assert_close(fb.weight, fa.weight, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_gram_through_blas_syrk_equals_the_full_product(dtype):
+    from benchmarks.probe.products import add_gram, symmetrize_
+
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(61, 17, generator=g, dtype=torch.float64)
+    ref = x.T @ x
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    acc = torch.eye(17, dtype=torch.float64)
+    add_gram(acc, x.to(dtype))
+    torch.testing.assert_close(acc - torch.eye(17, dtype=torch.float64), ref, rtol=tol, atol=tol * 61)
+    assert torch.equal(acc, acc.T)
+    # lower_only over several batches: the lower triangle accumulates, symmetrize_ completes it
+    acc = torch.zeros(17, 17, dtype=torch.float64)
+    for part in x.to(dtype).split(20):
+        add_gram(acc, part, lower_only=True)
+    torch.testing.assert_close(acc.tril(), ref.tril(), rtol=tol, atol=tol * 61)
+    torch.testing.assert_close(symmetrize_(acc), ref, rtol=tol, atol=tol * 61)

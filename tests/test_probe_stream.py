@@ -103,3 +103,48 @@ def test_a_masked_prior_pass_and_shift_do_not_depend_on_batch_composition(tmp_pa
     assert fits[0].fit.alpha == fits[1].fit.alpha
     torch.testing.assert_close(fits[0].bias_map, fits[1].bias_map, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(fits[0].fit.weight, fits[1].fit.weight, rtol=1e-4, atol=1e-5)
+
+
+def test_fast_products_give_the_exact_arithmetic_records(tmp_path, monkeypatch):
+    """The syrk Gram and the block-sparse ``x^T y`` (wide features only by default) against v5's
+    product-then-add arithmetic, forced on for the pixels' narrow features: same penalties, same
+    metrics and bounds to float64 rounding amplified by the solve."""
+    from benchmarks.probe import products, stream
+
+    protocol = _protocol()
+    data = make_toy_data(n_train=11, n_test=6, size=(64, 48))
+    recs, used = {}, {}
+    blocks = []
+    real_nonzero = products._nonzero_rows
+
+    def nonzero_rows(y, block, channels):
+        out = real_nonzero(y, block, channels)
+        blocks.append(out is not None)
+        return out
+
+    monkeypatch.setattr(products, "_nonzero_rows", nonzero_rows)
+    real_start = stream._FeatureSums.start
+    for name, min_channels in (("exact", 10**9), ("fast", 0)):
+        monkeypatch.setattr(stream, "FAST_PRODUCTS_MIN_CHANNELS", min_channels)
+        if name == "fast":  # blocks cost nothing: every target with an all-zero block takes that path
+            monkeypatch.setattr(products, "_BLOCK_S", 0.0)
+            monkeypatch.setattr(products, "_BLOCK_MAC_S", 0.0)
+        seen = []
+
+        def start(fs, product_dtype, device="cpu", exact=False, seen=seen):
+            seen.append(exact)
+            return real_start(fs, product_dtype, device, exact)
+
+        monkeypatch.setattr(stream._FeatureSums, "start", start)
+        paths = api.run_probe("pixels", ",".join(TASKS), data, tmp_path / name, protocol=protocol)
+        recs[name] = {json.loads(Path(p).read_text())["task"]: json.loads(Path(p).read_text()) for p in paths}
+        used[name] = set(seen)
+    assert used == {"exact": {True}, "fast": {False}}
+    assert any(blocks), "no target took the block-sparse products"
+    for t in TASKS:
+        a, b = recs["fast"][t], recs["exact"][t]
+        assert a["config"]["shortcut"]["alpha"] == b["config"]["shortcut"]["alpha"], t
+        for k, v in b["metrics"].items():
+            assert a["metrics"][k] == (None if v is None else pytest.approx(v, rel=1e-7, abs=1e-9)), (t, k)
+        for k, (lo, hi) in b["intervals"]["bounds"].items():
+            assert a["intervals"]["bounds"][k] == pytest.approx([lo, hi], rel=1e-7, abs=1e-9), (t, k)

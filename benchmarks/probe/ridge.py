@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from benchmarks.probe.products import add_cross
+
 
 @dataclass
 class _Fold:
@@ -86,12 +88,14 @@ class RidgeStats:
         self.folds = [_Fold() for _ in range(folds)]
 
     def update(self, x: torch.Tensor, y: torch.Tensor, fold: int = 0, gram: bool = True,
-               shifted: bool = False) -> None:
+               shifted: bool = False, block: int = 0, exact: bool = False) -> None:
         """Add rows ``x`` (R x C) with targets ``y`` (R x O) to ``fold``.
 
         ``gram=False`` leaves ``x^T x`` out (set it once per fold with :meth:`set_gram` when several
         targets share the same feature rows). ``shifted``: ``x`` is float64 and already shifted (the
-        rows a shared feature stream returns), so it is not copied and shifted again.
+        rows a shared feature stream returns), so it is not copied and shifted again. ``block``: the
+        outputs come in blocks of this many columns (a map's sub-pixels) that are often all zero on a
+        row (a one-hot class, a heatmap's window, a mask); see :func:`add_cross`, also for ``exact``.
         """
         if x.shape[1] != self.in_dim or y.shape[1] != self.out_dim or x.shape[0] != y.shape[0]:
             raise ValueError(
@@ -103,16 +107,20 @@ class RidgeStats:
             x64 = x64 - self.shift.to(x64)
         xp, yp = x64.to(self.product_dtype), y64.to(self.product_dtype)
         # the products run where the rows are (a device, for a streamed probe on one); the sums stay
-        # float64 on the host (.cpu() of a host tensor is the tensor itself)
-        part = _Fold(
-            int(x.shape[0]),
-            x64.sum(0).cpu(),
-            y64.sum(0).cpu(),
-            (xp.T @ xp).double().cpu() if gram else torch.zeros((), dtype=torch.float64),
-            (xp.T @ yp).double().cpu(),
-            y64.square().sum(0).cpu(),
-        )
-        self.folds[fold] = self.folds[fold].add(part)
+        # float64 on the host, added in place (a C x O temporary per batch is hundreds of MB at 1024x768)
+        f = self.folds[fold]
+        if f.n == 0:
+            c, o = self.in_dim, self.out_dim
+            f.sx, f.sy, f.yy = (torch.zeros(d, dtype=torch.float64) for d in (c, o, o))
+            f.xy = torch.zeros(c, o, dtype=torch.float64)
+            f.xx = torch.zeros(c, c, dtype=torch.float64) if gram else torch.zeros((), dtype=torch.float64)
+        f.n += int(x.shape[0])
+        f.sx += x64.sum(0).cpu()
+        f.sy += y64.sum(0).cpu()
+        if gram:  # the full product: mirroring a syrk triangle per batch costs more than it saves
+            add_cross(f.xx, xp, xp, exact=True)
+        add_cross(f.xy, xp, yp, block, exact)
+        f.yy += y64.square().sum(0).cpu()
 
     def set_gram(self, fold: int, xx: torch.Tensor) -> None:
         """Set fold ``fold``'s ``x^T x`` (C x C) computed elsewhere over exactly its rows."""

@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 
 from benchmarks.probe.batching import select
 from benchmarks.probe.features import FeatureSet
+from benchmarks.probe.products import add_gram, symmetrize_
 from benchmarks.probe.reference import floor_features, oracle_features, prior_from_sums
 from benchmarks.probe.ridge import PositionSums, RidgeStats, clear_shared
 from benchmarks.probe.shortcut import (
@@ -121,10 +122,15 @@ class _FeatureSums:
     positions: PositionSums
     product_dtype: torch.dtype
     device: str = "cpu"
+    exact: bool = False
     key: str = field(default_factory=lambda: f"stream-{uuid.uuid4().hex}")
 
     @classmethod
-    def start(cls, fs: FeatureSet, product_dtype, device: str = "cpu") -> _FeatureSums:
+    def start(cls, fs: FeatureSet, product_dtype, device: str = "cpu", exact: bool = False) -> _FeatureSums:
+        """``exact``: v5's product-then-add arithmetic (the reference rows: the oracle's fit, whose
+        penalty goes down to 1e-9, turns a different order of float64 additions into a different pose
+        EPE), else BLAS syrk for the Gram and block-sparse ``x^T y``
+        (:func:`~benchmarks.probe.products.add_cross`)."""
         # any shift gives the same fit; one near the data keeps float32 products accurate: the mean of
         # the split's first batch, which every rank computes alike
         x = fs.feats.double()
@@ -132,7 +138,7 @@ class _FeatureSums:
         # the products need float64 rows (the shifted ones): a CUDA device has float64, MPS has not
         device = str(device) if str(device).startswith("cuda") else "cpu"
         return cls(x.mean(dim=(0, 2, 3)), [torch.zeros(c, c, dtype=torch.float64) for _ in range(2)],
-                   PositionSums(p, c, 1), product_dtype, device)
+                   PositionSums(p, c, 1), product_dtype, device, exact)
 
     def update(self, x: torch.Tensor, fold: int) -> torch.Tensor:
         """Add rows ``x`` (whole images); returns them shifted (float64, on the stream's device).
@@ -144,11 +150,17 @@ class _FeatureSums:
         xs = x.double() - self.shift.to(x.device)
         self.positions.update(xs, None, fold=fold)
         xp = xs.to(self.product_dtype)
-        self.grams[fold] += (xp.T @ xp).double().cpu()
+        add_gram(self.grams[fold], xp, lower_only=True, exact=self.exact)  # mirrored by finish()
         return xs
 
     def tensors(self) -> list[torch.Tensor]:
         return [*self.grams, self.positions.sx]
+
+    def finish(self) -> None:
+        """After the last batch (and the all-reduce): the Grams' upper triangles from their lower ones."""
+        if not self.exact:  # exact: the full products were added, kept as they are
+            for g in self.grams:
+                symmetrize_(g)
 
 
 class _TaskSums:
@@ -173,7 +185,7 @@ class _TaskSums:
     def update(self, xs: torch.Tensor, tgt: dict, fold: int) -> None:
         """Add the shifted float64 rows ``xs`` (from :meth:`_FeatureSums.update`) and their targets."""
         y = self.y_rows(tgt).to(xs.device)
-        self.stats.update(xs, y, fold=fold, gram=False, shifted=True)
+        self.stats.update(xs, y, fold=fold, gram=False, shifted=True, block=self.rr, exact=self.feats.exact)
         self.positions.update(None, y, fold=fold)
 
     def tensors(self) -> list[torch.Tensor]:
@@ -187,6 +199,18 @@ class _TaskSums:
         self.positions.sx = self.feats.positions.sx.to(self.positions.sx)
         return solve_readout(self.stats, self.positions, self.feats.grams, self.feats.shift, self.mu,
                              self.geom.r, self.task.out_channels, protocol)
+
+
+# below this many feature channels the syrk Gram and the block-sparse x^T y gained nothing measurable in
+# the main job (256x192, 384-1536 channels: 422 s against 401 s side by side), so v5's arithmetic stays
+# there and its records stay bit for bit; at sapiens2_1b's 6144 they are 1.6x and 5-6x
+# (benchmarks/speed/cross_products.py)
+FAST_PRODUCTS_MIN_CHANNELS = 2048
+
+
+def _exact_sums(stream, fs: FeatureSet) -> bool:
+    """Whether a feature stream keeps v5's product-then-add arithmetic (:class:`_FeatureSums`)."""
+    return isinstance(stream, ReferenceStream) or fs.feats.shape[1] < FAST_PRODUCTS_MIN_CHANNELS
 
 
 def _reduce_stats(stats: RidgeStats) -> None:
@@ -278,7 +302,8 @@ def fit_group(
     times.data_s += t1 - t0
     times.forward_s += time.perf_counter() - t1
     device = getattr(stream, "device", "cpu")  # the reference rows are made on the host
-    streams = {k: _FeatureSums.start(fs, product_dtype, device) for k, fs in first_fs.items()}
+    streams = {k: _FeatureSums.start(fs, product_dtype, device, _exact_sums(stream, fs))
+               for k, fs in first_fs.items()}
     readers = {k: (group if stream.shared else (k,)) for k in keys}  # the tasks reading each stream
     sums = {}
     for k in keys:
@@ -323,6 +348,8 @@ def fit_group(
             dist_utils.all_reduce_(s.positions.n)
             dist_utils.all_reduce_(s.positions.sy)
             _reduce_stats(s.stats)
+    for s in streams.values():
+        s.finish()
     fits = {t: sums[t].solve(protocol) for t in group}
     clear_shared()  # the stream's decompositions: no later group reads them
     times.solve_s += time.perf_counter() - t0
