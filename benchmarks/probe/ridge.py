@@ -88,14 +88,15 @@ class RidgeStats:
         self.folds = [_Fold() for _ in range(folds)]
 
     def update(self, x: torch.Tensor, y: torch.Tensor, fold: int = 0, gram: bool = True,
-               shifted: bool = False, block: int = 0, exact: bool = False) -> None:
+               shifted: bool = False, block: int = 0, exact: bool = True) -> None:
         """Add rows ``x`` (R x C) with targets ``y`` (R x O) to ``fold``.
 
         ``gram=False`` leaves ``x^T x`` out (set it once per fold with :meth:`set_gram` when several
         targets share the same feature rows). ``shifted``: ``x`` is float64 and already shifted (the
         rows a shared feature stream returns), so it is not copied and shifted again. ``block``: the
         outputs come in blocks of this many columns (a map's sub-pixels) that are often all zero on a
-        row (a one-hot class, a heatmap's window, a mask); see :func:`add_cross`, also for ``exact``.
+        row (a one-hot class, a heatmap's window, a mask), used only with ``exact=False``; ``exact``
+        (the default) keeps v5's product-then-add arithmetic bit for bit (:func:`add_cross`).
         """
         if x.shape[1] != self.in_dim or y.shape[1] != self.out_dim or x.shape[0] != y.shape[0]:
             raise ValueError(
