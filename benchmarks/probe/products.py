@@ -22,11 +22,11 @@ def _nonzero_rows(y: torch.Tensor, block: int, channels: int) -> list | None:
     None when the dense product is expected to be as fast (blocks that do not divide the columns,
     or too few channels for the saved multiplications to pay for the per-block products)."""
     r, o = y.shape
-    if block <= 0 or o % block or r == 0 or r * channels * o * _DENSE_MAC_S < 2 * (o // block) * _BLOCK_S:
+    dense = r * channels * o * _DENSE_MAC_S
+    if block <= 0 or o % block or r == 0 or dense < 2 * (o // block) * _BLOCK_S:
         return None
     nz = y.reshape(r, o // block, block).ne(0).any(-1)  # R x blocks
     pairs = nz.T.nonzero()  # (block, row), sorted by block
-    dense = r * channels * o * _DENSE_MAC_S
     if dense < 2 * (len(pairs) * channels * block * _BLOCK_MAC_S + int(nz.any(0).sum()) * _BLOCK_S):
         return None
     counts = torch.bincount(pairs[:, 0], minlength=o // block).tolist()
@@ -57,22 +57,20 @@ def add_cross(acc: torch.Tensor, x: torch.Tensor, y: torch.Tensor, block: int = 
         acc[:, cols] += (x[rows].T @ y[rows, cols]).double().cpu()
 
 
-def add_gram(acc: torch.Tensor, x: torch.Tensor, lower_only: bool = False, exact: bool = False) -> None:
-    """``acc += x^T x`` in place (``acc``: C x C float64 on the host; ``x``: R x C rows).
+def add_gram(acc: torch.Tensor, x: torch.Tensor, exact: bool = False) -> None:
+    """``acc += x^T x`` on the lower triangle of ``acc`` (C x C float64 on the host; ``x``: R x C rows);
+    its upper triangle is left unspecified until :func:`symmetrize_` mirrors the lower one (once, after
+    the last batch).
 
     Host float64 rows go through BLAS ``dsyrk`` (SciPy's), which computes one triangle: half the
-    multiplications of ``x.T @ x`` (``benchmarks/speed/cross_products.py``). It updates the lower
-    triangle of ``acc``; with ``lower_only`` the upper one is left as it is (the caller mirrors it
-    once, :func:`symmetrize_`, after the last batch), else it is mirrored now. Other rows (float32
-    products, a device) and ``exact`` (as :func:`add_cross`) take the full product.
+    multiplications of ``x.T @ x`` (``benchmarks/speed/cross_products.py``). Other rows (float32
+    products, a device) and ``exact`` (as :func:`add_cross`) add the full product.
     """
     if not exact and x.device.type == "cpu" and x.dtype == torch.float64 and acc.is_contiguous() and len(x):
         c = acc.numpy().T  # Fortran order: BLAS sees acc^T, whose upper triangle is acc's lower one
         out = blas.dsyrk(1.0, x.contiguous().numpy().T, beta=1.0, c=c, trans=0, lower=0, overwrite_c=1)
         if not np.shares_memory(out, c):  # a copy would leave acc unchanged
             raise RuntimeError("add_gram: BLAS syrk did not update the Gram in place")
-        if not lower_only:
-            symmetrize_(acc)
         return
     add_cross(acc, x, x, exact=exact)
 

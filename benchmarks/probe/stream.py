@@ -150,7 +150,7 @@ class _FeatureSums:
         xs = x.double() - self.shift.to(x.device)
         self.positions.update(xs, None, fold=fold)
         xp = xs.to(self.product_dtype)
-        add_gram(self.grams[fold], xp, lower_only=True, exact=self.exact)  # mirrored by finish()
+        add_gram(self.grams[fold], xp, exact=self.exact)  # the lower triangle: finish() mirrors it
         return xs
 
     def tensors(self) -> list[torch.Tensor]:

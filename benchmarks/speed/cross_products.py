@@ -20,7 +20,7 @@ import time
 import numpy as np
 import torch
 
-from benchmarks.probe.products import add_cross, add_gram
+from benchmarks.probe.products import add_cross, add_gram, symmetrize_
 from benchmarks.probe.shortcut import _rows, to_grid
 from sapiens2.codecs.udp import udp_encode
 
@@ -70,10 +70,11 @@ def compare(x: torch.Tensor, tgts: dict, repeat: int) -> None:
     c = x.shape[1]
     full, syrk = (torch.zeros(c, c, dtype=torch.float64) for _ in range(2))
     t_full = _seconds(lambda: full.__iadd__(x.T @ x), repeat)
-    t_syrk = _seconds(lambda: add_gram(syrk, x, lower_only=True), repeat)
+    t_syrk = _seconds(lambda: add_gram(syrk, x), repeat)
     ref, got = torch.zeros_like(full), torch.zeros_like(full)
     ref += x.T @ x
     add_gram(got, x)
+    symmetrize_(got)
     print(_row(f"gram {c}", c, 1.0, t_full, t_syrk, (got - ref).abs().max().item()))
     for name, (y, block) in tgts.items():
         acc = torch.zeros(c, y.shape[1], dtype=torch.float64)
