@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from scipy.linalg import blas
 
-# measured on the 2-core VM (benchmarks/speed/cross_products.py --small): a float64 multiply-add of
-# the dense product, one of a block's (gathered rows, narrow output) and the fixed cost of one block
+# rough costs read off benchmarks/speed/cross_products.py runs on the 2-core VM: a float64 multiply-add
+# of the dense product, one of a block's (gathered rows, narrow output) and the fixed cost of one block
 _DENSE_MAC_S, _BLOCK_MAC_S, _BLOCK_S = 2.0e-11, 4.0e-11, 2.0e-4
 
 
