@@ -148,3 +148,32 @@ def test_fast_products_give_the_exact_arithmetic_records(tmp_path, monkeypatch):
             assert a["metrics"][k] == (None if v is None else pytest.approx(v, rel=1e-7, abs=1e-9)), (t, k)
         for k, (lo, hi) in b["intervals"]["bounds"].items():
             assert a["intervals"]["bounds"][k] == pytest.approx([lo, hi], rel=1e-7, abs=1e-9), (t, k)
+
+
+def test_float32_products_on_the_fast_path_match_the_float64_records(tmp_path, monkeypatch):
+    """``ridge_product_dtype: "float32"`` on the fast path (the Gram through ``ssyrk``, float32 block
+    products, float64 sums) against the float64 exact records: the same penalties, metrics and bounds
+    within 1e-4 relative (float32 rounding of products about the shift, amplified by the solve)."""
+    from scipy.linalg import blas
+
+    from benchmarks.probe import stream
+
+    data = make_toy_data(n_train=11, n_test=6, size=(64, 48))
+    ref = api.run_probe("pixels", ",".join(TASKS), data, tmp_path / "f64", protocol=_protocol())
+    calls = []
+    real = blas.ssyrk
+    monkeypatch.setattr(blas, "ssyrk", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(stream, "FAST_PRODUCTS_MIN_CHANNELS", 0)
+    got = api.run_probe("pixels", ",".join(TASKS), data, tmp_path / "f32",
+                        protocol=_protocol(ridge_product_dtype="float32"))
+    assert calls, "the float32 Gram did not go through ssyrk"
+    recs = {}
+    for name, paths in (("f64", ref), ("f32", got)):
+        recs[name] = {json.loads(Path(p).read_text())["task"]: json.loads(Path(p).read_text()) for p in paths}
+    for t in TASKS:
+        a, b = recs["f32"][t], recs["f64"][t]
+        assert a["config"]["shortcut"]["alpha"] == b["config"]["shortcut"]["alpha"], t
+        for k, v in b["metrics"].items():
+            assert a["metrics"][k] == (None if v is None else pytest.approx(v, rel=1e-4, abs=1e-6)), (t, k)
+        for k, (lo, hi) in b["intervals"]["bounds"].items():
+            assert a["intervals"]["bounds"][k] == pytest.approx([lo, hi], rel=1e-4, abs=1e-6), (t, k)

@@ -62,16 +62,24 @@ def add_gram(acc: torch.Tensor, x: torch.Tensor, exact: bool = False) -> None:
     its upper triangle is left unspecified until :func:`symmetrize_` mirrors the lower one (once, after
     the last batch).
 
-    Host float64 rows go through BLAS ``dsyrk`` (SciPy's), which computes one triangle: half the
-    multiplications of ``x.T @ x`` (``benchmarks/speed/cross_products.py``). Other rows (float32
-    products, a device) and ``exact`` (as :func:`add_cross`) add the full product.
+    Host rows go through BLAS syrk (SciPy's), which computes one triangle: half the multiplications of
+    ``x.T @ x`` (``benchmarks/speed/cross_products.py``); float64 rows (``dsyrk``) straight into
+    ``acc``, float32 ones (``ssyrk``: the ``ridge_product_dtype: "float32"`` products) into a float32
+    triangle that is then added to ``acc``. Rows on a device and ``exact`` (as :func:`add_cross`) add
+    the full product.
     """
-    if not exact and x.device.type == "cpu" and x.dtype == torch.float64 and acc.is_contiguous() and len(x):
-        c = acc.numpy().T  # Fortran order: BLAS sees acc^T, whose upper triangle is acc's lower one
-        out = blas.dsyrk(1.0, x.contiguous().numpy().T, beta=1.0, c=c, trans=0, lower=0, overwrite_c=1)
-        if not np.shares_memory(out, c):  # a copy would leave acc unchanged
-            raise RuntimeError("add_gram: BLAS syrk did not update the Gram in place")
-        return
+    if not exact and x.device.type == "cpu" and acc.is_contiguous() and len(x):
+        if x.dtype == torch.float64:
+            c = acc.numpy().T  # Fortran order: BLAS sees acc^T, whose upper triangle is acc's lower one
+            out = blas.dsyrk(1.0, x.contiguous().numpy().T, beta=1.0, c=c, trans=0, lower=0, overwrite_c=1)
+            if not np.shares_memory(out, c):  # a copy would leave acc unchanged
+                raise RuntimeError("add_gram: BLAS syrk did not update the Gram in place")
+            return
+        if x.dtype == torch.float32:
+            # the upper triangle of x^T x, the rest zero: transposed, it adds to acc's lower triangle
+            part = blas.ssyrk(1.0, x.contiguous().numpy().T, trans=0, lower=0)
+            acc += torch.from_numpy(part).T
+            return
     add_cross(acc, x, x, exact=exact)
 
 

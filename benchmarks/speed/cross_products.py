@@ -7,9 +7,11 @@ channels); ``--small`` the main job's shape instead (8 images at 256x192, 384-30
 targets: the 29-class one-hot at stride 1 (16 x 16 sub-pixels per token), 308 UDP heatmaps at
 stride 4 (4 x 4 per token) and a masked 3-channel map at stride 1 (a person covering about a third of
 the image), laid out on the token grid as the probe lays them (``shortcut.to_grid``). Prints seconds
-per batch, their ratio and the largest difference from the dense float64 product.
+per batch, their ratio and the largest difference from the dense float64 product of the same rows.
+``--dtype float32``: the rows and targets in float32 (``ridge_product_dtype: "float32"``), the sums
+still float64.
 
-    python benchmarks/speed/cross_products.py [--small] [--repeat 3]
+    python benchmarks/speed/cross_products.py [--small] [--repeat 3] [--dtype float32]
 """
 
 from __future__ import annotations
@@ -71,16 +73,17 @@ def compare(x: torch.Tensor, tgts: dict, repeat: int) -> None:
     full, syrk = (torch.zeros(c, c, dtype=torch.float64) for _ in range(2))
     t_full = _seconds(lambda: full.__iadd__(x.T @ x), repeat)
     t_syrk = _seconds(lambda: add_gram(syrk, x), repeat)
-    ref, got = torch.zeros_like(full), torch.zeros_like(full)
-    ref += x.T @ x
+    x64 = x.double()
+    ref, got = x64.T @ x64, torch.zeros_like(full)
     add_gram(got, x)
     symmetrize_(got)
     print(_row(f"gram {c}", c, 1.0, t_full, t_syrk, (got - ref).abs().max().item()))
     for name, (y, block) in tgts.items():
+        y = y.to(x.dtype)
         acc = torch.zeros(c, y.shape[1], dtype=torch.float64)
         t_dense = _seconds(lambda a=acc, y=y: a.__iadd__(x.T @ y), repeat)
         t_block = _seconds(lambda a=acc, y=y, b=block: add_cross(a, x, y, b), repeat)
-        ref, got = x.T @ y, torch.zeros_like(acc)
+        ref, got = x64.T @ y.double(), torch.zeros_like(acc)
         add_cross(got, x, y, block)
         nz = y.reshape(len(y), -1, block).ne(0).any(-1).double().mean().item()
         print(_row(name, y.shape[1], nz, t_dense, t_block, (got - ref).abs().max().item()))
@@ -90,6 +93,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="the main job's shape (8 images, 256x192)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="of the products")
     args = ap.parse_args()
     gen = torch.Generator().manual_seed(0)
     if args.small:
@@ -99,12 +103,13 @@ def main() -> None:
     else:
         tgts, widths = targets(gen), (6144,)
     rows = len(tgts["seg"][0])
-    print(f"per batch of {rows} rows, torch {torch.__version__}, {torch.get_num_threads()} threads; "
-          "old: x.T @ x and x.T @ y, added")
+    print(f"per batch of {rows} rows ({args.dtype}), torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads; old: x.T @ x and x.T @ y, added")
     print(f"{'product':8s} {'outputs':>8s} {'non-zero':>9s} {'old s':>8s} {'new s':>8s} {'ratio':>6s} "
           f"{'max |diff|':>11s}")
     for c in widths:
-        compare(torch.randn(rows, c, generator=gen, dtype=torch.float64), tgts, args.repeat)
+        x = torch.randn(rows, c, generator=gen, dtype=torch.float64)
+        compare(x.to(getattr(torch, args.dtype)), tgts, args.repeat)
 
 
 if __name__ == "__main__":
