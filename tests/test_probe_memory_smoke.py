@@ -37,4 +37,5 @@ def test_probe_memory_runs_at_small_n(tmp_path):
             assert r["records"] == 1
     stream = [r for r in res if r["config"]["path"] == "stream"]
     assert all(r["stages"]["features_s"] >= 0 and "statistics_s" in r["stages"] for r in stream)
+    assert all(0 <= r["stages"]["test_rest_s"] <= r["probe_wall_s"] for r in stream), stream
     assert "peak GB" in proc.stdout and proc.stdout.count("gt-oracle") == 2
