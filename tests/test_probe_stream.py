@@ -141,13 +141,18 @@ def test_fast_products_give_the_exact_arithmetic_records(tmp_path, monkeypatch):
         used[name] = set(seen)
     assert used == {"exact": {True}, "fast": {False}}
     assert any(blocks), "no target took the block-sparse products"
+    _assert_same_records(recs["fast"], recs["exact"], rel=1e-7, abs_=1e-9)
+
+
+def _assert_same_records(got: dict, ref: dict, rel: float, abs_: float) -> None:
+    """Per task: the same penalty, metrics and interval bounds within the tolerance."""
     for t in TASKS:
-        a, b = recs["fast"][t], recs["exact"][t]
+        a, b = got[t], ref[t]
         assert a["config"]["shortcut"]["alpha"] == b["config"]["shortcut"]["alpha"], t
         for k, v in b["metrics"].items():
-            assert a["metrics"][k] == (None if v is None else pytest.approx(v, rel=1e-7, abs=1e-9)), (t, k)
+            assert a["metrics"][k] == (None if v is None else pytest.approx(v, rel=rel, abs=abs_)), (t, k)
         for k, (lo, hi) in b["intervals"]["bounds"].items():
-            assert a["intervals"]["bounds"][k] == pytest.approx([lo, hi], rel=1e-7, abs=1e-9), (t, k)
+            assert a["intervals"]["bounds"][k] == pytest.approx([lo, hi], rel=rel, abs=abs_), (t, k)
 
 
 def test_float32_products_on_the_fast_path_match_the_float64_records(tmp_path, monkeypatch):
@@ -170,10 +175,4 @@ def test_float32_products_on_the_fast_path_match_the_float64_records(tmp_path, m
     recs = {}
     for name, paths in (("f64", ref), ("f32", got)):
         recs[name] = {json.loads(Path(p).read_text())["task"]: json.loads(Path(p).read_text()) for p in paths}
-    for t in TASKS:
-        a, b = recs["f32"][t], recs["f64"][t]
-        assert a["config"]["shortcut"]["alpha"] == b["config"]["shortcut"]["alpha"], t
-        for k, v in b["metrics"].items():
-            assert a["metrics"][k] == (None if v is None else pytest.approx(v, rel=1e-4, abs=1e-6)), (t, k)
-        for k, (lo, hi) in b["intervals"]["bounds"].items():
-            assert a["intervals"]["bounds"][k] == pytest.approx([lo, hi], rel=1e-4, abs=1e-6), (t, k)
+    _assert_same_records(recs["f32"], recs["f64"], rel=1e-4, abs_=1e-6)
