@@ -1,88 +1,162 @@
-"""A quality ladder with a known order: the ground-truth oracle's features plus Gaussian noise.
+"""A quality ladder with a known order: features made of the scene's own ground truth, plus noise.
 
-At noise level ``sigma`` every feature channel gets noise of ``sigma`` times that channel's RMS over
-the split (seeded, so a rerun draws the same noise); ``sigma = 0`` is the oracle and ``sigma = inf``
-(pure noise, no signal) carries nothing, so under the read-out it must land on the feature-free
-floor. A read-out that measures features scores the levels in their order on every task
-(``tests/test_probe_v5.py``; docs/probing.md, "Validity").
+:class:`GroundTruthStream` is a feature stream of the probe's spine (:mod:`benchmarks.probe.stream`)
+whose features hold, for every task of a scene group at once, that task's read-out targets (seg's
+one-hot classes, pose's heatmaps, a masked task's ``mask * t`` and mask), rearranged losslessly
+(space-to-depth) to the decoder's stage stride: the same features for every task of the group, as a
+backbone's, and nothing a backbone could not hold (no train statistic). At noise level ``sigma`` each
+channel gets Gaussian noise of ``sigma`` times that channel's RMS over the split's first batch (seeded
+per image, so a rerun draws the same noise); ``sigma = 0`` holds the ground truth linearly and the
+read-out must reach the ceiling (seg 100 %, normal and pointmap and albedo errors near 0);
+``sigma = inf`` (pure noise) carries nothing. Under the read-out the levels score in their order, and
+the infinite penalty on any of them is the feature-free floor exactly (``tests/test_probe_ceiling.py``;
+docs/design/readout_ceiling.md).
 
 Example:
-    python -m benchmarks.analysis.noisy_oracle --data DIR --levels 0,0.5,1,2,4,inf
+    python -m benchmarks.analysis.noisy_oracle --levels 0,1,3,inf --out benchmarks/results/x.json
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
 
 import torch
 
-from benchmarks.probe.api import _floor_features, _oracle_features
-from benchmarks.probe.data import as_data_source, load_task_split, sample_indices
-from benchmarks.probe.evaluate import evaluate_decoder
+from benchmarks.probe.data import as_data_source
 from benchmarks.probe.features import FeatureSet
 from benchmarks.probe.headline import PROBE_HEADLINE
+from benchmarks.probe.loader import SceneLoader
 from benchmarks.probe.protocol import default_protocol
-from benchmarks.probe.shortcut import fit_shortcut
+from benchmarks.probe.reference import oracle_features
+from benchmarks.probe.stream import ReferenceStream, fit_group, scene_groups, score_group
 from benchmarks.probe.tasks import build_task
-from benchmarks.probe.train import train_decoder
 
 
-def noisy_oracle_features(task, tgt: dict, protocol, sigma: float, seed: int, train_tgt=None) -> FeatureSet:
-    """The oracle's features of ``tgt`` plus noise of ``sigma`` x each channel's RMS (``inf``: noise only;
-    ``train_tgt``: the train targets, for a masked task's prior)."""
-    clean = _oracle_features(task, tgt, protocol, train_tgt=train_tgt)
-    f = clean.feats.float()
-    rms = f.square().mean(dim=(0, 2, 3), keepdim=True).sqrt().clamp_min(1e-6)
-    noise = torch.randn(f.shape, generator=torch.Generator().manual_seed(seed)) * rms
-    feats = noise if math.isinf(sigma) else f + sigma * noise
-    return FeatureSet(feats, None, clean.patch_size, clean.valid_frac, clean.image_size)
+class GroundTruthStream:
+    """Every task's ground truth of a scene batch as one shared feature stream, with noise.
+
+    Args:
+        tasks: ``{name: ProbeTask}`` (the group's tasks are read off each batch's targets).
+        protocol: the protocol (the decoder's stage stride sets the feature grid).
+        sigma: noise in units of each channel's RMS (0: none; ``inf``: the noise alone).
+        seed: noise seed (with each image's id).
+    """
+
+    shared = True
+
+    def __init__(self, tasks: dict, protocol, sigma: float = 0.0, seed: int = 0):
+        if not sigma >= 0:
+            raise ValueError(f"ground-truth stream: sigma must be >= 0 or inf, got {sigma!r}")
+        self.tasks, self.protocol, self.sigma, self.seed = tasks, protocol, float(sigma), seed
+        self.rms: dict = {}  # per task group: the channel RMS of the first batch it saw
+
+    def __call__(self, batch, task=None) -> FeatureSet:
+        names = sorted(batch.targets)
+        parts = [oracle_features(self.tasks[t], batch.targets[t], self.protocol) for t in names]
+        if len({(p.patch_size, tuple(p.feats.shape[-2:])) for p in parts}) != 1:
+            raise ValueError(f"ground-truth stream: tasks {names} have features on different grids")
+        f = torch.cat([p.feats.float() for p in parts], dim=1)
+        if self.sigma:
+            key = tuple(names)
+            if key not in self.rms:
+                self.rms[key] = f.square().mean(dim=(0, 2, 3), keepdim=True).sqrt().clamp_min(1e-6)
+            noise = torch.stack([_noise(f.shape[1:], f"{self.seed}|{i}") for i in batch.ids]) * self.rms[key]
+            f = noise if math.isinf(self.sigma) else f + self.sigma * noise
+        first = parts[0]
+        return FeatureSet(f, None, first.patch_size, first.valid_frac, first.image_size)
 
 
-def probe_features(task, train_feat, train_tgt, test_feat, test_tgt, test_idx, protocol) -> tuple[dict, dict]:
-    """(metrics, intervals) of the protocol's linear read-out fitted on ``train_feat``."""
-    shortcut = fit_shortcut(task, train_feat, train_tgt, protocol)
-    decoder, _ = train_decoder(task, train_feat, train_tgt, protocol, seed=0, shortcut=shortcut)
-    metrics, _, intervals = evaluate_decoder(task, decoder, test_feat, test_tgt, test_idx, protocol)
-    return metrics, intervals
+def _noise(shape, key: str) -> torch.Tensor:
+    seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little") & (2**63 - 1)
+    return torch.randn(tuple(shape), generator=torch.Generator().manual_seed(seed))
 
 
-def ladder(data, task_name: str, levels, protocol=None) -> list[dict]:
-    """Headline metric of every noise level (then of the floor) on ``task_name``.
+def probe_stream(data, task_names, stream_of, protocol, alphas=None) -> dict:
+    """``{task: metrics}`` of the linear read-out on the features of ``stream_of(tasks)``.
+
+    Args:
+        data: a data folder or :class:`~benchmarks.probe.data.MemoryData`.
+        task_names: the tasks.
+        stream_of: ``{name: ProbeTask} -> feature stream`` (e.g. a :class:`GroundTruthStream`).
+        protocol: the protocol (its linear read-out; ``max_*_samples`` limit the splits).
+        alphas: penalty grid instead of the protocol's (``()``: the infinite penalty alone).
+    """
+    source = as_data_source(data)
+    tasks = {t: build_task(t, protocol) for t in task_names}
+    train, test = (SceneLoader(source, tasks, split, protocol, limit=limit)
+                   for split, limit in ((protocol.train_split, protocol.max_train_samples),
+                                        (protocol.test_split, protocol.max_test_samples)))
+    stream = stream_of(tasks)
+    out = {}
+    for group, test_group in scene_groups(train, test):
+        fits, _ = fit_group(train, group, tasks, stream, protocol, desc="ladder train", alphas=alphas)
+        evaluators, _ = score_group(test, test_group, tasks, stream, fits, protocol, desc="ladder test")
+        for t, ev in evaluators.items():
+            out[t] = {"metrics": ev.compute(), "readout": fits[t].describe()}
+    return out
+
+
+def ladder(data, task_names, levels, protocol=None) -> dict:
+    """The headline of every task at every noise level, at the infinite penalty on the clean ground
+    truth (``"inf-penalty"``) and on the floor's features (``"floor"``).
 
     Returns:
-        ``[{"level": sigma or "floor", "value", "bounds", "n"}]`` in the order of ``levels``, floor last.
+        ``{row: {task: {"value": headline, "alpha": chosen penalty}}}``, rows in the order of ``levels``.
     """
     protocol = protocol or default_protocol()
-    source = as_data_source(data)
-    task = build_task(task_name, protocol)
-    train = load_task_split(source, task, protocol.train_split, protocol, protocol.max_train_samples)
-    test = load_task_split(source, task, protocol.test_split, protocol, protocol.max_test_samples)
-    tr, te, idx = task.targets(train), task.targets(test), sample_indices(test)
-    key = PROBE_HEADLINE[task_name].key
-    out = []
-    for level in [*levels, "floor"]:
-        if level == "floor":
-            ftr, fte = _floor_features(task, tr, protocol), _floor_features(task, te, protocol)
-        else:
-            ftr = noisy_oracle_features(task, tr, protocol, float(level), seed=0)
-            fte = noisy_oracle_features(task, te, protocol, float(level), seed=1, train_tgt=tr)
-        metrics, iv = probe_features(task, ftr, tr, fte, te, idx, protocol)
-        out.append({"level": level, "value": metrics[key], "bounds": iv["bounds"].get(key), "n": iv["n"]})
+    rows = {str(s): (lambda tasks, s=s: GroundTruthStream(tasks, protocol, s), None) for s in levels}
+    rows["inf-penalty"] = (lambda tasks: GroundTruthStream(tasks, protocol, 0.0), ())
+    rows["floor"] = (lambda tasks: ReferenceStream("floor", protocol), None)
+    out = {}
+    for row, (stream_of, alphas) in rows.items():
+        got = probe_stream(data, task_names, stream_of, protocol, alphas)
+        out[row] = {t: {"value": r["metrics"][PROBE_HEADLINE[t].key], "alpha": r["readout"]["alpha"]}
+                    for t, r in got.items()}
     return out
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", required=True)
+    ap.add_argument("--data", default=None, help="data folder (default: the main job's synthetic split)")
     ap.add_argument("--tasks", default="pose,seg,normal,pointmap,albedo")
-    ap.add_argument("--levels", default="0,0.5,1,2,4,inf")
+    ap.add_argument("--levels", default="0,1,3,inf")
+    ap.add_argument("--out", default=None, help="write the ladder (with how it was made) to this JSON file")
     args = ap.parse_args(argv)
-    levels = [float(v) for v in args.levels.split(",")]
-    for t in args.tasks.split(","):
-        for row in ladder(args.data, t, levels):
-            b = row["bounds"] or (float("nan"), float("nan"))
-            print(f"{t:9s} {str(row['level']):6s} {row['value']:.5g} [{b[0]:.5g}, {b[1]:.5g}] n={row['n']}")
+    protocol = default_protocol()
+    if args.data is None:
+        from benchmarks.mainjob import default_data_dir
+
+        args.data = default_data_dir(protocol)
+    t0 = time.perf_counter()
+    result = ladder(args.data, args.tasks.split(","), [float(v) for v in args.levels.split(",")], protocol)
+    for row, per_task in result.items():
+        cells = (f"{t} {v['value']:.6g} (alpha {v['alpha']})" for t, v in per_task.items())
+        print(f"{row:12s} " + "  ".join(cells))
+    if args.out:
+        given = sys.argv[1:] if argv is None else argv
+        meta = {"command": "python -m benchmarks.analysis.noisy_oracle " + " ".join(given),
+                "commit": _commit(), "machine": platform.platform(),
+                "date": datetime.now(timezone.utc).isoformat(),
+                "data": str(args.data), "protocol_ids": protocol.protocol_ids(),
+                "seconds": round(time.perf_counter() - t0, 1)}
+        Path(args.out).write_text(json.dumps({"meta": meta, "ladder": result}, indent=1) + "\n")
     return 0
 
 

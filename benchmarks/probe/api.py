@@ -48,7 +48,7 @@ from benchmarks.probe.probe_records import (
     write_mean,
 )
 from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
-from benchmarks.probe.reference import floor_features, oracle_features, train_prior
+from benchmarks.probe.reference import floor_features, oracle_features
 from benchmarks.probe.runkey import run_identity, run_mismatch, seed_list, weights_sha256
 from benchmarks.probe.sidefile import side_path
 from benchmarks.probe.stream import (
@@ -362,8 +362,8 @@ def _streamed_records(ctx, todo, task_objs, loaders, store, reference, plan, don
     out = {}
     for group, test_group in scene_groups(train, test):
         desc = f"{ctx.label} {'/'.join(group)}"
-        fits, priors, fit_times = fit_group(train, group, task_objs, stream, protocol, desc=f"{desc} train")
-        evaluators, test_times = score_group(test, group, task_objs, stream, fits, priors, protocol,
+        fits, fit_times = fit_group(train, group, task_objs, stream, protocol, desc=f"{desc} train")
+        evaluators, test_times = score_group(test, group, task_objs, stream, fits, protocol,
                                              desc=f"{desc} test")
         for t in group:
             task, ev = task_objs[t], evaluators[t]
@@ -430,17 +430,15 @@ def _task_run(task, split, store, protocol, device, reference=None) -> _TaskRun:
     elif reference == FLOOR:
         tr_feat, te_feat = floor_features(task, tr_tgt, protocol), floor_features(task, te_tgt, protocol)
     else:
-        prior = train_prior(task, tr_tgt)
-        tr_feat = oracle_features(task, tr_tgt, protocol, prior)
-        te_feat = oracle_features(task, te_tgt, protocol, prior)
+        tr_feat, te_feat = oracle_features(task, tr_tgt, protocol), oracle_features(task, te_tgt, protocol)
     run = _TaskRun(task, tr_feat, tr_tgt, te_feat, te_tgt, sample_indices(test), len(train))
     run.features_s = time.perf_counter() - t0
     return run
 
 
 def _oracle_features(task, tgt, protocol, train_tgt=None):
-    """The oracle's features of ``tgt`` with the prior of ``train_tgt`` (default: ``tgt``'s own)."""
-    return oracle_features(task, tgt, protocol, train_prior(task, tgt if train_tgt is None else train_tgt))
+    """The oracle's features of ``tgt`` (``train_tgt`` unused)."""
+    return oracle_features(task, tgt, protocol)
 
 
 def _floor_features(task, tgt, protocol, train_tgt=None):

@@ -22,7 +22,6 @@ from benchmarks.probe.stream import (
     fit_group,
     scene_groups,
     score_group,
-    train_priors,
 )
 from benchmarks.probe.train import train_decoder
 
@@ -54,11 +53,10 @@ def body_records(ctx, task_objs, train, test, stream, store, reference, plan, do
         desc = f"{ctx.label} {'/'.join(group)}"
         spill = TrainSpill(scratch / "-".join(group), group, hash_images=reference is None)
         if protocol.shortcut == "ridge":
-            fits, priors, fit_times = fit_group(train, group, tasks, stream, protocol, desc=f"{desc} train",
-                                                on_batch=spill.add)
+            fits, fit_times = fit_group(train, group, tasks, stream, protocol, desc=f"{desc} train",
+                                        on_batch=spill.add)
         else:
             fit_times = StageTimes()
-            priors = train_priors(train, group, tasks) if reference == "oracle" else {}
             fit_times.forward_s = spill_pass(train, group, spill, stream, desc=f"{desc} features")
             fits = {t: None for t in group}
         spill.finish(train.num_samples(group))
@@ -73,7 +71,7 @@ def body_records(ctx, task_objs, train, test, stream, store, reference, plan, do
                 if reference is None:
                     feats = spill.backbone_features(store, protocol.input_size, ctx.device)
                 else:
-                    feats = spill.reference_features(reference, tasks[t], protocol, priors.get(t), ctx.device)
+                    feats = spill.reference_features(reference, tasks[t], protocol, ctx.device)
                 decoder, infos[t] = train_decoder(
                     tasks[t], feats, spill.targets(t, ctx.device), protocol, seed,
                     ckpt_path=path.with_suffix(".ckpt.pt"), desc=f"{desc} {t} seed {seed}",
@@ -82,7 +80,7 @@ def body_records(ctx, task_objs, train, test, stream, store, reference, plan, do
                 readouts[t] = DecoderReadout(decoder, protocol.cls_concat)
             if not readouts:
                 continue
-            evaluators, test_times = score_group(test, test_group, tasks, stream, readouts, priors, protocol,
+            evaluators, test_times = score_group(test, test_group, tasks, stream, readouts, protocol,
                                                  desc=f"{desc} test seed {seed}")
             for t, ev in evaluators.items():
                 _, path, ident = next(e for e in plan[t] if e[0] == seed)

@@ -10,31 +10,19 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.features import FeatureSet
-from benchmarks.probe.tasks.base import masked_mean
 
 
-def train_prior(task, train_targets: dict) -> torch.Tensor | None:
-    """A masked task's per-pixel train prior (:func:`masked_mean` of its read-out targets), else None."""
-    return masked_mean(task.linear_targets(train_targets)) if task.masked else None
-
-
-def prior_from_sums(sums: torch.Tensor) -> torch.Tensor:
-    """:func:`masked_mean` from the float64 sum over train images of ``[mask * t, mask]`` (K+1 x H x W)."""
-    s = sums.double()
-    return torch.where(s[-1:] > 0, s[:-1] / s[-1:].clamp_min(1e-12), torch.zeros_like(s[:-1]))
-
-
-def oracle_features(task, tgt: dict, protocol, prior: torch.Tensor | None) -> FeatureSet:
+def oracle_features(task, tgt: dict, protocol) -> FeatureSet:
     """GT-derived features, rearranged losslessly (space-to-depth) to the decoder's stage stride.
 
-    A masked task's features also hold the GT mask times ``prior``, the train split's per-pixel prior
-    (:func:`train_prior`), on the train and the test split alike.
+    They are the task's read-out targets (a masked task's ``[mask * t, mask]``), which the closed-form
+    read-out maps to its predictions exactly: plain ground truth, nothing a backbone could not hold.
 
     At that stride the protocol's pixel-shuffle decoder has no upsampling stage: its conv block and
     PixelShuffle head can reproduce the targets exactly, at the same output resolution as for every
     other backbone, so the oracle is scored under the very protocol of the real backbones.
     """
-    feats, cls, patch = task.oracle_features(tgt, prior)
+    feats, cls, patch = task.oracle_features(tgt)
     feats = feats.float()
     size = tuple(int(v) for v in feats.shape[-2:])
     valid = (1.0, 1.0)
@@ -52,12 +40,7 @@ def floor_features(task, tgt: dict, protocol) -> FeatureSet:
     """The floor's features: one constant channel (0) on the oracle's grid, so the read-out has nothing
     to regress on and is exactly its per-pixel train prior, under the protocol of every backbone."""
     # only the oracle grid's shape is used: it is read off the batch's first sample
-    first = {k: v[:1] for k, v in tgt.items()}
-    prior = None
-    if task.masked:
-        lt = task.linear_targets(first)
-        prior = torch.zeros(lt.shape[1] - 1, *lt.shape[-2:])
-    oracle = oracle_features(task, first, protocol, prior)
+    oracle = oracle_features(task, {k: v[:1] for k, v in tgt.items()}, protocol)
     rows = len(next(iter(tgt.values())))
     feats = torch.zeros(rows, 1, *oracle.feats.shape[-2:])
     return FeatureSet(feats.to(oracle.feats.device), None, oracle.patch_size, oracle.valid_frac,

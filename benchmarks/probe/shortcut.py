@@ -8,13 +8,17 @@ class prior, mean heatmap, mean masked pointmap, ...) and ``mx_p`` the train mea
 that position; ``W`` is shared by all positions and fitted in closed form on the train split
 (:mod:`benchmarks.probe.ridge`, :func:`~benchmarks.probe.ridge.within_positions`; the penalty is
 chosen on held-out train images, the infinite penalty, i.e. the floor itself, among the candidates).
-Targets are the task's read-out targets (:meth:`ProbeTask.linear_targets`); a masked task (normals,
-pointmap, albedo: scored on the GT mask only) regresses ``mask * (t - mu)`` with ``mu`` the per-pixel
-mean of ``t`` over the train masks (a first pass over the targets alone), so off-mask pixels take the
-train mean and the fit minimises the error where the evaluator looks. Every statistic is a sum over
-rows, accumulated batch by batch. The pixel-shuffle body, when the protocol
-asks for it, is trained on what the read-out leaves; features that hold the targets linearly (the
-ground-truth oracle) are decoded exactly.
+Targets are the task's read-out targets (:meth:`ProbeTask.linear_targets`). A masked task (normals,
+pointmap, albedo: scored on the GT mask only) regresses its two parts ``A = mask * t`` and ``B = mask``
+and predicts ``t = A + mu_p (1 - B)`` with ``mu_p = sum A / sum B`` the train prior at that output pixel
+(the mask-weighted mean of ``t``): where the read-out places the mask (``B = 1``) the prediction is
+``A``, and the prior fills in what it does not. Both ends hold exactly: at the infinite penalty ``A``
+and ``B`` are their per-pixel train means and the prediction is ``mu_p`` (the floor); features that
+hold ``mask * t`` and the mask linearly give ``A = mask * t``, ``B = mask``, i.e. ``t`` on every mask
+pixel (the ceiling; docs/design/readout_ceiling.md says why this form and not ``mask * (t - mu_p)``
+as one target, which a map shared by every position cannot represent). Every statistic is a sum over
+rows, accumulated batch by batch. The pixel-shuffle body, when the protocol asks for it, is trained on
+what the read-out leaves.
 """
 
 from __future__ import annotations
@@ -69,18 +73,21 @@ class LinearShortcut:
     """A fitted read-out (kept outside the trained module: it is refit, never trained or saved).
 
     Args:
-        fit: spatial ridge fit, C x (out * r^2) (its bias is unused when ``bias_map`` is given).
+        fit: spatial ridge fit, C x (out * r^2), or C x ((out + 1) * r^2) for a masked task (its parts
+            ``A = mask * t`` and ``B = mask``); its bias is unused when ``bias_map`` is given.
         r: shuffle factor.
         out_channels: output maps.
         global_fit: ridge fit of the global outputs from the pooled vector, or None.
-        bias_map: P x (out * r^2) per-position intercept ``my_p - mx_p W`` (+ a masked task's ``mu``).
+        bias_map: P x (fitted columns) per-position intercept ``my_p - mx_p W``.
+        prior: a masked task's P x (out * r^2) train prior ``mu_p``: the prediction is
+            ``A + mu_p (1 - B)``; None: the fitted columns are the prediction.
     """
 
     def __init__(self, fit: RidgeFit, r: int, out_channels: int, global_fit: RidgeFit | None = None,
-                 bias_map: torch.Tensor | None = None):
+                 bias_map: torch.Tensor | None = None, prior: torch.Tensor | None = None):
         self.fit, self.r, self.out_channels, self.global_fit = fit, r, out_channels, global_fit
         self.in_channels = fit.weight.shape[0]
-        self.bias_map = bias_map
+        self.bias_map, self.prior = bias_map, prior
 
     def maps(self, x: torch.Tensor, out_size, valid_frac) -> torch.Tensor:
         """Read-out maps from assembled features (the first ``in_channels`` channels are spatial)."""
@@ -95,6 +102,8 @@ class LinearShortcut:
                     f"{self.bias_map.shape[0]} positions"
                 )
             z.view(b, h * w, -1).add_(self.bias_map.to(z)[None])  # in place: z is the product's own
+        if self.prior is not None:
+            z = _with_prior(z.view(b, h * w, -1), self.prior.to(z), self.out_channels, self.r * self.r)
         return from_grid(z.reshape(b, h, w, -1).permute(0, 3, 1, 2), self.r, out_size, valid_frac)
 
     def outputs(self, fs, out_size, device: str = "cpu") -> tuple[torch.Tensor, None]:
@@ -110,9 +119,25 @@ class LinearShortcut:
         d = {"alpha": _json_alpha(self.fit.alpha), "heldout_r2": self.fit.val_r2, "shuffle": self.r}
         if self.bias_map is not None:
             d["prior"] = "per output pixel (heldout_r2: of what that prior leaves)"
+        if self.prior is not None:
+            d["masked"] = "mask * t and the mask regressed; prediction mask * t + prior * (1 - mask)"
         if self.global_fit is not None:
             d.update(global_alpha=_json_alpha(self.global_fit.alpha), global_loo_r2=self.global_fit.val_r2)
         return d
+
+
+def _with_prior(z: torch.Tensor, prior: torch.Tensor, k: int, rr: int) -> torch.Tensor:
+    """``A + mu (1 - B)`` from B x P x (k + 1) * rr read-out columns ``[A, B]`` (channel-major, as
+    :func:`to_grid` lays out ``[mask * t, mask]``) and the P x k * rr prior ``mu``."""
+    a, m = z[..., : k * rr], z[..., k * rr :]
+    return a + prior[None] * (1 - m).repeat(1, 1, k)
+
+
+def masked_prior(sy: torch.Tensor, k: int, rr: int) -> torch.Tensor:
+    """P x k * rr train prior ``mu_p``: the sum of ``mask * t`` over the sum of the mask at each output
+    pixel (0 where no train mask covers it), from the per-position sums ``sy`` of ``[A, B]``."""
+    st, sm = sy[:, : k * rr], sy[:, k * rr :].repeat(1, k)
+    return torch.where(sm > 0, st / sm.clamp_min(1e-12), torch.zeros_like(st))
 
 
 def _json_alpha(a: float) -> float | str:
@@ -196,16 +221,13 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8, alphas
     def grid(idx):
         return to_grid(task.linear_targets(select(targets, idx)), (gh, gw), r, out_size, features.valid_frac)
 
-    mu = _masked_prior(grid, folds, batch, gh * gw, k, rr) if task.masked else None
-    stats = RidgeStats(c, k * rr, x_key=key, shift=shift, product_dtype=product_dtype)
-    positions = PositionSums(gh * gw, c, k * rr)
+    cols = (k + task.masked) * rr  # a masked task's mask * t and mask
+    stats = RidgeStats(c, cols, x_key=key, shift=shift, product_dtype=product_dtype)
+    positions = PositionSums(gh * gw, c, cols)
     positions.sx = pos_x.to(positions.sx)
     for idx in _batches(folds, batch):
         x = _rows(features.feats[idx].float())
         y = _rows(grid(idx))
-        if mu is not None:  # mask * (t - mu): off the mask 0, i.e. the prediction there is mu
-            m = y[:, k * rr :].double().repeat(1, k)
-            y = y[:, : k * rr].double() - m * mu.repeat(len(idx), 1).to(y.device)
         stats.update(x, y, fold=int(folds[idx[0]]), gram=False)
         positions.update(None, y, fold=int(folds[idx[0]]))
     global_fit = None
@@ -217,12 +239,12 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8, alphas
             ]
         )
         global_fit = fit_ridge_dual(pooled, task.global_targets(targets).float(), protocol.ridge_alphas)
-    return solve_readout(stats, positions, grams, shift, mu, r, task.out_channels, protocol, alphas,
-                         global_fit)
+    return solve_readout(stats, positions, grams, shift, task.masked, r, task.out_channels, protocol,
+                         alphas, global_fit)
 
 
-def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torch.Tensor, mu, r: int,
-                  out_channels: int, protocol, alphas=None, global_fit: RidgeFit | None = None
+def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torch.Tensor, masked: bool,
+                  r: int, out_channels: int, protocol, alphas=None, global_fit: RidgeFit | None = None
                   ) -> LinearShortcut:
     """The read-out from its accumulated sums: the penalty searched on the held-out fold, then refit.
 
@@ -231,7 +253,7 @@ def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torc
         positions: its :class:`PositionSums` (the shared per-position feature sums in ``sx``).
         grams: ``x^T x`` of each fold about ``shift`` (shared by the tasks that read the same features).
         shift: the channel shift of every feature sum.
-        mu: a masked task's per-pixel prior (P x out*r^2) or None.
+        masked: the targets are a masked task's ``[mask * t, mask]`` (the read-out adds its prior).
         r: shuffle factor.
         out_channels: output maps.
         protocol: the protocol (``ridge_alphas``).
@@ -248,20 +270,8 @@ def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torc
     fit = fit_ridge(within, alphas, total=total)
     _, mx, my = positions.means()
     bias_map = my - (mx + shift.cpu()[None]) @ fit.weight.double().cpu()
-    if mu is not None:
-        bias_map = bias_map + mu
-    return LinearShortcut(fit, r, out_channels, global_fit, bias_map.float())
-
-
-def _masked_prior(grid, folds, batch: int, positions: int, k: int, rr: int) -> torch.Tensor:
-    """P x (k * rr) per-pixel mean of ``t`` over the train masks (0 where none covers the pixel), from
-    the grid-layout targets ``[mask * t, mask]`` of every train batch (sums of the targets alone)."""
-    sums = PositionSums(positions, 1, (k + 1) * rr)
-    for idx in _batches(folds, batch):
-        sums.update(None, _rows(grid(idx)))
-    s = sums.sy.sum(0)
-    st, sm = s[:, : k * rr], s[:, k * rr :].repeat(1, k)
-    return torch.where(sm > 0, st / sm.clamp_min(1e-12), torch.zeros_like(st))
+    prior = masked_prior(positions.sy.sum(0), out_channels, r * r).float() if masked else None
+    return LinearShortcut(fit, r, out_channels, global_fit, bias_map.float(), prior)
 
 
 class OnDemandOutputs:

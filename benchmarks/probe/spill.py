@@ -163,14 +163,14 @@ class TrainSpill:
         fs = store.feature_set(first[0][None], None, image_size)
         return FeatureSet(feats, cls, fs.patch_size, fs.valid_frac, fs.image_size)
 
-    def reference_features(self, kind: str, task, protocol, prior=None, device="cpu") -> FeatureSet:
+    def reference_features(self, kind: str, task, protocol, device="cpu") -> FeatureSet:
         """The oracle's (``kind="oracle"``) or the floor's features, made from the spilled targets."""
         tgt = self.targets(task.name)
 
         def make(rows: dict) -> FeatureSet:
             if kind == "floor":
                 return floor_features(task, rows, protocol)
-            return oracle_features(task, rows, protocol, prior)
+            return oracle_features(task, rows, protocol)
 
         first = make({k: v[[0]] for k, v in tgt.items()})
 

@@ -9,9 +9,8 @@ once for every task of the group, and they are folded at once into
    feature sums (shared by the tasks that read the same features);
 2. per task: ``x^T y``, target sums and squares per fold, per-position target sums.
 
-A masked task's per-pixel prior ``mu`` (and the oracle's features, which hold it) comes from a first,
-targets-only pass: the sum of ``[mask * t, mask]`` over the train images. The penalty search on the
-held-out train images and the refit on all of them then use the same sums. The test pass streams the
+A masked task's per-pixel prior comes from the same per-position target sums. The penalty search on
+the held-out train images and the refit on all of them then use the same sums. The test pass streams the
 test split the same way into the task's evaluator, which keeps only the per-image rows its bootstrap
 needs. Under torch.distributed each rank streams every ``world``-th batch; the sums are all-reduced
 (float64) and the evaluator states synced, so every rank solves and scores the whole split.
@@ -33,7 +32,7 @@ from tqdm.auto import tqdm
 from benchmarks.probe.batching import select
 from benchmarks.probe.features import FeatureSet
 from benchmarks.probe.products import add_gram, symmetrize_
-from benchmarks.probe.reference import floor_features, oracle_features, prior_from_sums
+from benchmarks.probe.reference import floor_features, oracle_features
 from benchmarks.probe.ridge import PositionSums, RidgeStats, clear_shared
 from benchmarks.probe.shortcut import (
     LinearShortcut,
@@ -75,7 +74,7 @@ class BackboneStream:
     def __init__(self, store, input_size, device: str = "cpu"):
         self.store, self.input_size, self.device = store, tuple(input_size), device
 
-    def __call__(self, batch, task=None, prior=None) -> FeatureSet:
+    def __call__(self, batch, task=None) -> FeatureSet:
         # the backbone runs on the device; its features come back to the host, where every sum is kept
         # in float64 (fast float64 is not assumed of the device)
         f, c = self.store.features(batch.images.to(self.device), ids=batch.ids)
@@ -90,11 +89,11 @@ class ReferenceStream:
     def __init__(self, kind: str, protocol):
         self.kind, self.protocol = kind, protocol
 
-    def __call__(self, batch, task, prior=None) -> FeatureSet:
+    def __call__(self, batch, task) -> FeatureSet:
         tgt = batch.targets[task.name]
         if self.kind == "floor":
             return floor_features(task, tgt, self.protocol)
-        return oracle_features(task, tgt, self.protocol, prior)
+        return oracle_features(task, tgt, self.protocol)
 
 
 @dataclass
@@ -166,21 +165,17 @@ class _FeatureSums:
 class _TaskSums:
     """One task's read-out sums (``x^T y``, target sums per fold and per position)."""
 
-    def __init__(self, task, geom: _Geometry, feats: _FeatureSums, mu, channels: int):
-        self.task, self.geom, self.feats, self.mu = task, geom, feats, mu
-        self.k, self.rr = task.out_channels, geom.r * geom.r
-        self.stats = RidgeStats(channels, self.k * self.rr, x_key=feats.key, shift=feats.shift,
+    def __init__(self, task, geom: _Geometry, feats: _FeatureSums, channels: int):
+        self.task, self.geom, self.feats = task, geom, feats
+        self.rr = geom.r * geom.r
+        cols = (task.out_channels + task.masked) * self.rr  # a masked task's mask * t and mask
+        self.stats = RidgeStats(channels, cols, x_key=feats.key, shift=feats.shift,
                                 product_dtype=feats.product_dtype)
-        self.positions = PositionSums(geom.grid[0] * geom.grid[1], channels, self.k * self.rr)
+        self.positions = PositionSums(geom.grid[0] * geom.grid[1], channels, cols)
 
     def y_rows(self, tgt: dict) -> torch.Tensor:
         g = self.geom
-        y = _rows(to_grid(self.task.linear_targets(tgt), g.grid, g.r, g.out_size, g.valid_frac))
-        if self.mu is None:
-            return y
-        # mask * (t - mu): off the mask 0, i.e. the prediction there is mu
-        m = y[:, self.k * self.rr :].double().repeat(1, self.k)
-        return y[:, : self.k * self.rr].double() - m * self.mu.repeat(len(y) // len(self.mu), 1).to(y.device)
+        return _rows(to_grid(self.task.linear_targets(tgt), g.grid, g.r, g.out_size, g.valid_frac))
 
     def update(self, xs: torch.Tensor, tgt: dict, fold: int) -> None:
         """Add the shifted float64 rows ``xs`` (from :meth:`_FeatureSums.update`) and their targets."""
@@ -195,10 +190,10 @@ class _TaskSums:
                 out += [f.sx, f.sy, f.xy, f.yy]
         return out
 
-    def solve(self, protocol) -> LinearShortcut:
+    def solve(self, protocol, alphas=None) -> LinearShortcut:
         self.positions.sx = self.feats.positions.sx.to(self.positions.sx)
-        return solve_readout(self.stats, self.positions, self.feats.grams, self.feats.shift, self.mu,
-                             self.geom.r, self.task.out_channels, protocol)
+        return solve_readout(self.stats, self.positions, self.feats.grams, self.feats.shift,
+                             self.task.masked, self.geom.r, self.task.out_channels, protocol, alphas)
 
 
 # below this many feature channels the syrk Gram and the block-sparse x^T y gained nothing measurable in
@@ -230,46 +225,9 @@ def _reduce_stats(stats: RidgeStats) -> None:
             f.xx = torch.zeros((), dtype=torch.float64)
 
 
-def _masked_sums(loader, group, tasks, rank, world, times: StageTimes) -> dict:
-    """Per masked task: the float64 sum over the split of its read-out targets ``[mask * t, mask]``."""
-    sums: dict = {}
-    masked = [t for t in group if tasks[t].masked]
-    if not masked:
-        return sums
-    t0 = time.perf_counter()
-    for batch in loader.batches(group, rank, world, images=False):
-        for t in masked:
-            s = tasks[t].linear_targets(batch.targets[t]).double().sum(0)
-            sums[t] = s if t not in sums else sums[t] + s
-    # a rank without a batch still takes part in the reduction, with zeros of the same shape
-    shapes = dist_utils.all_gather_object({t: tuple(s.shape) for t, s in sums.items()})
-    for t in masked:
-        shape = next(sh[t] for sh in shapes if t in sh)
-        sums[t] = dist_utils.all_reduce_(sums.get(t, torch.zeros(shape, dtype=torch.float64)))
-    times.data_s += time.perf_counter() - t0
-    return sums
-
-
-def _grid_prior(sums: torch.Tensor, geom: _Geometry, k: int) -> torch.Tensor:
-    """P x (k * r^2) per-pixel mean of ``t`` over the train masks on the read-out's grid (0 where no
-    mask covers the pixel), from the sum of ``[mask * t, mask]`` (the grid map is linear, so this is the
-    ratio of the summed grid-layout targets)."""
-    g = _rows(to_grid(sums[None], geom.grid, geom.r, geom.out_size, geom.valid_frac))
-    rr = geom.r * geom.r
-    st, sm = g[:, : k * rr], g[:, k * rr :].repeat(1, k)
-    return torch.where(sm > 0, st / sm.clamp_min(1e-12), torch.zeros_like(st))
-
-
-def train_priors(loader, group, tasks: dict) -> dict:
-    """``{task: train prior}`` of the group's masked tasks (a pass over the train targets alone)."""
-    rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
-    sums = _masked_sums(loader, group, tasks, rank, world, StageTimes())
-    return {t: prior_from_sums(s) for t, s in sums.items()}
-
-
 def fit_group(
-    loader, group, tasks: dict, stream, protocol, desc: str = "train", on_batch=None
-) -> tuple[dict, dict, StageTimes]:
+    loader, group, tasks: dict, stream, protocol, desc: str = "train", on_batch=None, alphas=None
+) -> tuple[dict, StageTimes]:
     """Stream the train split of one scene group into every task's read-out and solve it.
 
     Args:
@@ -282,23 +240,23 @@ def fit_group(
         on_batch: called with every train batch this rank reads (e.g.
             :meth:`~benchmarks.probe.spill.TrainSpill.add`, which spills a trained body's targets).
 
+        alphas: penalty grid instead of the protocol's (``()``: the infinite penalty alone, i.e. the
+            feature-free floor's read-out of these features).
+
     Returns:
-        (``{task: LinearShortcut}``, ``{task: train prior}`` of the masked tasks (the oracle's test
-        features hold it), stage times of this rank).
+        (``{task: LinearShortcut}``, stage times of this rank).
     """
     rank, world = dist_utils.get_rank(), dist_utils.get_world_size()
     times = StageTimes()
     n = loader.num_samples(group)
     folds = holdout_fold(n, protocol.ridge_holdout_every)
     product_dtype = getattr(torch, protocol.ridge_product_dtype)
-    masked = _masked_sums(loader, group, tasks, rank, world, times)
-    priors = {t: prior_from_sums(s) for t, s in masked.items()}
     # the split's first batch fixes the shift and the geometry; every rank computes it alike
     t0 = time.perf_counter()
     first = next(iter(loader.batches(group, 0, 1)))
     t1 = time.perf_counter()
     keys = group[:1] if stream.shared else group  # one feature stream per key
-    first_fs = {k: stream(first, tasks[k], priors.get(k)) for k in keys}
+    first_fs = {k: stream(first, tasks[k]) for k in keys}
     times.data_s += t1 - t0
     times.forward_s += time.perf_counter() - t1
     device = getattr(stream, "device", "cpu")  # the reference rows are made on the host
@@ -309,8 +267,7 @@ def fit_group(
     for k in keys:
         for t in readers[k]:
             geom = _Geometry.of(tasks[t], first_fs[k], protocol)
-            mu = _grid_prior(masked[t], geom, tasks[t].out_channels) if t in masked else None
-            sums[t] = _TaskSums(tasks[t], geom, streams[k], mu, first_fs[k].feats.shape[1])
+            sums[t] = _TaskSums(tasks[t], geom, streams[k], first_fs[k].feats.shape[1])
     bar = tqdm(total=n, desc=desc, unit="img", disable=rank != 0, leave=False, mininterval=1.0)
     t_data = time.perf_counter()
     for batch in loader.batches(group, rank, world):
@@ -319,7 +276,7 @@ def fit_group(
         if rank == 0 and int(batch.positions[0]) == 0:
             feats = first_fs
         else:
-            feats = {k: stream(batch, tasks[k], priors.get(k)) for k in keys}
+            feats = {k: stream(batch, tasks[k]) for k in keys}
         t1 = time.perf_counter()
         times.forward_s += t1 - t0
         if on_batch is not None:
@@ -350,10 +307,10 @@ def fit_group(
             _reduce_stats(s.stats)
     for s in streams.values():
         s.finish()
-    fits = {t: sums[t].solve(protocol) for t in group}
+    fits = {t: sums[t].solve(protocol, alphas) for t in group}
     clear_shared()  # the stream's decompositions: no later group reads them
     times.solve_s += time.perf_counter() - t0
-    return fits, priors, times
+    return fits, times
 
 
 def scene_groups(train, test):
@@ -381,7 +338,7 @@ class DecoderReadout:
         return maps.cpu(), None if glob is None else glob.cpu()
 
 
-def score_group(loader, group, tasks: dict, stream, fits: dict, priors: dict, protocol,
+def score_group(loader, group, tasks: dict, stream, fits: dict, protocol,
                 desc: str = "test") -> tuple[dict, StageTimes]:
     """Stream the test split of one group through the fitted read-outs into each task's evaluator.
 
@@ -403,7 +360,7 @@ def score_group(loader, group, tasks: dict, stream, fits: dict, priors: dict, pr
     for batch in loader.batches(group, rank, world):
         t0 = time.perf_counter()
         times.data_s += t0 - t_data
-        feats = {k: stream(batch, tasks[k], priors.get(k)) for k in keys}
+        feats = {k: stream(batch, tasks[k]) for k in keys}
         t1 = time.perf_counter()
         times.forward_s += t1 - t0
         for t in evaluators:

@@ -158,13 +158,6 @@ def native_views(tgt: dict, keys: tuple[str, ...], index):
         yield one, {k: tgt[f"native_{k}"][one, ..., :h, :w] for k in (*keys, "mask")}, index[one]
 
 
-def masked_mean(readout_targets: torch.Tensor) -> torch.Tensor:
-    """Per-pixel mean of ``t`` over the masks that cover the pixel (0 where none does): K x H x W from the
-    B x (K + 1) x H x W read-out targets ``[mask * t, mask]`` of a masked task."""
-    s = readout_targets.double().sum(0)
-    return torch.where(s[-1:] > 0, s[:-1] / s[-1:].clamp_min(1e-12), torch.zeros_like(s[:-1]))
-
-
 def _vocabulary_content(v) -> str:
     if isinstance(v, vocabularies.KeypointSet):
         body = {"names": list(v.names), "sigmas": [float(x) for x in v.sigmas],
@@ -208,7 +201,7 @@ class ProbeTask:
     settings_class: type[TaskSettings] = TaskSettings
     crops = False
     out_channels = 0
-    # masked: linear_targets ends with the GT mask, and the read-out regresses mask * (t - prior)
+    # masked: linear_targets is [mask * t, mask]; the read-out predicts mask * t + prior * (1 - mask)
     masked = False
     global_channels = 0
     required_keys: tuple = ()
@@ -293,9 +286,8 @@ class ProbeTask:
         """B x out x H x W targets of the read-out, in the decoder's pre-activation space.
 
         A ``masked`` task (the evaluator scores only GT-mask pixels) returns ``[mask * t, mask]``
-        (out + 1 maps): its read-out then regresses ``mask * (t - mu)``, with ``mu`` the per-pixel train
-        mean of ``t`` over the masks (:func:`masked_mean`), and adds ``mu`` back, so off-mask pixels
-        take the train mean and never pull the fit (:mod:`benchmarks.probe.shortcut`).
+        (out + 1 maps): its read-out regresses both and predicts ``mask * t + mu * (1 - mask)``, with
+        ``mu`` the per-pixel train mean of ``t`` over the masks (:mod:`benchmarks.probe.shortcut`).
         """
         raise NotImplementedError
 
@@ -317,20 +309,15 @@ class ProbeTask:
         raise NotImplementedError
 
     # ---------------------------------------------------------------- sanity check
-    def oracle_features(self, tgt: dict, prior: torch.Tensor | None = None):
+    def oracle_features(self, tgt: dict):
         """Features computed from the GT itself: (B x C x h x w, CLS B x C or None, patch size).
 
-        They are the :meth:`linear_targets` (and :meth:`global_targets` as the CLS token); a masked
-        task's also hold ``mask * prior`` (``prior``: the train split's :func:`masked_mean`), so the
+        They are the :meth:`linear_targets` (and :meth:`global_targets` as the CLS token), so the
         closed-form read-out maps them to its targets exactly and a probe on them shows the ceiling
         that decoding and evaluation allow.
         """
         glob = self.global_targets(tgt)
         feats = self.linear_targets(tgt).float()
-        if self.masked:
-            if prior is None:
-                raise ValueError(f"{self.name} oracle features: the train prior (masked_mean) is needed")
-            feats = torch.cat([feats, feats[:, -1:] * prior.to(feats)[None]], dim=1)
         return feats, None if glob is None else glob.float(), self.oracle_patch
 
 
