@@ -212,6 +212,9 @@ class ProbeProtocol:
         for name, ts in self.tasks.items():
             task_settings(name, ts)  # a known task with its own settings class
             check_field_types(ts, f"protocol.tasks[{name!r}]")
+            if ts.masked_readout not in MASKED_READOUTS:
+                raise ValueError(f"protocol.tasks[{name!r}].masked_readout: expected one of "
+                                 f"{MASKED_READOUTS}, got {ts.masked_readout!r}")
             if ts.decoder not in ("linear", "pixelshuffle"):
                 raise ValueError(
                     f"protocol.tasks[{name!r}].decoder: expected 'linear' or 'pixelshuffle', "
@@ -269,6 +272,8 @@ class ProbeProtocol:
         body_only = settings.BODY_ONLY_FIELDS if settings.decoder == "linear" else ()
         vocab = settings.VOCABULARY_FIELD
         left_out = (*body_only, vocab) if vocab and not getattr(settings, vocab) else body_only
+        if not settings.masked_readout:  # a task that is not masked: its ids never carried the field
+            left_out = (*left_out, "masked_readout")
         view["tasks"] = {name: {k: v for k, v in d["tasks"][name].items() if k not in left_out}}
         return view
 
@@ -347,6 +352,9 @@ def quick_protocol() -> ProbeProtocol:
 
 # What each task's protocol id covers (every field of ProbeProtocol is in exactly one group; checked
 # below). Shared: the input policy, the backbone's precision and taps, the interval and the splits.
+# a masked task's read-out form ("": the task is not masked)
+MASKED_READOUTS = ("", "mask-and-prior")
+
 SHARED_FIELDS = (
     "version", "input_size", "padding", "num_tapped_layers", "cls_concat", "augmentation", "feature_dtype",
     "backbone_dtype", "interval_level", "bootstrap_resamples", "bootstrap_seed", "train_split", "test_split",

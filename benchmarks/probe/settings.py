@@ -25,12 +25,17 @@ class TaskSettings:
         loss: name of a loss registered for the task (:mod:`benchmarks.probe.losses`).
         loss_weights: weights of the loss terms, by term name (a term left out keeps the loss's
             default weight; an unknown term is an error).
+        masked_readout: how the read-out of a masked task (scored on the GT mask only) treats the mask:
+            ``"mask-and-prior"`` regresses ``mask * t`` and the mask and predicts
+            ``mask * t + prior * (1 - mask)`` (:mod:`benchmarks.probe.shortcut`); empty for a task that
+            is not masked, and then left out of the protocol id.
     """
 
     decoder: str = "linear"
     output_stride: int = 4
     loss: str = ""
     loss_weights: dict = field(default_factory=dict)
+    masked_readout: str = ""
 
     # fields only a trained body reads: the closed-form linear read-out's protocol id leaves them out
     BODY_ONLY_FIELDS: ClassVar[tuple[str, ...]] = ("loss", "loss_weights")

@@ -140,6 +140,21 @@ def masked_prior(sy: torch.Tensor, k: int, rr: int) -> torch.Tensor:
     return torch.where(sm > 0, st / sm.clamp_min(1e-12), torch.zeros_like(st))
 
 
+def readout_columns(task, rr: int) -> int:
+    """Columns the read-out of ``task`` fits per feature position: ``out * rr``, and a masked task's
+    mask too (its settings' ``masked_readout`` must say so).
+
+    Raises:
+        ValueError: the task's ``masked_readout`` does not match whether it is masked.
+    """
+    form = task.settings.masked_readout
+    if bool(task.masked) != (form == "mask-and-prior"):
+        raise ValueError(f"{task.name} read-out: masked_readout is {form!r} but the task is "
+                         f"{'' if task.masked else 'not '}masked (expected "
+                         f"{'mask-and-prior' if task.masked else 'an empty value'!r})")
+    return (task.out_channels + task.masked) * rr
+
+
 def _json_alpha(a: float) -> float | str:
     return "inf (train prior: the floor)" if math.isinf(a) else a
 
@@ -216,12 +231,12 @@ def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8, alphas
     folds = holdout_fold(n, protocol.ridge_holdout_every)
     product_dtype = getattr(torch, protocol.ridge_product_dtype)
     key, shift, grams, pos_x = _feature_grams(features, folds, batch, product_dtype)
-    k, rr = task.out_channels, r * r
+    rr = r * r
 
     def grid(idx):
         return to_grid(task.linear_targets(select(targets, idx)), (gh, gw), r, out_size, features.valid_frac)
 
-    cols = (k + task.masked) * rr  # a masked task's mask * t and mask
+    cols = readout_columns(task, rr)  # a masked task's mask * t and mask
     stats = RidgeStats(c, cols, x_key=key, shift=shift, product_dtype=product_dtype)
     positions = PositionSums(gh * gw, c, cols)
     positions.sx = pos_x.to(positions.sx)

@@ -38,6 +38,7 @@ from benchmarks.probe.shortcut import (
     LinearShortcut,
     _rows,
     holdout_fold,
+    readout_columns,
     shortcut_factor,
     solve_readout,
     to_grid,
@@ -168,7 +169,7 @@ class _TaskSums:
     def __init__(self, task, geom: _Geometry, feats: _FeatureSums, channels: int):
         self.task, self.geom, self.feats = task, geom, feats
         self.rr = geom.r * geom.r
-        cols = (task.out_channels + task.masked) * self.rr  # a masked task's mask * t and mask
+        cols = readout_columns(task, self.rr)  # a masked task's mask * t and mask
         self.stats = RidgeStats(channels, cols, x_key=feats.key, shift=feats.shift,
                                 product_dtype=feats.product_dtype)
         self.positions = PositionSums(geom.grid[0] * geom.grid[1], channels, cols)
