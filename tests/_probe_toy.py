@@ -65,3 +65,29 @@ def make_toy_data(n_train=8, n_test=4, size=(64, 48), seed=0, tasks=None):
     if tasks is None:
         tasks = [t for t in probe_task_names() if set(probe_task_class(t).required_keys) <= set(train[0])]
     return MemoryData({t: {"train": train, "test": test} for t in tasks}, name="toy")
+
+
+def fit_readouts(data, names, protocol, stream_of, alphas=None):
+    """The streamed spine's read-outs of ``names`` on ``data``'s train split: (``{task: read-out}``,
+    ``{task: ProbeTask}``, ``{split: SceneLoader}``); ``stream_of(tasks)`` builds the feature stream."""
+    from benchmarks.probe.loader import SceneLoader
+    from benchmarks.probe.stream import fit_group
+    from benchmarks.probe.tasks import build_task
+
+    tasks = {t: build_task(t, protocol) for t in names}
+    loaders = {s: SceneLoader(data, tasks, s, protocol) for s in (protocol.train_split, protocol.test_split)}
+    stream = stream_of(tasks)
+    fits, train = {}, loaders[protocol.train_split]
+    for group in train.groups:
+        fits.update(fit_group(train, group, tasks, stream, protocol, alphas=alphas)[0])
+    return fits, tasks, loaders
+
+
+def pixels_stream(protocol):
+    """The raw-pixel backbone's feature stream (``stream_of`` of :func:`fit_readouts`)."""
+    from benchmarks.probe.backbones import build_probe_backbone
+    from benchmarks.probe.features import FeatureStore
+    from benchmarks.probe.stream import BackboneStream
+
+    store = FeatureStore(build_probe_backbone("pixels"), [0], protocol)
+    return lambda tasks: BackboneStream(store, protocol.input_size)

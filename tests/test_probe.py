@@ -273,7 +273,7 @@ def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch)
     from benchmarks.probe.tasks import build_task
     from benchmarks.probe.train import train_decoder
 
-    protocol = quick_protocol().replace(iterations=10)
+    protocol = quick_protocol().replace(iterations=10, shortcut="none")  # the body's own training
     data = make_toy_data()
     task = build_task("albedo", protocol)
     samples = data.load("albedo", "train", protocol)
@@ -353,60 +353,57 @@ def test_loss_grid_phases_cover_every_pixel_shuffle_sub_position():
         seen[picked[0, 0].long(), picked[0, 1].long()] = True
     assert seen.all()
     dec = ProbeDecoder("pixelshuffle", 5, 29, patch_size=16, output_stride=1)
-    maps, _ = dec(torch.zeros(2, 5, 4, 3), None, (64, 48))
+    maps, _ = dec(torch.zeros(2, 5, 4, 3), (64, 48))
     assert maps.shape == (2, 29, 64, 48)
 
 
 @pytest.mark.parametrize("name", ["pose", "seg", "normal", "pointmap", "albedo"])
 def test_shortcut_reproduces_oracle_features_exactly(name):
-    """Features that hold the targets linearly (the oracle's) are decoded exactly by the closed form,
-    whatever the output stride and space-to-depth factor: on the train images, and for the dense
-    tasks on held-out images too (the toy's 308 keypoints are one rigid spiral, so its 6 fit crops
-    do not span every heatmap direction a new crop can take)."""
-    from benchmarks.probe.api import _oracle_features
-    from benchmarks.probe.shortcut import fit_shortcut
-    from benchmarks.probe.tasks import build_task
+    """Features that hold the targets linearly (the oracle's: plain ground truth) are decoded exactly by
+    the closed form, whatever the output stride and space-to-depth factor: on the train images, and
+    for the dense tasks on held-out images too (the toy's 308 keypoints are one rigid spiral, so its 6
+    fit crops do not span every heatmap direction a new crop can take)."""
+    from _probe_toy import fit_readouts
+
+    from benchmarks.probe.stream import ReferenceStream, _Geometry
 
     protocol = quick_protocol()
-    data = make_toy_data()
-    task = build_task(name, protocol)
-    train, test = (task.targets(data.load(name, s, protocol)) for s in ("train", "test"))
-    shortcut = fit_shortcut(task, _oracle_features(task, train, protocol), train, protocol)
+    stream = ReferenceStream("oracle", protocol)
+    fits, tasks, loaders = fit_readouts(make_toy_data(), [name], protocol, lambda tasks: stream)
+    task, shortcut = tasks[name], fits[name]
     assert shortcut.fit.alpha <= 1e-6 and shortcut.fit.val_r2 > 0.9999
-    for split, tgt in (("train", train), ("test", test)):
+    for split, loader in loaders.items():
         if split == "test" and name == "pose":
             continue
-        feats = _oracle_features(task, tgt, protocol, train_tgt=train)
-        x, pooled = feats.batch(torch.arange(feats.feats.shape[0]), protocol.cls_concat)
-        stride = min(protocol.task(name).output_stride, feats.patch_size)
-        maps = shortcut.maps(x, task.output_size(feats.image_size, stride), feats.valid_frac)
-        # on the GT mask the read-out is the target (a masked task's is the train prior off it)
-        want = task.linear_targets(tgt)[:, : task.out_channels]
-        if task.masked:
-            maps = maps * tgt["mask"][:, None]
-        torch.testing.assert_close(maps, want, atol=1e-4 * float(want.abs().max()), rtol=0, msg=split)
-        if task.global_channels and split == "train":  # 8 images < 49 pooled channels: in-sample only
-            torch.testing.assert_close(
-                shortcut.global_outputs(pooled), task.global_targets(tgt), atol=1e-4, rtol=0, msg=split
-            )
+        for batch in loader.batches(loader.groups[0], 0, 1):
+            tgt, feats = batch.targets[name], stream(batch, task)
+            geom = _Geometry.of(task, feats, protocol)
+            maps = shortcut.maps(feats.feats, geom.out_size, geom.valid_frac)
+            # on the GT mask the read-out is the target (a masked task's is the train prior off it)
+            want = task.linear_targets(tgt)[:, : task.out_channels]
+            if task.masked:
+                maps = maps * tgt["mask"][:, None]
+            torch.testing.assert_close(maps, want, atol=1e-4 * float(want.abs().max()), rtol=0, msg=split)
 
 
 def test_linear_decoder_is_the_closed_form_shortcut_alone(tmp_path):
+    from _probe_toy import fit_readouts, pixels_stream
+
     from benchmarks.probe.api import run_probe
     from benchmarks.probe.backbones import build_probe_backbone
     from benchmarks.probe.data import stack_images
     from benchmarks.probe.features import FeatureStore
-    from benchmarks.probe.tasks import build_task
     from benchmarks.probe.train import train_decoder
 
     protocol = quick_protocol().replace(tasks={"seg": {"decoder": "linear"}})
     data = make_toy_data(tasks=("seg",))
-    task = build_task("seg", protocol)
+    fits, tasks, _ = fit_readouts(data, ["seg"], protocol, pixels_stream(protocol))
     samples = data.load("seg", "train", protocol)
     feats = FeatureStore(build_probe_backbone("pixels"), [0], protocol).compute(
         stack_images(samples, protocol.input_size, "t")
     )
-    decoder, info = train_decoder(task, feats, task.targets(samples), protocol, seed=0)
+    task = tasks["seg"]
+    decoder, info = train_decoder(task, feats, task.targets(samples), protocol, seed=0, shortcut=fits["seg"])
     assert sum(p.numel() for p in decoder.parameters()) == 0 and info["shortcut"]["shuffle"] == 16
     (path,) = run_probe("pixels", ["seg"], data, tmp_path, protocol=protocol)
     from leaderboard.results import read_record

@@ -74,6 +74,7 @@ def test_noise_levels_score_in_their_order(ladder, task):
     sign = 1 if PROBE_HEADLINE[task].higher_is_better else -1
     values = [sign * _headline(ladder, s, task) for s in LEVELS]
     assert values[0] > values[1] > values[2] >= values[3] - 1e-9, (task, values)
-    # pure noise carries nothing: within a twentieth of the ceiling-floor range of the floor
+    # pure noise carries nothing: it beats the floor by less than a twentieth of the floor-ceiling range
+    # (on 6 train images a penalty it picks can fit the noise and score below the floor)
     floor, ceiling = sign * _headline(ladder, "floor", task), values[0]
-    assert abs(values[3] - floor) <= 0.05 * (ceiling - floor), (task, values[3], floor)
+    assert values[3] - floor <= 0.05 * (ceiling - floor), (task, values[3], floor)

@@ -127,7 +127,7 @@ def test_optimizer_and_schedule_are_built_from_their_names():
     from benchmarks.probe.tasks import build_task
     from benchmarks.probe.train import train_decoder
 
-    p = quick_protocol().replace(iterations=6, warmup_iters=2, weight_decay=0.5)
+    p = quick_protocol().replace(iterations=6, warmup_iters=2, weight_decay=0.5, shortcut="none")
     assert lr_factor(4, p) < 1.0 == lr_factor(4, p.replace(schedule="warmup_constant"))
     with pytest.raises(UnknownNameError, match="unknown protocol schedule 'step'; known: warmup_cosine"):
         lr_factor(0, p.replace(schedule="step"))

@@ -1,9 +1,6 @@
-"""The streamed spine (data -> features -> sums -> solve -> test stream) equals the in-memory read-out.
-
-The in-memory path (:func:`benchmarks.probe.api._task_run`: whole splits stacked, the shortcut fitted
-by :func:`~benchmarks.probe.shortcut.fit_shortcut`, scored by ``evaluate_decoder``) is v5's reference;
-the streamed one folds every batch into the sums at once. They differ in summation order, the
-channel shift (the first batch's mean instead of the split's) and batch composition only.
+"""The streamed spine (data -> features -> sums -> solve -> test stream), checked against a naive
+closed-form reference (``tests/_naive_readout.py``: numpy ridge on the whole tiny split) and against
+itself under other batchings, workers and product arithmetic.
 """
 
 from __future__ import annotations
@@ -12,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -21,7 +19,7 @@ from _probe_toy import make_toy_data  # noqa: E402
 
 from benchmarks.probe import api  # noqa: E402
 from benchmarks.probe.protocol import default_protocol  # noqa: E402
-from benchmarks.probe.runkey import run_identity  # noqa: E402
+from benchmarks.probe.shortcut import from_grid  # noqa: E402
 from benchmarks.probe.tasks import build_task  # noqa: E402
 
 TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
@@ -31,48 +29,56 @@ def _protocol(**changes):
     return default_protocol().replace(input_size=(64, 48), bootstrap_resamples=100, **changes)
 
 
-def _in_memory(backbone, data, protocol, tmp_path) -> dict:
-    """Every task's metrics and intervals through the in-memory path, on the same data and protocol."""
-    from benchmarks.probe.backbones import REFERENCE_BACKBONES, build_probe_backbone, resolve_backbone_cfg
-    from benchmarks.probe.features import FeatureStore
+def _split_rows(loader, group, stream, protocol):
+    """Per task of ``group``: (features N x P x C, grid targets N x P x O, geometry) of the whole split."""
+    from benchmarks.probe.shortcut import _rows, to_grid
+    from benchmarks.probe.stream import _Geometry
 
-    store, reference = None, backbone if backbone in REFERENCE_BACKBONES else None
-    if reference is None:
-        bb = build_probe_backbone(resolve_backbone_cfg(backbone), img_size=tuple(protocol.input_size))
-        store = FeatureStore(bb, protocol.tapped_layers(bb.num_layers), protocol)
-    ctx = api._Context(backbone, {"type": "x", "params": 0, "weights": "none"}, protocol, data, "cpu")
-    out = {}
-    for t in TASKS:
-        task = build_task(t, protocol)
-        split = tuple(api.load_task_split(data, task, s, protocol) for s in ("train", "test"))
-        run = api._task_run(task, split, store, protocol, "cpu", reference)
-        path = tmp_path / f"{t}.json"
-        rec = api._train_eval_record(ctx, run, 0, path, run_identity("p", {}, {"spec": backbone}, t, 0))
-        out[t] = rec
-    return out
+    xs, ys, geoms = [], {t: [] for t in group}, {}
+    for batch in loader.batches(group, 0, 1):
+        fs = stream(batch)
+        b, c, h, w = fs.feats.shape
+        xs.append(fs.feats.double().permute(0, 2, 3, 1).reshape(b, h * w, c))
+        for t in group:
+            g = geoms.setdefault(t, _Geometry.of(loader.tasks[t], fs, protocol))
+            lt = loader.tasks[t].linear_targets(batch.targets[t])
+            y = to_grid(lt, g.grid, g.r, g.out_size, g.valid_frac)
+            ys[t].append(_rows(y.double()).reshape(b, h * w, -1))
+    return torch.cat(xs).numpy(), {t: torch.cat(v).numpy() for t, v in ys.items()}, geoms
 
 
-@pytest.mark.parametrize("backbone", ["pixels", "sapiens2_tiny", "gt-oracle", "floor"])
-def test_streamed_records_equal_the_in_memory_read_out(backbone, tmp_path):
-    protocol = _protocol()
-    data = make_toy_data(n_train=11, n_test=6, size=(64, 48))  # 11: batches of 8 + 3, both folds mixed
-    paths = api.run_probe(backbone, ",".join(TASKS), data, tmp_path / "stream", protocol=protocol)
-    streamed = {json.loads(Path(p).read_text())["task"]: json.loads(Path(p).read_text()) for p in paths}
-    reference = _in_memory(backbone, data, protocol, tmp_path)
-    # the oracle's errors are rounding (normals from its pointmap ~0.005 deg, albedo PSNR 144 dB)
-    tol = {"rel": 1e-3, "abs": 1e-3} if backbone == "gt-oracle" else {"rel": 1e-5, "abs": 1e-6}
-    for t in TASKS:
-        a, b = streamed[t], reference[t]
-        assert a["dataset"]["num_samples"] == b["dataset"]["num_samples"] == 6
-        assert a["config"]["shortcut"]["alpha"] == b["config"]["shortcut"]["alpha"], t
-        for k, v in b["metrics"].items():
-            if v is None:
-                assert a["metrics"][k] is None, (t, k)
-            else:
-                assert a["metrics"][k] == pytest.approx(v, **tol), (backbone, t, k)
-        for k, (lo, hi) in b["intervals"]["bounds"].items():
-            assert a["intervals"]["bounds"][k] == pytest.approx([lo, hi], **tol), (t, k)
-        assert a["intervals"]["images_sha256"] == b["intervals"]["images_sha256"]
+def test_streamed_read_out_equals_a_naive_closed_form_reference():
+    """Every task's penalty, weights and test maps against numpy ridge on the whole split (noisy
+    ground-truth features: a penalty inside the grid; 11 train images: batches of 8 + 3, both folds)."""
+    from _naive_readout import naive_predict, naive_readout
+
+    from benchmarks.analysis.noisy_oracle import GroundTruthStream
+    from benchmarks.probe.loader import SceneLoader
+    from benchmarks.probe.stream import fit_group, scene_groups
+
+    protocol = _protocol(decoder_stage_stride=2)
+    data = make_toy_data(n_train=11, n_test=3, size=(64, 48), tasks=["seg", "normal", "albedo"])
+    tasks = {t: build_task(t, protocol) for t in ("seg", "normal", "albedo")}
+    train, test = (SceneLoader(data, tasks, s, protocol) for s in ("train", "test"))
+    stream = GroundTruthStream(tasks, protocol, sigma=1.0)
+    for group, test_group in scene_groups(train, test):
+        fits, _ = fit_group(train, group, tasks, stream, protocol)
+        x, ys, geoms = _split_rows(train, group, stream, protocol)
+        xt, _, _ = _split_rows(test, test_group, stream, protocol)
+        for t in group:
+            alpha, w, intercept = naive_readout(x, ys[t], protocol.ridge_holdout_every, protocol.ridge_alphas)
+            fit = fits[t]
+            assert fit.fit.alpha == alpha, t
+            assert 0 < alpha < float("inf"), (t, alpha)  # the features are neither perfect nor useless
+            np.testing.assert_allclose(fit.fit.weight.numpy(), w, rtol=1e-3, atol=1e-5 * np.abs(w).max())
+            want = naive_predict(xt, w, intercept, ys[t], tasks[t].out_channels if tasks[t].masked else 0)
+            g = geoms[t]
+            n, p, c = xt.shape
+            feats = torch.from_numpy(xt).float().reshape(n, g.grid[0], g.grid[1], c).permute(0, 3, 1, 2)
+            got = fit.maps(feats, g.out_size, g.valid_frac)
+            want_maps = from_grid(torch.from_numpy(want).float().reshape(n, g.grid[0], g.grid[1], -1)
+                                  .permute(0, 3, 1, 2), g.r, g.out_size, g.valid_frac)
+            torch.testing.assert_close(got, want_maps, rtol=1e-4, atol=1e-4 * float(want_maps.abs().max()))
 
 
 def test_loader_workers_give_the_same_records(tmp_path):
@@ -86,7 +92,7 @@ def test_loader_workers_give_the_same_records(tmp_path):
     assert recs[0] == recs[1]
 
 
-def test_a_masked_prior_pass_and_shift_do_not_depend_on_batch_composition(tmp_path):
+def test_a_masked_fit_and_its_shift_do_not_depend_on_batch_composition(tmp_path):
     """The fit of 9 images equals whether the first batch is full or not (shift from another batch)."""
     from benchmarks.probe.loader import SceneLoader
     from benchmarks.probe.stream import ReferenceStream, fit_group
@@ -97,11 +103,12 @@ def test_a_masked_prior_pass_and_shift_do_not_depend_on_batch_composition(tmp_pa
     fits = []
     for batch_size in (8, 3):
         loader = SceneLoader(data, {"normal": task}, "train", protocol, batch_size=batch_size)
-        fit, _, _ = fit_group(loader, ("normal",), {"normal": task}, ReferenceStream("oracle", protocol),
+        fit, _ = fit_group(loader, ("normal",), {"normal": task}, ReferenceStream("oracle", protocol),
                               protocol)
         fits.append(fit["normal"])
     assert fits[0].fit.alpha == fits[1].fit.alpha
     torch.testing.assert_close(fits[0].bias_map, fits[1].bias_map, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(fits[0].prior, fits[1].prior, rtol=1e-6, atol=1e-7)
     torch.testing.assert_close(fits[0].fit.weight, fits[1].fit.weight, rtol=1e-4, atol=1e-5)
 
 

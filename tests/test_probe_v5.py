@@ -1,4 +1,5 @@
-"""Protocol v5: the read-out nests the feature-free floor, the floor row, the noisy-oracle ladder."""
+"""Protocol v5: the read-out nests the feature-free floor, and the floor row (the noise ladder:
+tests/test_probe_ceiling.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import math
 import sys
 from pathlib import Path
 
-import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -63,30 +63,6 @@ def test_within_position_statistics_match_an_explicit_fit_and_merge():
     assert math.isinf(inf.alpha) and not bool(inf.weight.abs().max() > 0)
 
 
-def _split(name, protocol, n_train=12, n_test=6):
-    from benchmarks.probe.data import sample_indices
-    from benchmarks.probe.tasks import build_task
-
-    data = make_toy_data(n_train=n_train, n_test=n_test)
-    task = build_task(name, protocol)
-    train, test = (data.load(name, s, protocol) for s in ("train", "test"))
-    return task, task.targets(train), task.targets(test), sample_indices(test)
-
-
-def _random_features(n, protocol, seed):
-    from benchmarks.probe.features import FeatureSet
-
-    h, w = protocol.input_size
-    g = torch.Generator().manual_seed(seed)
-    return FeatureSet(torch.randn(n, 8, h // 16, w // 16, generator=g), None, 16, (1.0, 1.0), (h, w))
-
-
-def _maps(shortcut, task, feats, protocol):
-    stride = min(protocol.task(task.name).output_stride, feats.patch_size)
-    x, _ = feats.batch(torch.arange(feats.feats.shape[0]), protocol.cls_concat)
-    return shortcut.maps(x, task.output_size(feats.image_size, stride), feats.valid_frac)
-
-
 def _same(a, b) -> bool:
     """Equal metric trees, NaN equal to NaN (a class absent from the test images)."""
     if isinstance(a, dict):
@@ -96,68 +72,52 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def _metrics(task, maps, tgt, idx):
-    ev = task.make_evaluator()
-    task.update_evaluator(ev, maps, None, tgt, idx)
-    return ev.compute()
+def _scores(data, protocol, stream_of, alphas=None) -> tuple[dict, dict]:
+    """(read-outs, ``{task: metrics}``) of the streamed spine on ``data``."""
+    from _probe_toy import fit_readouts
+
+    from benchmarks.probe.stream import scene_groups, score_group
+
+    fits, tasks, loaders = fit_readouts(data, TASKS, protocol, stream_of, alphas)
+    train, test = loaders[protocol.train_split], loaders[protocol.test_split]
+    stream, metrics = stream_of(tasks), {}
+    for _, test_group in scene_groups(train, test):
+        evaluators, _ = score_group(test, test_group, tasks, stream, fits, protocol)
+        metrics.update({t: ev.compute() for t, ev in evaluators.items()})
+    return fits, metrics
 
 
-@pytest.mark.parametrize("name", TASKS)
-def test_readout_at_infinite_penalty_equals_the_floor(name):
-    """At the infinite penalty the read-out of any features is the floor's prediction, bit for bit
-    (another grid, another shuffle factor), and so are the evaluator's metrics; the floor is the
-    per-pixel train prior (seg: the most frequent train class of each pixel)."""
-    from benchmarks.probe.api import _floor_features
-    from benchmarks.probe.shortcut import fit_shortcut
+def test_readout_at_infinite_penalty_equals_the_floor():
+    """At the infinite penalty the read-out of any features (the pixels': another grid, another shuffle
+    factor than the floor's) scores the floor's metrics exactly on every task."""
+    from _probe_toy import pixels_stream
+
+    from benchmarks.probe.stream import ReferenceStream
 
     protocol = _protocol()
-    task, train, test, idx = _split(name, protocol)
-    feats_tr, feats_te = _random_features(12, protocol, 0), _random_features(6, protocol, 1)
-    inf = fit_shortcut(task, feats_tr, train, protocol, alphas=())
-    assert math.isinf(inf.fit.alpha) and not bool(inf.fit.weight.abs().max() > 0)
-    floor_tr, floor_te = _floor_features(task, train, protocol), _floor_features(task, test, protocol)
-    floor = fit_shortcut(task, floor_tr, train, protocol)
-    assert math.isinf(floor.fit.alpha), "constant features: the floor's penalty is the infinite one"
-    assert floor.r != inf.r
-    a, b = _maps(inf, task, feats_te, protocol), _maps(floor, task, floor_te, protocol)
-    assert torch.equal(a, b)
-    assert _same(_metrics(task, a, test, idx), _metrics(task, b, test, idx))
-    if name == "seg":  # the floor's argmax is each pixel's most frequent train class
-        counts = torch.nn.functional.one_hot(train["label"].clamp_max(28), 29).sum(0)
-        assert torch.equal(a.argmax(1)[0], counts.argmax(-1))
+    data = make_toy_data(n_train=12, n_test=6)
+    inf, inf_metrics = _scores(data, protocol, pixels_stream(protocol), alphas=())
+    floor, floor_metrics = _scores(data, protocol, lambda tasks: ReferenceStream("floor", protocol))
+    for name in TASKS:
+        assert math.isinf(inf[name].fit.alpha) and not bool(inf[name].fit.weight.abs().max() > 0)
+        assert math.isinf(floor[name].fit.alpha), "constant features: the floor's penalty is the infinite one"
+        assert floor[name].r != inf[name].r
+        assert _same(inf_metrics[name], floor_metrics[name]), name
 
 
 def test_penalty_search_keeps_the_floor_for_features_without_information():
     """Noise features: the held-out search picks the infinite penalty (the floor) or a penalty so large
     that the read-out stays at the floor."""
-    from benchmarks.probe.shortcut import fit_shortcut
+    from _probe_toy import fit_readouts
+
+    from benchmarks.analysis.noisy_oracle import GroundTruthStream
 
     protocol = _protocol()
-    for name in ("seg", "pointmap"):
-        task, train, _, _ = _split(name, protocol, n_train=16)
-        fit = fit_shortcut(task, _random_features(16, protocol, 3), train, protocol).fit
-        assert math.isinf(fit.alpha) or fit.alpha >= 10.0, (name, fit.alpha)
-
-
-LADDER = (0.0, 1.0, math.inf)
-
-
-@pytest.mark.parametrize("name", TASKS)
-def test_noisy_oracle_ladder_is_monotone(name):
-    """Oracle features plus Gaussian noise at known levels score in the levels' order, from the exact
-    oracle down to the floor (pure noise ties the floor within its interval)."""
-    from benchmarks.analysis.noisy_oracle import ladder
-    from benchmarks.probe.headline import PROBE_HEADLINE
-
-    protocol = _protocol(max_train_samples=0, max_test_samples=0, bootstrap_resamples=100)
-    rows = ladder(make_toy_data(n_train=12, n_test=6), name, LADDER, protocol)
-    sign = 1.0 if PROBE_HEADLINE[name].higher_is_better else -1.0
-    values = [sign * r["value"] for r in rows[:-1]]
-    assert all(a >= b - 1e-9 for a, b in zip(values, values[1:])), (name, rows)
-    assert values[0] > values[-2], (name, rows)
-    noise, floor = rows[-2], rows[-1]
-    lo, hi = floor["bounds"]
-    assert lo - 1e-9 <= noise["value"] <= hi + 1e-9, (name, noise, floor)
+    data = make_toy_data(n_train=16, n_test=2, tasks=["seg", "pointmap"])
+    fits, _, _ = fit_readouts(data, ["seg", "pointmap"], protocol,
+                              lambda tasks: GroundTruthStream(tasks, protocol, math.inf, seed=3))
+    for name, fit in fits.items():
+        assert math.isinf(fit.fit.alpha) or fit.fit.alpha >= 10.0, (name, fit.fit.alpha)
 
 
 def test_pixels_never_below_the_floor(tmp_path):

@@ -37,7 +37,7 @@ NOT_RECORDS = {
     ("leaderboard/tables.py", "seeds"): "a group of the leaderboard's long frame",
     ("leaderboard/tables.py", "run_id"): "a group of the leaderboard's long frame",
     ("benchmarks/reproduce/tables.py", "content_hash"): "protocol_for's description of the measured data",
-    ("benchmarks/analysis/noisy_oracle.py", "bounds"): "probe_features' intervals and the ladder's own rows",
+    ("benchmarks/analysis/noisy_oracle.py", "metrics"): "probe_stream's rows: evaluator metrics, no record",
 }
 
 

@@ -35,22 +35,18 @@ from benchmarks.probe.backbones import (
     resolve_backbone_cfg,
 )
 from benchmarks.probe.body_stream import body_records, body_tasks
-from benchmarks.probe.data import as_data_source, load_task_split, sample_indices, stack_images
-from benchmarks.probe.evaluate import evaluate_decoder
+from benchmarks.probe.data import as_data_source
 from benchmarks.probe.features import FeatureStore
 from benchmarks.probe.loader import SceneLoader
 from benchmarks.probe.optim import check_training_names
 from benchmarks.probe.probe_records import (
     MIN_INTERVAL_IMAGES,
     few_images_warning,
-    probe_record,
     write_evaluated_record,
     write_mean,
 )
 from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
-from benchmarks.probe.reference import floor_features, oracle_features
 from benchmarks.probe.runkey import run_identity, run_mismatch, seed_list, weights_sha256
-from benchmarks.probe.sidefile import side_path
 from benchmarks.probe.stream import (
     BackboneStream,
     ReferenceStream,
@@ -60,8 +56,7 @@ from benchmarks.probe.stream import (
     score_group,
 )
 from benchmarks.probe.tasks import build_task, probe_task_names
-from benchmarks.probe.train import fit_task_shortcut, train_decoder
-from leaderboard.results import read_record, write_record
+from leaderboard.results import read_record
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
 from sapiens2.output_lock import output_lock
@@ -171,7 +166,6 @@ def run_probe(
     cache_dir: str | os.PathLike | None = None,
     device: str = "cpu",
     workers: int = 0,
-    streamed: bool = True,
     batch_size: int = 8,
     sample_cache: str | os.PathLike | None = None,
 ) -> list[Path]:
@@ -197,9 +191,6 @@ def run_probe(
             (:mod:`~benchmarks.probe.sample_cache`, keyed by data, tasks, protocol and reader code), so
             that other backbones probed on the same split read them back instead of decoding every file
             again (the main job's backbones share one); None: none kept. The records do not depend on it.
-        streamed: False runs the linear read-out and the trained body on whole splits in memory (the
-            reference the streamed spine is tested and benchmarked against; same numbers to float
-            tolerance).
 
     Returns:
         Paths of the record files written or found complete (per seed, then the mean), rank 0 only
@@ -237,72 +228,89 @@ def run_probe(
             shutil.rmtree(scratch, ignore_errors=True)
         dist_utils.barrier()
         try:
-            return _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint,
-                          cache_dir, device, t_start, vocabs, workers, streamed, batch_size, scratch,
-                          sample_cache)
+            run = _Run(label, protocol, source, device, cfg, reference, checkpoint, cache_dir, scratch)
+            loading = {"batch_size": batch_size, "num_workers": workers, "sample_cache": sample_cache}
+            return _probe(run, tasks, seeds, folder, vocabs, loading, t_start)
         finally:
             dist_utils.barrier()
             if dist_utils.is_main():
                 shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _streams(task_objs: dict, protocol) -> list[str]:
-    """The tasks the streamed spine probes: the closed-form linear read-out without a global branch.
+@dataclass
+class _Run:
+    """What one ``run_probe`` call probes with: the backbone (or reference row), data and folders."""
 
-    The trained pixel-shuffle body (and a read-out with a global branch) trains on the whole split's
-    features in memory instead (:func:`_task_run`).
+    label: str
+    protocol: ProbeProtocol
+    source: object
+    device: str
+    cfg: dict | None  # the backbone's config (None for a reference row)
+    reference: str | None  # "gt-oracle" / "floor", or None
+    checkpoint: object = None
+    cache_dir: object = None
+    scratch: Path | None = None  # a trained body's train split is spilled below it
+
+
+def _check_readouts(task_objs: dict) -> None:
+    """Every task has a read-out: no read-out predicts global (pooled) outputs.
+
+    Raises:
+        ValueError: a task declares ``global_channels``.
     """
-    return [t for t, task in task_objs.items()
-            if protocol.task(t).decoder == "linear" and not task.global_channels]
+    for name, task in task_objs.items():
+        if task.global_channels:
+            raise ValueError(f"probe task {name!r}: global_channels={task.global_channels}, but no read-out "
+                             "predicts global outputs (predict them as maps)")
 
 
-def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkpoint, cache_dir, device,
-           t_start, vocabs=None, workers=0, streamed_ok=True, batch_size=8, scratch=None, sample_cache=None):
-    """:func:`run_probe` after its argument checks, holding the lock of the backbone's record folder."""
+def _backbone(run: _Run, with_body: bool):
+    """(feature store or None, the records' backbone description, the run identity's backbone part)."""
+    protocol, device = run.protocol, run.device
+    if run.cfg is None:
+        kind = "GroundTruthOracle" if run.reference == ORACLE else "FeatureFreeFloor"
+        desc = {"type": kind, "params": 0, "weights": "none", "cls_used": False}
+        return None, desc, {"spec": run.reference}
+    probe_h, probe_w = protocol.input_size
+    bb = build_probe_backbone(run.cfg, checkpoint=run.checkpoint, img_size=(probe_h, probe_w)).to(device)
+    layers = protocol.tapped_layers(bb.num_layers)
+    # feature shapes are validated on one image before anything is trained
+    bb.extract(torch.zeros(1, 3, probe_h, probe_w, device=device), layers, protocol.padding)
+    weights_hash = weights_sha256(bb)
+    # a trained body reads its train features back from a disk cache (the user's, else the scratch folder)
+    store = FeatureStore(bb, layers, protocol,
+                         cache_dir=run.cache_dir or (run.scratch / "features" if with_body else None),
+                         weights_hash=weights_hash, keep_in_memory=False)
+    desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
+    return store, desc, {"spec": _spec_identity(run.cfg), "weights_sha256": weights_hash}
+
+
+def _probe(run: _Run, tasks, seeds, folder: dict, vocabs: dict, loading: dict, t_start: float) -> list[Path]:
+    """:func:`run_probe` after its argument checks, holding the lock of the backbone's record folder.
+
+    Args:
+        run: the backbone and data of the call.
+        tasks, seeds: what to probe.
+        folder: ``{task: record folder}``.
+        vocabs: the data's keypoint / label sets by task.
+        loading: the scene loaders' ``batch_size``, ``num_workers`` and ``sample_cache``.
+        t_start: when the call began (for the summary line).
+    """
+    protocol, source = run.protocol, run.source
     # 1. every check that can fail before any training: data, backbone + checkpoint, feature shapes
     task_objs = {t: build_task(t, protocol) for t in tasks}
-    for t, v in (vocabs or {}).items():
+    for t, v in vocabs.items():
         task_objs[t].use_vocabulary(v)
-    streamed = _streams(task_objs, protocol) if streamed_ok else []
-    body = body_tasks(task_objs, protocol) if streamed_ok and scratch is not None else []
-    loaders = {}
-    if streamed or body:  # scenes are read per batch; the loaders check the splits and their GT here
-        loaders = {
-            split: SceneLoader(source, {t: task_objs[t] for t in streamed + body}, split, protocol,
-                               batch_size=batch_size, num_workers=workers, limit=limit,
-                               sample_cache=sample_cache)
-            for split, limit in ((protocol.train_split, protocol.max_train_samples),
-                                 (protocol.test_split, protocol.max_test_samples))
-        }
-    splits, data_ids = {}, {}
-    for name, task in task_objs.items():
-        if name not in streamed and name not in body:
-            train = load_task_split(source, task, protocol.train_split, protocol, protocol.max_train_samples)
-            test = load_task_split(source, task, protocol.test_split, protocol, protocol.max_test_samples)
-            splits[name] = (train, test)
-        data_ids[name] = {
-            "train": source.content_hash(name, protocol.train_split),
-            "test": source.content_hash(name, protocol.test_split),
-        }
-    bb = store = None
-    if cfg is not None:
-        probe_h, probe_w = protocol.input_size
-        bb = build_probe_backbone(cfg, checkpoint=checkpoint, img_size=(probe_h, probe_w)).to(device)
-        layers = protocol.tapped_layers(bb.num_layers)
-        # feature shapes are validated on one image before anything is trained
-        bb.extract(torch.zeros(1, 3, probe_h, probe_w, device=device), layers, protocol.padding)
-        weights_hash = weights_sha256(bb)
-        # features are kept in RAM only for the in-memory path; a trained body on the streamed spine
-        # reads its train features back from a disk cache (the user's, else the run's scratch folder)
-        store = FeatureStore(bb, layers, protocol,
-                             cache_dir=cache_dir or (scratch / "features" if body else None),
-                             weights_hash=weights_hash, keep_in_memory=len(streamed) + len(body) < len(tasks))
-        bb_desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
-        bb_id = {"spec": _spec_identity(cfg), "weights_sha256": weights_hash}
-    else:
-        kind = "GroundTruthOracle" if reference == ORACLE else "FeatureFreeFloor"
-        bb_desc = {"type": kind, "params": 0, "weights": "none", "cls_used": False}
-        bb_id = {"spec": reference}
+    _check_readouts(task_objs)
+    body = body_tasks(task_objs, protocol)
+    linear = [t for t in tasks if t not in body]
+    # scenes are read per batch; the loaders check the splits and their GT here
+    loaders = {split: SceneLoader(source, task_objs, split, protocol, limit=limit, **loading)
+               for split, limit in ((protocol.train_split, protocol.max_train_samples),
+                                    (protocol.test_split, protocol.max_test_samples))}
+    data_ids = {name: {"train": source.content_hash(name, protocol.train_split),
+                       "test": source.content_hash(name, protocol.test_split)} for name in tasks}
+    store, bb_desc, bb_id = _backbone(run, bool(body))
 
     # 2. done markers: a record counts only for this very run; one of another run stops us here
     plan = {
@@ -318,25 +326,18 @@ def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkp
     }
     todo = [t for t in tasks if any(done[(t, s)] is None for s in seeds)]
 
-    ctx = _Context(label, bb_desc, protocol, source, device)
+    ctx = _Context(run.label, bb_desc, protocol, source, run.device)
     records: dict = {}
-    if any(t in streamed for t in todo):
-        records.update(_streamed_records(ctx, [t for t in streamed if t in todo], task_objs, loaders, store,
-                                         reference, plan, done))
+    stream = _stream(ctx, store, run.reference)
+    if any(t in linear for t in todo):
+        records.update(_streamed_records(ctx, [t for t in linear if t in todo], task_objs, loaders, stream,
+                                         plan, done))
     if any(t in body for t in todo):
         names = [t for t in body if t in todo]
         train, test = (_loaders_for(ctx, names, task_objs, loaders)[s]
                        for s in (protocol.train_split, protocol.test_split))
-        records.update(body_records(ctx, {t: task_objs[t] for t in names}, train, test,
-                                    _stream(ctx, store, reference), store, _reference_kind(reference),
-                                    plan, done, scratch))
-    for name in todo:
-        if name in streamed or name in body:
-            continue
-        run = _task_run(task_objs[name], splits[name], store, protocol, device, reference)
-        for seed, path, ident in plan[name]:
-            if done[(name, seed)] is None:
-                records[(name, seed)] = _train_eval_record(ctx, run, seed, path, ident)
+        records.update(body_records(ctx, {t: task_objs[t] for t in names}, train, test, stream, store,
+                                    _reference_kind(run.reference), plan, done, run.scratch))
     written: list[Path] = []
     for name in tasks:
         per_seed = [done[(name, seed)] or records[(name, seed)] for seed in seeds]
@@ -348,17 +349,16 @@ def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkp
         ran = f"; backbone ran on {store.backbone_images} image(s) on rank 0" if store is not None else ""
         took = time.perf_counter() - t_start
         where = os.path.commonpath([str(p) for p in folder.values()])
-        print(f"probe {label}: {len(written)} record(s) under {where} in {took:.1f}s{ran}")
+        print(f"probe {run.label}: {len(written)} record(s) under {where} in {took:.1f}s{ran}")
     return written
 
 
-def _streamed_records(ctx, todo, task_objs, loaders, store, reference, plan, done) -> dict:
+def _streamed_records(ctx, todo, task_objs, loaders, stream, plan, done) -> dict:
     """The records of the streamed tasks ``todo``: per scene group one train pass (statistics, solve)
     and one test pass (evaluators), then a record per seed (the read-out is seed-independent)."""
     protocol = ctx.protocol
     loaders = _loaders_for(ctx, todo, task_objs, loaders)
     train, test = loaders[protocol.train_split], loaders[protocol.test_split]
-    stream = _stream(ctx, store, reference)
     out = {}
     for group, test_group in scene_groups(train, test):
         desc = f"{ctx.label} {'/'.join(group)}"
@@ -416,36 +416,6 @@ def _stream_timings(fit: StageTimes, test: StageTimes, t_metrics: float) -> dict
     }
 
 
-def _task_run(task, split, store, protocol, device, reference=None) -> _TaskRun:
-    """Targets and features of one task's train and test split, in memory (``streamed=False``, or a
-    task with a global branch; the oracle's features: its GT; the floor's: 0)."""
-    train, test = split
-    t0 = time.perf_counter()
-    tr_tgt = {k: v.to(device) for k, v in task.targets(train).items()}
-    te_tgt = {k: v.to(device) for k, v in task.targets(test).items()}
-    if store is not None:
-        desc = f"{task.name} features"
-        tr_feat = store.compute(stack_images(train, protocol.input_size, task.name).to(device), desc)
-        te_feat = store.compute(stack_images(test, protocol.input_size, task.name).to(device), desc)
-    elif reference == FLOOR:
-        tr_feat, te_feat = floor_features(task, tr_tgt, protocol), floor_features(task, te_tgt, protocol)
-    else:
-        tr_feat, te_feat = oracle_features(task, tr_tgt, protocol), oracle_features(task, te_tgt, protocol)
-    run = _TaskRun(task, tr_feat, tr_tgt, te_feat, te_tgt, sample_indices(test), len(train))
-    run.features_s = time.perf_counter() - t0
-    return run
-
-
-def _oracle_features(task, tgt, protocol, train_tgt=None):
-    """The oracle's features of ``tgt`` (``train_tgt`` unused)."""
-    return oracle_features(task, tgt, protocol)
-
-
-def _floor_features(task, tgt, protocol, train_tgt=None):
-    """The floor's features of ``tgt`` (:func:`~benchmarks.probe.reference.floor_features`)."""
-    return floor_features(task, tgt, protocol)
-
-
 @dataclass
 class _Context:
     """What every record of one ``run_probe`` call shares."""
@@ -455,54 +425,3 @@ class _Context:
     protocol: ProbeProtocol
     source: object
     device: str
-
-
-@dataclass
-class _TaskRun:
-    """One task's train/test features and targets, and its shortcut (fitted once, for every seed)."""
-
-    task: object
-    train_feat: object
-    train_tgt: dict
-    test_feat: object
-    test_tgt: dict
-    test_idx: torch.Tensor
-    num_train: int
-    features_s: float = 0.0
-    shortcut: object = None
-    shortcut_s: float = 0.0
-
-    def fitted_shortcut(self, protocol):
-        """The task's closed-form shortcut (seed-independent), fitted on first use."""
-        if self.shortcut is None and protocol.shortcut == "ridge":
-            t0 = time.perf_counter()
-            self.shortcut = fit_task_shortcut(self.task, self.train_feat, self.train_tgt, protocol)
-            self.shortcut_s = time.perf_counter() - t0
-        return self.shortcut
-
-
-def _train_eval_record(ctx: _Context, run: _TaskRun, seed: int, path: Path, identity: dict) -> dict:
-    """One record of the in-memory path: train (or resume) the decoder, evaluate, write the record."""
-    task, protocol, label = run.task, ctx.protocol, ctx.label
-    decoder, info = train_decoder(
-        task,
-        run.train_feat,
-        run.train_tgt,
-        protocol,
-        seed,
-        ckpt_path=path.with_suffix(".ckpt.pt"),
-        desc=f"{label} {task.name} seed {seed}",
-        shortcut=run.fitted_shortcut(protocol),
-        run=identity,
-    )
-    metrics, eval_s, intervals = evaluate_decoder(
-        task, decoder, run.test_feat, run.test_tgt, run.test_idx, protocol, side_path=side_path(path)
-    )
-    timings = {"features_s": run.features_s, "shortcut_fit_s": run.shortcut_s, "train_s": info["train_s"],
-               "eval_s": eval_s}
-    rec = probe_record(ctx, task, seed, identity, metrics, intervals, info, timings,
-                       int(run.test_feat.feats.shape[0]), run.num_train)
-    if dist_utils.is_main():
-        write_record(path, rec)
-    dist_utils.barrier()
-    return rec

@@ -2,8 +2,7 @@
 
 Both parts take the tapped feature maps (concatenated along channels, optionally with the broadcast
 CLS tokens) at stride ``patch_size`` and predict ``out_channels`` maps at stride ``output_stride``
-(cropped to the unpadded image). An optional global branch predicts ``global_channels`` scalars
-from the spatially pooled features and CLS tokens (the pointmap scale). The shortcut
+(cropped to the unpadded image). The shortcut
 (:class:`~benchmarks.probe.shortcut.LinearShortcut`) is fitted in closed form and attached as
 ``decoder.shortcut``; the trained body's output layers start at zero, so training starts from the
 linear probe. ``kind="linear"`` is the shortcut alone.
@@ -64,9 +63,7 @@ class ProbeDecoder(nn.Module):
         min_hidden: narrowest width of an upsampling stage (the width halves per stage).
         stage_stride: the pixel-shuffle decoder's conv stages stop at this stride (or at
             ``output_stride`` when coarser); a 1x1 conv + PixelShuffle(r) head covers the rest.
-        pooled_channels: size of the pooled vector (for the global branch).
-        global_channels: scalars predicted from the pooled vector (0: none).
-        zero_init_output: start the prediction conv and global head at zero (residual on a shortcut).
+        zero_init_output: start the prediction conv at zero (residual on a shortcut).
     """
 
     def __init__(
@@ -79,15 +76,13 @@ class ProbeDecoder(nn.Module):
         hidden: int = 64,
         min_hidden: int = 32,
         stage_stride: int = 4,
-        pooled_channels: int = 0,
-        global_channels: int = 0,
         zero_init_output: bool = False,
     ):
         super().__init__()
         self.kind = kind
         self.output_stride = output_stride
         self.shortcut = None  # a fitted LinearShortcut (not a module: never trained or saved)
-        self.body = self.head = self.global_head = None
+        self.body = self.head = None
         if kind == "linear":
             pass
         elif kind == "pixelshuffle":
@@ -104,58 +99,38 @@ class ProbeDecoder(nn.Module):
             self.body = nn.Sequential(*layers)
             conv = nn.Conv2d(width, out_channels * shuffle**2, 1)
             self.head = nn.Sequential(conv, nn.PixelShuffle(shuffle)) if shuffle > 1 else conv
-            self.global_head = nn.Linear(pooled_channels, global_channels) if global_channels else None
             if zero_init_output:
-                for layer in (conv, self.global_head):
-                    if layer is not None:
-                        nn.init.zeros_(layer.weight)
-                        nn.init.zeros_(layer.bias)
+                nn.init.zeros_(conv.weight)
+                nn.init.zeros_(conv.bias)
         else:
             raise ValueError(f"unknown decoder kind {kind!r}; expected 'linear' or 'pixelshuffle'")
-        # the global branch sees its pooled inputs standardised with train-set statistics, so a
-        # small, un-centred signal (e.g. log scale 1.9 +- 0.15) is learnable in a short schedule
-        self.register_buffer("pool_mean", torch.zeros(pooled_channels))
-        self.register_buffer("pool_std", torch.ones(pooled_channels))
-
-    def set_pooled_stats(self, mean: torch.Tensor, std: torch.Tensor) -> None:
-        """Standardise the pooled vector channel-wise: ``(pooled - mean) / std``."""
-        with torch.no_grad():
-            self.pool_mean.copy_(mean)
-            self.pool_std.copy_(std)
 
     def forward(
         self,
         x: torch.Tensor,
-        pooled: torch.Tensor | None,
         out_size: tuple[int, int],
         valid_frac: tuple[float, float] = (1.0, 1.0),
         base: torch.Tensor | None = None,
-        base_global: torch.Tensor | None = None,
     ):
         """Predict maps of size ``out_size`` (the unpadded image at ``output_stride``).
 
         Args:
             x: B x C x h x w assembled features (padded grid).
-            pooled: B x C_pool pooled vector (needed with a global branch).
             out_size: (H_out, W_out) of the unpadded image at the output stride.
             valid_frac: fraction of the padded grid's height/width that is image (1 without padding).
-            base, base_global: precomputed shortcut outputs for these rows (computed here when None).
+            base: precomputed shortcut outputs for these rows (computed here when None).
 
         Returns:
-            (maps B x out x H_out x W_out, global B x global_channels or None).
+            (maps B x out x H_out x W_out, None): the tasks' loss and evaluator take a global-output
+            slot, which no read-out fills.
         """
         if self.shortcut is not None and base is None:
             base = self.shortcut.maps(x, out_size, valid_frac)
-            base_global = self.shortcut.global_outputs(pooled)
-        y = g = None
+        y = None
         if self.body is not None:
             y = crop_to_output(self.head(self.body(x)), out_size, valid_frac)
-        if self.global_head is not None:
-            g = self.global_head((pooled - self.pool_mean) / self.pool_std)
         if base is not None:
             y = base.to(x.dtype) if y is None else y + base.to(y.dtype)
-        if base_global is not None:
-            g = base_global.to(x.dtype) if g is None else g + base_global.to(g.dtype)
         if y is None:
             raise RuntimeError("a 'linear' decoder needs its fitted shortcut (decoder.shortcut)")
-        return y, g
+        return y, None

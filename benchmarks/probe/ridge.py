@@ -270,38 +270,6 @@ def fit_ridge(stats: RidgeStats, alphas=(1e-6, 1e-4, 1e-2, 1.0), total: _Fold | 
     return RidgeFit(w.float(), b.float(), alpha, curve, r2)
 
 
-def fit_ridge_dual(x: torch.Tensor, y: torch.Tensor, alphas=(1e-6, 1e-4, 1e-2, 1.0)) -> RidgeFit:
-    """Ridge for few rows and many features (N << C), ``alpha`` chosen by exact leave-one-out error.
-
-    Same units as :func:`fit_ridge` (standardised, centred features; penalty ``alpha * N``).
-    """
-    x, y = x.double(), y.double()
-    n = x.shape[0]
-    if n < 2:
-        raise ValueError(f"ridge fit: need at least 2 rows, got {n}")
-    mx, my = x.mean(0), y.mean(0)
-    xc = x - mx
-    sd = _scales(xc.square().sum(0), n)
-    xs, yc = xc / sd, y - my
-    evals, u = torch.linalg.eigh(xs @ xs.T)
-    evals = evals.clamp_min(0)
-    uy = u.T @ yc
-    curve = {}
-    for a in sorted({float(v) for v in alphas} | {math.inf}):
-        shrink = torch.zeros_like(evals) if math.isinf(a) else evals / (evals + a * n)
-        hat_diag = (u.square() * shrink).sum(1) + 1.0 / n
-        resid = yc - u @ (shrink[:, None] * uy)
-        loo = resid / (1 - hat_diag).clamp_min(1e-12)[:, None]
-        curve[a] = float(loo.square().mean())
-    var = float(yc.square().mean())
-    alpha = _pick(curve, var)
-    coef = u @ (uy / (evals + alpha * n)[:, None]) if not math.isinf(alpha) else torch.zeros_like(yc)
-    w = xs.T @ coef / sd[:, None]
-    return RidgeFit(
-        w.float(), (my - mx @ w).float(), alpha, curve, 1 - curve[alpha] / var if var > 0 else None
-    )
-
-
 def _pick(curve: dict, var: float) -> float:
     """The alpha of least held-out error; near-ties (within 1e-9 of the target variance, i.e. at the
     rounding floor of the statistics, as when the targets are exactly linear) go to the smaller one."""

@@ -23,24 +23,19 @@ what the read-out leaves.
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import torch
 import torch.nn.functional as F
 
-from benchmarks.probe.batching import select
 from benchmarks.probe.decoders import crop_to_output, padded_size
 from benchmarks.probe.ridge import (
     PositionSums,
     RidgeFit,
     RidgeStats,
     fit_ridge,
-    fit_ridge_dual,
     within_positions,
 )
-
-_GRAM_CACHE: dict = {}
 
 
 def shortcut_factor(patch_size: int, output_stride: int) -> int:
@@ -77,15 +72,14 @@ class LinearShortcut:
             ``A = mask * t`` and ``B = mask``); its bias is unused when ``bias_map`` is given.
         r: shuffle factor.
         out_channels: output maps.
-        global_fit: ridge fit of the global outputs from the pooled vector, or None.
         bias_map: P x (fitted columns) per-position intercept ``my_p - mx_p W``.
         prior: a masked task's P x (out * r^2) train prior ``mu_p``: the prediction is
             ``A + mu_p (1 - B)``; None: the fitted columns are the prediction.
     """
 
-    def __init__(self, fit: RidgeFit, r: int, out_channels: int, global_fit: RidgeFit | None = None,
-                 bias_map: torch.Tensor | None = None, prior: torch.Tensor | None = None):
-        self.fit, self.r, self.out_channels, self.global_fit = fit, r, out_channels, global_fit
+    def __init__(self, fit: RidgeFit, r: int, out_channels: int, bias_map: torch.Tensor | None = None,
+                 prior: torch.Tensor | None = None):
+        self.fit, self.r, self.out_channels = fit, r, out_channels
         self.in_channels = fit.weight.shape[0]
         self.bias_map, self.prior = bias_map, prior
 
@@ -108,12 +102,10 @@ class LinearShortcut:
 
     def outputs(self, fs, out_size, device: str = "cpu") -> tuple[torch.Tensor, None]:
         """(maps on the host, None) of a :class:`~benchmarks.probe.features.FeatureSet` batch: the
-        streamed test pass's call (a read-out with a global branch is not streamed). The product runs
+        streamed test pass's call. The product runs
         on ``device`` (where the backbone ran)."""
         return self.maps(fs.feats.to(device), out_size, fs.valid_frac).cpu(), None
 
-    def global_outputs(self, pooled: torch.Tensor) -> torch.Tensor | None:
-        return None if self.global_fit is None else self.global_fit(pooled.float())
 
     def describe(self) -> dict:
         d = {"alpha": _json_alpha(self.fit.alpha), "heldout_r2": self.fit.val_r2, "shuffle": self.r}
@@ -121,8 +113,6 @@ class LinearShortcut:
             d["prior"] = "per output pixel (heldout_r2: of what that prior leaves)"
         if self.prior is not None:
             d["masked"] = "mask * t and the mask regressed; prediction mask * t + prior * (1 - mask)"
-        if self.global_fit is not None:
-            d.update(global_alpha=_json_alpha(self.global_fit.alpha), global_loo_r2=self.global_fit.val_r2)
         return d
 
 
@@ -172,95 +162,8 @@ def holdout_fold(n: int, every: int) -> torch.Tensor:
     return fold
 
 
-def _feature_grams(
-    features, folds: torch.Tensor, batch: int, product_dtype: torch.dtype = torch.float64
-) -> tuple[str, torch.Tensor, list, torch.Tensor]:
-    """(content key, channel mean, ``x^T x`` of each fold about that mean, per-position sums of the
-    shifted features per fold, folds x P x C) of the spatial features.
-
-    Each batch's product is computed in ``product_dtype`` and accumulated in float64. Cached by
-    content: the dense tasks share their images, hence their features.
-    """
-    f = features.feats
-    h = hashlib.sha256(f"{tuple(f.shape)}|{f.dtype}|{folds.tolist()}|{product_dtype}".encode())
-    h.update(f.detach().contiguous().cpu().reshape(-1).view(torch.uint8).numpy().tobytes())
-    key = h.hexdigest()
-    if key not in _GRAM_CACHE:
-        shift = f.double().mean(dim=(0, 2, 3))
-        grams = [torch.zeros(f.shape[1], f.shape[1], dtype=torch.float64, device=f.device) for _ in range(2)]
-        positions = PositionSums(f.shape[2] * f.shape[3], f.shape[1], 1)
-        for idx in _batches(folds, batch):
-            x = _rows(f[idx].double()) - shift
-            positions.update(x, None, fold=int(folds[idx[0]]))
-            x = x.to(product_dtype)
-            grams[int(folds[idx[0]])] += (x.T @ x).double()
-        _GRAM_CACHE.clear()
-        _GRAM_CACHE[key] = (shift, grams, positions.sx)
-    return (key, *_GRAM_CACHE[key])
-
-
-def _batches(folds: torch.Tensor, batch: int) -> list[torch.Tensor]:
-    """Row-index batches that never mix folds."""
-    out = []
-    for k in (0, 1):
-        idx = torch.nonzero(folds == k).flatten()
-        out += [idx[s : s + batch] for s in range(0, len(idx), batch)]
-    return out
-
-
-@torch.no_grad()
-def fit_shortcut(task, features, targets: dict, protocol, batch: int = 8, alphas=None) -> LinearShortcut:
-    """Fit ``task``'s read-out on the train ``features`` / ``targets`` under ``protocol``.
-
-    Args:
-        task: the :class:`~benchmarks.probe.tasks.ProbeTask`.
-        features: train :class:`~benchmarks.probe.features.FeatureSet`.
-        targets: the task's train targets.
-        protocol: the protocol (``ridge_alphas``, ``ridge_holdout_every``, output stride).
-        batch: images per accumulation step.
-        alphas: penalty grid instead of ``protocol.ridge_alphas`` (``()``: the infinite penalty
-            alone, i.e. the feature-free floor).
-
-    Returns:
-        The fitted :class:`LinearShortcut`.
-    """
-    stride = min(protocol.task(task.name).output_stride, features.patch_size)
-    r = shortcut_factor(features.patch_size, stride)
-    out_size = task.output_size(features.image_size, stride)
-    n, c, gh, gw = features.feats.shape
-    folds = holdout_fold(n, protocol.ridge_holdout_every)
-    product_dtype = getattr(torch, protocol.ridge_product_dtype)
-    key, shift, grams, pos_x = _feature_grams(features, folds, batch, product_dtype)
-    rr = r * r
-
-    def grid(idx):
-        return to_grid(task.linear_targets(select(targets, idx)), (gh, gw), r, out_size, features.valid_frac)
-
-    cols = readout_columns(task, rr)  # a masked task's mask * t and mask
-    stats = RidgeStats(c, cols, x_key=key, shift=shift, product_dtype=product_dtype)
-    positions = PositionSums(gh * gw, c, cols)
-    positions.sx = pos_x.to(positions.sx)
-    for idx in _batches(folds, batch):
-        x = _rows(features.feats[idx].float())
-        y = _rows(grid(idx))
-        stats.update(x, y, fold=int(folds[idx[0]]), gram=False)
-        positions.update(None, y, fold=int(folds[idx[0]]))
-    global_fit = None
-    if task.global_channels:
-        pooled = torch.cat(
-            [
-                features.batch(torch.arange(s, min(n, s + batch)), protocol.cls_concat)[1]
-                for s in range(0, n, batch)
-            ]
-        )
-        global_fit = fit_ridge_dual(pooled, task.global_targets(targets).float(), protocol.ridge_alphas)
-    return solve_readout(stats, positions, grams, shift, task.masked, r, task.out_channels, protocol,
-                         alphas, global_fit)
-
-
 def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torch.Tensor, masked: bool,
-                  r: int, out_channels: int, protocol, alphas=None, global_fit: RidgeFit | None = None
-                  ) -> LinearShortcut:
+                  r: int, out_channels: int, protocol, alphas=None) -> LinearShortcut:
     """The read-out from its accumulated sums: the penalty searched on the held-out fold, then refit.
 
     Args:
@@ -273,7 +176,6 @@ def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torc
         out_channels: output maps.
         protocol: the protocol (``ridge_alphas``).
         alphas: penalty grid instead of the protocol's (``()``: the floor alone).
-        global_fit: the global branch's fit, or None.
     """
     for k, xx in enumerate(grams):
         if stats.folds[k].n:
@@ -286,7 +188,7 @@ def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torc
     _, mx, my = positions.means()
     bias_map = my - (mx + shift.cpu()[None]) @ fit.weight.double().cpu()
     prior = masked_prior(positions.sy.sum(0), out_channels, r * r).float() if masked else None
-    return LinearShortcut(fit, r, out_channels, global_fit, bias_map.float(), prior)
+    return LinearShortcut(fit, r, out_channels, bias_map.float(), prior)
 
 
 class OnDemandOutputs:
@@ -301,12 +203,12 @@ class OnDemandOutputs:
     @torch.no_grad()
     def __call__(self, x: torch.Tensor, pooled: torch.Tensor):
         maps = self.shortcut.maps(x, self.out_size, self.valid_frac).half().float()
-        return maps, self.shortcut.global_outputs(pooled)
+        return maps, None
 
 
 @torch.no_grad()
 def precompute(shortcut: LinearShortcut, task, features, protocol, batch: int = 8):
-    """Shortcut outputs for every row of ``features``: (maps N x O x H x W float16, global N x G or None).
+    """Shortcut outputs for every row of ``features``: (maps N x O x H x W float16, None).
 
     Features read row by row from disk (not a tensor) get an :class:`OnDemandOutputs` instead.
     """
@@ -315,12 +217,8 @@ def precompute(shortcut: LinearShortcut, task, features, protocol, batch: int = 
     if not isinstance(features.feats, torch.Tensor):
         return OnDemandOutputs(shortcut, out_size, features.valid_frac)
     n = features.feats.shape[0]
-    maps, glob = [], []
+    maps = []
     for s in range(0, n, batch):
-        idx = torch.arange(s, min(n, s + batch))
-        x, pooled = features.batch(idx, protocol.cls_concat)
+        x, _ = features.batch(torch.arange(s, min(n, s + batch)), protocol.cls_concat)
         maps.append(shortcut.maps(x, out_size, features.valid_frac).half())
-        g = shortcut.global_outputs(pooled)
-        if g is not None:
-            glob.append(g)
-    return torch.cat(maps), (torch.cat(glob) if glob else None)
+    return torch.cat(maps), None

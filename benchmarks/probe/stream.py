@@ -334,9 +334,9 @@ class DecoderReadout:
     def outputs(self, fs: FeatureSet, out_size, device: str = "cpu"):
         """(maps, global outputs) on the host, computed on the decoder's device (``device`` unused)."""
         dev = next(self.decoder.parameters(), torch.zeros(())).device  # the decoder's own device
-        x, pooled = fs.batch(torch.arange(fs.feats.shape[0]), self.cls_concat)
-        maps, glob = self.decoder(x.to(dev), pooled.to(dev), out_size, fs.valid_frac)
-        return maps.cpu(), None if glob is None else glob.cpu()
+        x, _ = fs.batch(torch.arange(fs.feats.shape[0]), self.cls_concat)
+        maps, _ = self.decoder(x.to(dev), out_size, fs.valid_frac)
+        return maps.cpu(), None
 
 
 def score_group(loader, group, tasks: dict, stream, fits: dict, protocol,

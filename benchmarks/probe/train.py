@@ -20,34 +20,28 @@ from benchmarks.probe.batching import batch_indices, select
 from benchmarks.probe.decoders import ProbeDecoder
 from benchmarks.probe.optim import build_optimizer, lr_factor
 from benchmarks.probe.runkey import run_mismatch
-from benchmarks.probe.shortcut import OnDemandOutputs, fit_shortcut, precompute
+from benchmarks.probe.shortcut import OnDemandOutputs, precompute
 from sapiens2 import distributed as dist_utils
 from sapiens2.utils_io import atomic_write
 
 __all__ = [
     "batch_indices",
     "build_decoder",
-    "fit_task_shortcut",
     "forward",
     "lr_factor",
-    "pooled_stats",
     "select",
     "train_decoder",
 ]
 
 
-def build_decoder(
-    task, features, protocol, seed: int, targets: dict | None = None, shortcut=None
-) -> ProbeDecoder:
+def build_decoder(task, features, protocol, seed: int, shortcut=None) -> ProbeDecoder:
     """The task's decoder for ``features``, initialised from ``seed`` (same on every rank).
 
     With ``shortcut`` (a fitted :class:`~benchmarks.probe.shortcut.LinearShortcut`) it is attached and
-    the body's output layers start at zero. Without one, given ``targets`` (the train targets), the
-    global branch's bias starts at the task's train-set prior
-    (:meth:`~benchmarks.probe.tasks.ProbeTask.global_prior`, e.g. the mean log pointmap scale).
+    the body's output layer starts at zero.
     """
     settings = protocol.task(task.name)
-    in_ch, pooled_ch = features.channels(protocol.cls_concat)
+    in_ch, _ = features.channels(protocol.cls_concat)
     torch.manual_seed(seed)
     decoder = ProbeDecoder(
         settings.decoder,
@@ -58,34 +52,10 @@ def build_decoder(
         hidden=protocol.decoder_channels,
         min_hidden=protocol.decoder_min_channels,
         stage_stride=protocol.decoder_stage_stride,
-        pooled_channels=pooled_ch,
-        global_channels=task.global_channels,
         zero_init_output=shortcut is not None,
     )
     decoder.shortcut = shortcut
-    if decoder.global_head is not None:
-        decoder.set_pooled_stats(*pooled_stats(features, protocol))
-    prior = task.global_prior(targets) if targets is not None and shortcut is None else None
-    if prior is not None and decoder.global_head is not None:
-        with torch.no_grad():
-            decoder.global_head.bias.copy_(prior.to(decoder.global_head.bias))
     return decoder
-
-
-@torch.no_grad()
-def pooled_stats(features, protocol, eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-channel mean and std of the pooled decoder input over all rows of ``features``.
-
-    Channels that barely vary (std < 1e-3 x the median std) keep std 1 instead of being blown up.
-    """
-    n = features.feats.shape[0]
-    pooled = torch.cat(
-        [features.batch(torch.arange(s, min(n, s + 16)), protocol.cls_concat)[1] for s in range(0, n, 16)]
-    ).double()
-    mean = pooled.mean(0)
-    std = pooled.var(0, unbiased=False).add(eps).sqrt()
-    std = torch.where(std < 1e-3 * std.median(), torch.ones_like(std), std)
-    return mean.float(), std.float()
 
 
 def forward(decoder, task, features, idx, protocol, base=None):
@@ -99,19 +69,9 @@ def forward(decoder, task, features, idx, protocol, base=None):
     stride = min(protocol.task(task.name).output_stride, features.patch_size)
     out_size = task.output_size(features.image_size, stride)
     if base is None:
-        return decoder(x, pooled, out_size, features.valid_frac)
-    if isinstance(base, OnDemandOutputs):
-        maps, glob = base(x, pooled)
-    else:
-        maps, glob = base[0][idx].float(), None if base[1] is None else base[1][idx]
-    return decoder(x, pooled, out_size, features.valid_frac, base=maps, base_global=glob)
-
-
-def fit_task_shortcut(task, features, targets: dict, protocol):
-    """The protocol's linear shortcut for ``task`` (None with ``shortcut="none"``)."""
-    if protocol.shortcut != "ridge":
-        return None
-    return fit_shortcut(task, features, targets, protocol)
+        return decoder(x, out_size, features.valid_frac)
+    maps = base(x, pooled)[0] if isinstance(base, OnDemandOutputs) else base[0][idx].float()
+    return decoder(x, out_size, features.valid_frac, base=maps)
 
 
 def _read_checkpoint(path, device) -> dict | None:
@@ -144,8 +104,9 @@ def train_decoder(
 ) -> tuple[ProbeDecoder, dict]:
     """Train a fresh decoder (or resume it from ``ckpt_path``) for ``protocol.iterations`` iterations.
 
-    The linear shortcut is fitted first (or ``shortcut`` is used: it does not depend on the seed);
-    the body then trains on its residual. A ``"linear"`` decoder is the shortcut alone (no iterations).
+    The body trains on what ``shortcut`` (the closed-form read-out the train pass fitted,
+    :func:`~benchmarks.probe.stream.fit_group`; seed-independent) leaves; a ``"linear"`` decoder is the
+    shortcut alone (no iterations).
 
     Args:
         task: the :class:`~benchmarks.probe.tasks.ProbeTask`.
@@ -155,7 +116,7 @@ def train_decoder(
         seed: decoder initialisation and batch-order seed.
         ckpt_path: resumable checkpoint (written by rank 0 every ``ckpt_every`` iterations).
         desc: progress-bar label.
-        shortcut: a shortcut fitted by :func:`fit_task_shortcut` on these features (fitted here when None).
+        shortcut: the read-out fitted on these features (None only under ``shortcut="none"``).
         run: what identifies this training run (:func:`benchmarks.probe.runkey.run_identity`: protocol
             id, data, backbone and weights, task, seed); a checkpoint is resumed only when it was
             written for the same one (default: the task's ``{"protocol_id": ...}`` alone), otherwise it is
@@ -168,10 +129,11 @@ def train_decoder(
     if protocol.batch_size % world:
         raise ValueError(f"global batch size {protocol.batch_size} is not divisible by {world} processes")
     t0 = time.perf_counter()
-    if shortcut is None:
-        shortcut = fit_task_shortcut(task, features, targets, protocol)
+    if shortcut is None and protocol.shortcut == "ridge":
+        raise ValueError(f"{task.name} decoder: the protocol's shortcut is 'ridge' but no fitted read-out "
+                         "was given (fit it with benchmarks.probe.stream.fit_group)")
     info = {"shortcut": None if shortcut is None else shortcut.describe()}
-    decoder = build_decoder(task, features, protocol, seed, targets, shortcut).to(features.feats.device)
+    decoder = build_decoder(task, features, protocol, seed, shortcut).to(features.feats.device)
     if decoder.body is None:
         decoder.eval()
         return decoder, {

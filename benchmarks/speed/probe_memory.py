@@ -2,8 +2,7 @@
 
 Each configuration (path x backbone x input size x scenes) runs in its own subprocess, so its peak
 RSS is its own (``os.wait4``'s ``ru_maxrss``); wall and CPU time are measured there too. Paths:
-``stream`` is ``run_probe`` (the streamed spine: a batch of scenes at a time), ``memory`` is
-``run_probe(streamed=False)`` (whole splits in memory: v5's first path, the reference), ``forward``
+``stream`` is ``run_probe`` (the streamed spine: a batch of scenes at a time), ``forward``
 is the bare backbone forward over the very images the probe reads (the scenes and the pose crops of
 both splits, read beforehand and not timed): the physical limit the probe's cost is measured
 against. Each runs the default protocol (the closed-form linear read-out) at the given input size,
@@ -18,7 +17,7 @@ reported as such; the next larger n of the same path, backbone and size is then 
 
 Usage:
     .venv/bin/python benchmarks/speed/probe_memory.py [--n 64,256,1024] [--sizes 256x192,512x384,1024x768]
-        [--backbones pixels,sapiens2_cpu_small,gt-oracle] [--paths stream,memory,forward] [--json OUT.json]
+        [--backbones pixels,sapiens2_cpu_small,gt-oracle] [--paths stream,forward] [--json OUT.json]
     .venv/bin/python benchmarks/speed/probe_memory.py --n 8 --sizes 64x48   # a smoke run
 """
 
@@ -57,13 +56,13 @@ def run_child(cfg: dict) -> dict:
     work = Path(cfg["work"])
     if cfg["path"] == "forward":
         return bare_forward(cfg["backbone"], tasks, cfg["data"], protocol)
-    if cfg["path"] not in ("stream", "memory"):
-        raise ValueError(f"--paths {cfg['path']!r}: expected stream, memory or forward")
+    if cfg["path"] != "stream":
+        raise ValueError(f"--paths {cfg['path']!r}: expected stream or forward")
     from benchmarks.probe.api import run_probe
 
     t0, c0 = time.perf_counter(), time.process_time()
     paths = run_probe(cfg["backbone"], tasks, cfg["data"], work / "out", protocol=protocol,
-                      streamed=cfg["path"] == "stream", workers=int(cfg.get("workers", 0)))
+                      workers=int(cfg.get("workers", 0)))
     res = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "records": len(paths)}
     res["stages"] = stage_seconds(paths)
     if cfg.get("protocol") != "body":
@@ -201,7 +200,7 @@ def main() -> None:
     ap.add_argument("--n", default="64,256,1024", help="scenes per split, comma-separated")
     ap.add_argument("--sizes", default="256x192,512x384,1024x768", help="input sizes HxW")
     ap.add_argument("--backbones", default="pixels,sapiens2_cpu_small,gt-oracle")
-    ap.add_argument("--paths", default="stream", help="stream, memory and/or forward (comma-separated)")
+    ap.add_argument("--paths", default="stream", help="stream and/or forward (comma-separated)")
     ap.add_argument("--workers", type=int, default=0, help="data-loader workers of the stream path")
     ap.add_argument("--max-train", type=int, default=0, help="cap on train samples per task (0: all)")
     ap.add_argument("--max-test", type=int, default=0, help="cap on test samples per task (0: all)")
