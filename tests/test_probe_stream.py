@@ -29,7 +29,7 @@ def _protocol(**changes):
     return default_protocol().replace(input_size=(64, 48), bootstrap_resamples=100, **changes)
 
 
-def _split_rows(loader, group, stream, protocol):
+def _split_rows(loader, group, tasks, stream, protocol):
     """Per task of ``group``: (features N x P x C, grid targets N x P x O, geometry) of the whole split."""
     from benchmarks.probe.shortcut import _rows, to_grid
     from benchmarks.probe.stream import _Geometry
@@ -40,8 +40,8 @@ def _split_rows(loader, group, stream, protocol):
         b, c, h, w = fs.feats.shape
         xs.append(fs.feats.double().permute(0, 2, 3, 1).reshape(b, h * w, c))
         for t in group:
-            g = geoms.setdefault(t, _Geometry.of(loader.tasks[t], fs, protocol))
-            lt = loader.tasks[t].linear_targets(batch.targets[t])
+            g = geoms.setdefault(t, _Geometry.of(tasks[t], fs, protocol))
+            lt = tasks[t].linear_targets(batch.targets[t])
             y = to_grid(lt, g.grid, g.r, g.out_size, g.valid_frac)
             ys[t].append(_rows(y.double()).reshape(b, h * w, -1))
     return torch.cat(xs).numpy(), {t: torch.cat(v).numpy() for t, v in ys.items()}, geoms
@@ -63,8 +63,8 @@ def test_streamed_read_out_equals_a_naive_closed_form_reference():
     stream = GroundTruthStream(tasks, protocol, sigma=1.0)
     for group, test_group in scene_groups(train, test):
         fits, _ = fit_group(train, group, tasks, stream, protocol)
-        x, ys, geoms = _split_rows(train, group, stream, protocol)
-        xt, _, _ = _split_rows(test, test_group, stream, protocol)
+        x, ys, geoms = _split_rows(train, group, tasks, stream, protocol)
+        xt, _, _ = _split_rows(test, test_group, tasks, stream, protocol)
         for t in group:
             alpha, w, intercept = naive_readout(x, ys[t], protocol.ridge_holdout_every, protocol.ridge_alphas)
             fit = fits[t]

@@ -5,8 +5,7 @@ sums, the backbone's features into the feature store's disk cache, the targets i
 :class:`~benchmarks.probe.spill.TrainSpill`), then per seed every task's decoder trains on rows read
 back from disk (:func:`~benchmarks.probe.train.train_decoder`, unchanged: resumable, DDP-ready) and
 one test pass scores all of them (:func:`~benchmarks.probe.stream.score_group`). What stays in memory
-is a training batch, the decoders and the evaluators' per-image rows; the records equal the in-memory
-path's (``run_probe(streamed=False)``) to float tolerance.
+is a training batch, the decoders and the evaluators' per-image rows.
 """
 
 from __future__ import annotations
@@ -27,10 +26,9 @@ from benchmarks.probe.train import train_decoder
 
 
 def body_tasks(task_objs: dict, protocol) -> list[str]:
-    """The tasks whose trained body runs here: a trained decoder without a global branch (a global
-    branch fits a dual ridge over every train image's pooled vector, kept in memory)."""
-    return [t for t, task in task_objs.items()
-            if protocol.task(t).decoder != "linear" and not task.global_channels]
+    """The tasks whose read-out trains a body (any decoder but the closed-form ``"linear"``)."""
+    return [t for t in task_objs
+            if protocol.task(t).decoder != "linear"]
 
 
 def body_records(ctx, task_objs, train, test, stream, store, reference, plan, done, scratch) -> dict:
