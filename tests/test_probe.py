@@ -365,7 +365,8 @@ def test_shortcut_reproduces_oracle_features_exactly(name):
     fit crops do not span every heatmap direction a new crop can take)."""
     from _probe_toy import fit_readouts
 
-    from benchmarks.probe.stream import ReferenceStream, _Geometry
+    from benchmarks.probe.shortcut import ReadoutGeometry
+    from benchmarks.probe.stream import ReferenceStream
 
     protocol = quick_protocol()
     stream = ReferenceStream("oracle", protocol)
@@ -377,7 +378,7 @@ def test_shortcut_reproduces_oracle_features_exactly(name):
             continue
         for batch in loader.batches(loader.groups[0], 0, 1):
             tgt, feats = batch.targets[name], stream(batch, task)
-            geom = _Geometry.of(task, feats, protocol)
+            geom = ReadoutGeometry.of(task, feats, protocol)
             maps = shortcut.maps(feats.feats, geom.out_size, geom.valid_frac)
             # on the GT mask the read-out is the target (a masked task's is the train prior off it)
             want = task.linear_targets(tgt)[:, : task.out_channels]

@@ -31,8 +31,7 @@ def _protocol(**changes):
 
 def _split_rows(loader, group, tasks, stream, protocol):
     """Per task of ``group``: (features N x P x C, grid targets N x P x O, geometry) of the whole split."""
-    from benchmarks.probe.shortcut import _rows, to_grid
-    from benchmarks.probe.stream import _Geometry
+    from benchmarks.probe.shortcut import ReadoutGeometry, _rows, to_grid
 
     xs, ys, geoms = [], {t: [] for t in group}, {}
     for batch in loader.batches(group, 0, 1):
@@ -40,7 +39,7 @@ def _split_rows(loader, group, tasks, stream, protocol):
         b, c, h, w = fs.feats.shape
         xs.append(fs.feats.double().permute(0, 2, 3, 1).reshape(b, h * w, c))
         for t in group:
-            g = geoms.setdefault(t, _Geometry.of(tasks[t], fs, protocol))
+            g = geoms.setdefault(t, ReadoutGeometry.of(tasks[t], fs, protocol))
             lt = tasks[t].linear_targets(batch.targets[t])
             y = to_grid(lt, g.grid, g.r, g.out_size, g.valid_frac)
             ys[t].append(_rows(y.double()).reshape(b, h * w, -1))

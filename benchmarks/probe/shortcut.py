@@ -24,6 +24,7 @@ what the read-out leaves.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -41,6 +42,32 @@ from benchmarks.probe.ridge import (
 def shortcut_factor(patch_size: int, output_stride: int) -> int:
     """Output pixels per feature position along each axis: ``ceil(patch / output_stride)`` (>= 1)."""
     return max(1, math.ceil(patch_size / output_stride - 1e-9))
+
+
+@dataclass(frozen=True)
+class ReadoutGeometry:
+    """Where a task's read-out outputs sit on a feature grid: the one place the output size is derived.
+
+    Attributes:
+        grid: (h, w) feature positions.
+        r: output pixels per feature position along each axis (:func:`shortcut_factor`).
+        stride: the output stride (the task's, but never coarser than the features').
+        out_size: (H_out, W_out) of the unpadded image at ``stride``.
+        valid_frac: fraction of the padded grid's height and width that is image.
+    """
+
+    grid: tuple[int, int]
+    r: int
+    stride: int
+    out_size: tuple[int, int]
+    valid_frac: tuple[float, float]
+
+    @classmethod
+    def of(cls, task, features, protocol) -> ReadoutGeometry:
+        """The geometry of ``task``'s read-out on a :class:`~benchmarks.probe.features.FeatureSet`."""
+        stride = min(protocol.task(task.name).output_stride, features.patch_size)
+        return cls(tuple(features.feats.shape[-2:]), shortcut_factor(features.patch_size, stride), stride,
+                   tuple(task.output_size(features.image_size, stride)), tuple(features.valid_frac))
 
 
 def to_grid(y: torch.Tensor, grid: tuple[int, int], r: int, out_size, valid_frac) -> torch.Tensor:
@@ -212,8 +239,7 @@ def precompute(shortcut: LinearShortcut, task, features, protocol, batch: int = 
 
     Features read row by row from disk (not a tensor) get an :class:`OnDemandOutputs` instead.
     """
-    stride = min(protocol.task(task.name).output_stride, features.patch_size)
-    out_size = task.output_size(features.image_size, stride)
+    out_size = ReadoutGeometry.of(task, features, protocol).out_size
     if not isinstance(features.feats, torch.Tensor):
         return OnDemandOutputs(shortcut, out_size, features.valid_frac)
     n = features.feats.shape[0]

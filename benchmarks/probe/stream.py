@@ -36,10 +36,10 @@ from benchmarks.probe.reference import floor_features, oracle_features
 from benchmarks.probe.ridge import PositionSums, RidgeStats, clear_shared
 from benchmarks.probe.shortcut import (
     LinearShortcut,
+    ReadoutGeometry,
     _rows,
     holdout_fold,
     readout_columns,
-    shortcut_factor,
     solve_readout,
     to_grid,
 )
@@ -98,22 +98,6 @@ class ReferenceStream:
 
 
 @dataclass
-class _Geometry:
-    """Where a task's read-out outputs sit on a feature grid."""
-
-    grid: tuple[int, int]
-    r: int
-    out_size: tuple[int, int]
-    valid_frac: tuple[float, float]
-
-    @classmethod
-    def of(cls, task, fs: FeatureSet, protocol) -> _Geometry:
-        stride = min(protocol.task(task.name).output_stride, fs.patch_size)
-        return cls(tuple(fs.feats.shape[-2:]), shortcut_factor(fs.patch_size, stride),
-                   task.output_size(fs.image_size, stride), fs.valid_frac)
-
-
-@dataclass
 class _FeatureSums:
     """One feature stream's shared sums: Gram per fold and per-position feature sums (shifted)."""
 
@@ -166,7 +150,7 @@ class _FeatureSums:
 class _TaskSums:
     """One task's read-out sums (``x^T y``, target sums per fold and per position)."""
 
-    def __init__(self, task, geom: _Geometry, feats: _FeatureSums, channels: int):
+    def __init__(self, task, geom: ReadoutGeometry, feats: _FeatureSums, channels: int):
         self.task, self.geom, self.feats = task, geom, feats
         self.rr = geom.r * geom.r
         cols = readout_columns(task, self.rr)  # a masked task's mask * t and mask
@@ -267,7 +251,7 @@ def fit_group(
     sums = {}
     for k in keys:
         for t in readers[k]:
-            geom = _Geometry.of(tasks[t], first_fs[k], protocol)
+            geom = ReadoutGeometry.of(tasks[t], first_fs[k], protocol)
             sums[t] = _TaskSums(tasks[t], geom, streams[k], first_fs[k].feats.shape[1])
     bar = tqdm(total=n, desc=desc, unit="img", disable=rank != 0, leave=False, mininterval=1.0)
     t_data = time.perf_counter()
@@ -366,7 +350,7 @@ def score_group(loader, group, tasks: dict, stream, fits: dict, protocol,
         times.forward_s += t1 - t0
         for t in evaluators:
             fs = feats[keys[0] if stream.shared else t]
-            geom = _Geometry.of(tasks[t], fs, protocol)
+            geom = ReadoutGeometry.of(tasks[t], fs, protocol)
             maps, glob = fits[t].outputs(fs, geom.out_size, device)
             tasks[t].update_evaluator(evaluators[t], maps, glob, batch.targets[t], batch.index)
         times.test_s += time.perf_counter() - t1

@@ -20,7 +20,7 @@ from benchmarks.probe.batching import batch_indices, select
 from benchmarks.probe.decoders import ProbeDecoder
 from benchmarks.probe.optim import build_optimizer, lr_factor
 from benchmarks.probe.runkey import run_mismatch
-from benchmarks.probe.shortcut import OnDemandOutputs, precompute
+from benchmarks.probe.shortcut import OnDemandOutputs, ReadoutGeometry, precompute
 from sapiens2 import distributed as dist_utils
 from sapiens2.utils_io import atomic_write
 
@@ -48,7 +48,7 @@ def build_decoder(task, features, protocol, seed: int, shortcut=None) -> ProbeDe
         in_ch,
         task.out_channels,
         features.patch_size,
-        min(settings.output_stride, features.patch_size),
+        ReadoutGeometry.of(task, features, protocol).stride,
         hidden=protocol.decoder_channels,
         min_hidden=protocol.decoder_min_channels,
         stage_stride=protocol.decoder_stage_stride,
@@ -66,8 +66,7 @@ def forward(decoder, task, features, idx, protocol, base=None):
     :func:`~benchmarks.probe.shortcut.precompute`); without it the decoder computes its shortcut itself.
     """
     x, pooled = features.batch(idx, protocol.cls_concat)
-    stride = min(protocol.task(task.name).output_stride, features.patch_size)
-    out_size = task.output_size(features.image_size, stride)
+    out_size = ReadoutGeometry.of(task, features, protocol).out_size
     if base is None:
         return decoder(x, out_size, features.valid_frac)
     maps = base(x, pooled)[0] if isinstance(base, OnDemandOutputs) else base[0][idx].float()
