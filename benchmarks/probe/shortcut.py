@@ -189,8 +189,8 @@ def holdout_fold(n: int, every: int) -> torch.Tensor:
     return fold
 
 
-def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torch.Tensor, masked: bool,
-                  r: int, out_channels: int, protocol, alphas=None) -> LinearShortcut:
+def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torch.Tensor, task, r: int,
+                  protocol, alphas=None) -> LinearShortcut:
     """The read-out from its accumulated sums: the penalty searched on the held-out fold, then refit.
 
     Args:
@@ -198,9 +198,9 @@ def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torc
         positions: its :class:`PositionSums` (the shared per-position feature sums in ``sx``).
         grams: ``x^T x`` of each fold about ``shift`` (shared by the tasks that read the same features).
         shift: the channel shift of every feature sum.
-        masked: the targets are a masked task's ``[mask * t, mask]`` (the read-out adds its prior).
+        task: the :class:`~benchmarks.probe.tasks.ProbeTask` (its output maps; a masked task's targets
+            are ``[mask * t, mask]`` and its read-out adds the prior).
         r: shuffle factor.
-        out_channels: output maps.
         protocol: the protocol (``ridge_alphas``).
         alphas: penalty grid instead of the protocol's (``()``: the floor alone).
     """
@@ -214,8 +214,9 @@ def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torc
     fit = fit_ridge(within, alphas, total=total)
     _, mx, my = positions.means()
     bias_map = my - (mx + shift.cpu()[None]) @ fit.weight.double().cpu()
-    prior = masked_prior(positions.sy.sum(0), out_channels, r * r).float() if masked else None
-    return LinearShortcut(fit, r, out_channels, bias_map.float(), prior)
+    k = task.out_channels
+    prior = masked_prior(positions.sy.sum(0), k, r * r).float() if task.masked else None
+    return LinearShortcut(fit, r, k, bias_map.float(), prior)
 
 
 class OnDemandOutputs:

@@ -177,8 +177,8 @@ class _TaskSums:
 
     def solve(self, protocol, alphas=None) -> LinearShortcut:
         self.positions.sx = self.feats.positions.sx.to(self.positions.sx)
-        return solve_readout(self.stats, self.positions, self.feats.grams, self.feats.shift,
-                             self.task.masked, self.geom.r, self.task.out_channels, protocol, alphas)
+        return solve_readout(self.stats, self.positions, self.feats.grams, self.feats.shift, self.task,
+                             self.geom.r, protocol, alphas)
 
 
 # below this many feature channels the syrk Gram and the block-sparse x^T y gained nothing measurable in
