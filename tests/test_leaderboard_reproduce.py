@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from benchmarks.cli.main import main
 from leaderboard.report_md import fmt
-from leaderboard.results import load_records, make_record, read_record
+from sapiens2.records.results import load_records, make_record, read_record
 
 TINY = {"sapiens2_0.4b": {"embed_dims": 32, "num_layers": 2, "num_heads": 2, "feedforward_channels": 64}}
 INPUT = (64, 48)
