@@ -76,6 +76,7 @@ def resolve_config(task: str, config: str | None = None, arch: str | None = None
     Raises:
         ValueError / KeyError: nothing to build from, an unknown arch, or a config of another task.
     """
+    get_task(task).require_model("building its task model")
     estimator = get_task(task).estimator
     if config:
         path = Path(config)
