@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from evaluators.metric_decl import MetricDecl
+from evaluators.registry import EVALUATORS, build_evaluator
 from sapiens2.records.declared import declared_tasks, headline_of, task_decls
 from sapiens2.tasks import get_task, task_names
 
@@ -107,7 +108,6 @@ def _view(task: str) -> _TaskView | None:
     task table, the declarations its records carry (None: neither)."""
     if task not in task_names():
         return _declared_view(task)
-    from evaluators.registry import EVALUATORS, build_evaluator
 
     EVALUATORS.import_from_location()
     spec = get_task(task)

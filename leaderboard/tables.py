@@ -24,6 +24,7 @@ from leaderboard.catalog import (
     is_nonfinite_count,
 )
 from leaderboard.merge import dataset_labels, dedupe_records, model_name_key
+from leaderboard.paper import MAPPED_TABLES
 from leaderboard.rowinfo import REFERENCE_KINDS, record_intervals, record_provenance
 from sapiens2.records.view import Record, record_views
 
@@ -298,8 +299,6 @@ def paper_tables(reported: pd.DataFrame) -> list[GroupTable]:
     Returns:
         Tables of reported rows only, each with ``paper_table`` set.
     """
-    from leaderboard.paper import MAPPED_TABLES
-
     if reported is None or not len(reported):
         return []
     long = combine(pd.DataFrame(columns=LONG_COLUMNS), reported)
