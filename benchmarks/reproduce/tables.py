@@ -288,10 +288,11 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
     import torch
 
     from benchmarks.reproduce.evaluate import updates, vocabulary_adapter
+    from evaluators.metric_decl import record_declarations
     from evaluators.registry import build_evaluator
     from evaluators.runner import run_evaluation
     from sapiens2.datasets.split import open_split, split_info
-    from sapiens2.records.results import dataset_content_hash, make_record, write_record
+    from sapiens2.records.results import dataset_content_hash, flatten_metrics, make_record, write_record
     from sapiens2.tasks import get_task
 
     input_size = tuple(input_size or official_input(job.size))
@@ -341,6 +342,8 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
         seeds=[],
         timings={"load_s": load_s, "eval_s": eval_s},
         device=device,
+        metric_decls=record_declarations(evaluator.declared_metrics(), flatten_metrics(result.metrics)[0],
+                                         get_task(job.task).headline),
     )
     return write_record(Path(out_dir) / job.model_name / f"{job.task}.json", rec)
 
