@@ -219,3 +219,16 @@ def test_a_record_of_an_unknown_task_needs_its_declarations_and_old_records_stil
     del old["schema_minor"]
     old["record_hash"] = record_hash(old)
     assert validate(old) == []
+
+
+def test_a_task_without_a_model_is_refused_by_predict_with_a_reason(tmp_path, capsys):
+    from sapiens2.inference import resolve_config
+
+    try:
+        with pytest.raises(SystemExit):
+            main(["--include", str(EXAMPLE), "predict", "--task", "depth", "--random-weights", "a.png"])
+        assert "invalid choice: 'depth'" in capsys.readouterr().err
+        with pytest.raises(ValueError, match="task 'depth' has no task model"):
+            resolve_config("depth", arch="sapiens2_0.4b")
+    finally:
+        unload_depth()

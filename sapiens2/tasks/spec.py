@@ -181,6 +181,11 @@ def task_names(dense: bool | None = None) -> tuple[str, ...]:
     return tuple(n for n, s in _TABLE.items() if dense is None or s.dense == dense)
 
 
+def model_task_names() -> tuple[str, ...]:
+    """Names of the registered tasks with a task model (``predict`` and ``convert`` run those alone)."""
+    return tuple(n for n, s in _TABLE.items() if s.has_model)
+
+
 def get_task(name: str) -> TaskSpec:
     """The spec of task ``name``.
 
