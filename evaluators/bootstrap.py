@@ -24,6 +24,8 @@ from collections.abc import Iterable
 import numpy as np
 import torch
 
+from sapiens2.tasks import get_task, task_names
+
 
 def resample_indices(n: int, resamples: int = 1000, seed: int = 0) -> np.ndarray:
     """``resamples x n`` int64 image positions drawn with replacement (fixed seed).
@@ -129,8 +131,6 @@ class BootstrapMixin:
 
     def default_bootstrap_metrics(self) -> list[str]:
         """The task's headline metric (``sapiens2.tasks``), else every supported key."""
-        from sapiens2.tasks import get_task, task_names
-
         if self.task in task_names():
             return [get_task(self.task).headline]
         return list(self.bootstrap_keys)

@@ -25,6 +25,8 @@ from evaluators.registry import build_evaluator
 from evaluators.runner import dense_update, run_evaluation
 from sapiens2.datasets import io
 from sapiens2.tasks import get_task
+from sapiens2.vocab import VocabError, label_set
+from sapiens2.vocab_mapping import label_mapping, remap_labels
 
 
 def default_mask(task: str, gt: torch.Tensor) -> torch.Tensor:
@@ -82,9 +84,6 @@ def load_pair(task: str, item, num_classes: int | None = None, ignore_index: int
     spec = get_task(task)
     if spec.feed.kind == "labels":
         if pred_map is not None:
-            from sapiens2.vocab import VocabError, label_set
-            from sapiens2.vocab_mapping import remap_labels
-
             mapping, unmapped = pred_map
             src = label_set(mapping.source)
             pred, is_labels = io.read_seg_prediction(pred_p, src.num_classes, src.ignore_index)
@@ -201,8 +200,6 @@ def evaluate_folders(task: str, pred_dir, gt_dir, mask_dir=None, *, batch_size: 
     ignore_index = getattr(ev, "ignore_index", None)
     pred_map = None
     if pred_label_set is not None:
-        from sapiens2.vocab_mapping import label_mapping
-
         target = evaluator_kwargs.get("label_set") or "sapiens2_29"
         pred_map = (label_mapping(pred_label_set, target), unmapped)
         ev.conventions["pred_label_set"] = f"{pred_map[0].source} -> {pred_map[0].target} (declared map)"

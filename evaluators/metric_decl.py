@@ -161,3 +161,40 @@ def expand_decls(
 def count_decl(key: str, label: str = "", unit: str = "count") -> MetricDecl:
     """A declared value that is not a score (a count or a setting): undirected and not shown."""
     return MetricDecl(key, label or key, None, unit=unit, shown=False)
+
+
+def record_declarations(decls: tuple[MetricDecl, ...], metrics: Mapping[str, object],
+                        headline: str) -> dict[str, dict]:
+    """The ``metric_decls`` field of a result record: the concrete declaration of each of its metrics.
+
+    A record carries what its metrics mean (as lm-evaluation-harness's results carry
+    ``higher_is_better``), so a reader without the task's code (a plug-in task's records read by
+    ``leaderboard build`` or ``compare``) still knows each label, unit, display scale, direction and
+    interval, and which metric heads the task.
+
+    Args:
+        decls: the evaluator's concrete declarations (:func:`expand_decls`, ``declared_metrics()``).
+        metrics: the record's metrics (only their declarations are written).
+        headline: the task's headline metric (``TaskSpec.headline``; a key or another name of one).
+
+    Example:
+        >>> d = (MetricDecl("mae", "MAE x1e-2", False, unit="data range", scale=100.0, headline_ok=True),)
+        >>> record_declarations(d, {"mae": 0.1}, "mae")["mae"]["scale"]
+        100.0
+    """
+    out = {}
+    for d in decls:
+        names = (d.key, d.board_name, *d.aliases)
+        key = next((n for n in names if n in metrics), None)
+        if key is None:
+            continue
+        entry = {"label": d.label, "higher_is_better": d.higher_is_better, "unit": d.unit,
+                 "scale": float(d.scale), "interval": bool(d.interval), "headline_ok": bool(d.headline_ok),
+                 "shown": bool(d.shown), "summary": bool(d.summary)}
+        if headline in names:
+            entry["headline"] = True
+        entry.update({k: v for k, v in (("name", d.name), ("note", d.note)) if v})
+        if d.aliases:
+            entry["aliases"] = list(d.aliases)
+        out[key] = entry
+    return out

@@ -14,7 +14,11 @@ import math
 import re
 from pathlib import Path
 
+from evaluators.albedo import AlbedoEvaluator
+from evaluators.normal import NormalEvaluator
+from evaluators.pointmap import PointmapEvaluator
 from evaluators.pose.parity import run_codec_case, run_pose_case
+from evaluators.seg import SegEvaluator
 from sapiens2.parity.runner import CaseResult
 
 __all__ = ["run_codec_case", "run_metric_case"]
@@ -52,11 +56,6 @@ def _need(data: dict, keys: tuple[str, ...], case: dict) -> list:
 
 def _evaluate(case: dict, root: Path) -> dict:
     """Run our evaluator on a dense case's inputs; returns ``compute()``."""
-    from evaluators.albedo import AlbedoEvaluator
-    from evaluators.normal import NormalEvaluator
-    from evaluators.pointmap import PointmapEvaluator
-    from evaluators.seg import SegEvaluator
-
     task = case.get("task")
     opts = case.get("official_evaluator") or {}
     data = _load_inputs(case, root)

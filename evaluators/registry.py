@@ -31,6 +31,9 @@ from pathlib import Path
 from mmengine.registry import METRICS as MM_METRICS
 from mmengine.registry import Registry
 
+from sapiens2.errors import UnknownNameError
+from sapiens2.tasks import get_task, task_names
+
 _PACKAGE = Path(__file__).resolve().parent
 _DECORATOR = "@EVALUATORS.register_module("
 
@@ -63,9 +66,6 @@ def evaluator_class(name: str) -> type:
     Raises:
         sapiens2.errors.UnknownNameError: neither a task nor a registered evaluator type.
     """
-    from sapiens2.errors import UnknownNameError
-    from sapiens2.tasks import get_task, task_names
-
     EVALUATORS.import_from_location()
     type_name = get_task(name).evaluator if name in task_names() else name
     cls = EVALUATORS.get(type_name) if isinstance(type_name, str) else None
@@ -84,7 +84,5 @@ def build_evaluator(name: str, **kwargs):
     Returns:
         The evaluator.
     """
-    from sapiens2.tasks import get_task, task_names
-
     base = dict(get_task(name).evaluator_kwargs) if name in task_names() else {}
     return evaluator_class(name)(**{**base, **kwargs})

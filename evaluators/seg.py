@@ -28,6 +28,8 @@ from evaluators.base import Evaluator
 from evaluators.dense_common import as_tensor, check_bchw, masked_bincount, resize_to
 from evaluators.metric_decl import MetricDecl, count_decl
 from evaluators.registry import EVALUATORS
+from sapiens2.reference import seg_classes29
+from sapiens2.vocab import label_set as _label_set
 
 PER_CLASS_METRICS = ("IoU", "Acc", "Dice", "Fscore", "Precision", "Recall")
 
@@ -220,8 +222,6 @@ class SegEvaluator(Evaluator):
     ) -> None:
         super().__init__()
         if label_set is not None:
-            from sapiens2.vocab import label_set as _label_set
-
             ls = _label_set(label_set)
             if num_classes not in (29, ls.num_classes):
                 raise ValueError(
@@ -240,8 +240,6 @@ class SegEvaluator(Evaluator):
         if class_names is None:
             class_names = [str(i) for i in range(num_classes)]
             if num_classes == 29:
-                from sapiens2.reference import seg_classes29
-
                 class_names = [c["name"] for c in seg_classes29()["classes"]]
         if len(class_names) != num_classes:
             raise ValueError(f"class_names: expected {num_classes} names, got {len(class_names)}")

@@ -6,7 +6,7 @@ from :mod:`sapiens2.records`, which holds the record format and its typed view `
 ``leaderboard.build``: ``build_site`` (Markdown + self-contained HTML from Jinja2 templates + figures).
 """
 
-from leaderboard.results import RecordError, load_records, make_record, read_record, write_record
+from sapiens2.records.results import RecordError, load_records, make_record, read_record, write_record
 from sapiens2.records.schema import SCHEMA_VERSION
 
 __all__ = ["RecordError", "SCHEMA_VERSION", "load_records", "make_record", "read_record", "write_record"]

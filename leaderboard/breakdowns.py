@@ -14,6 +14,7 @@ from leaderboard.catalog import task_metrics
 from leaderboard.merge import model_name_key
 from leaderboard.tables import GroupTable
 from sapiens2.records.view import Record, record_views
+from sapiens2.reference import seg_classes29
 
 NA = "n/a"
 #: breakdowns of these tasks are fractions; the report shows them in percent
@@ -21,8 +22,6 @@ PERCENT_TASKS = ("seg",)
 
 
 def _seg_class_names() -> dict[str, str]:
-    from sapiens2.reference import seg_classes29
-
     return {str(c["id"]): c["name"] for c in seg_classes29()["classes"]}
 
 

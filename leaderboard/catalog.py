@@ -21,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from evaluators.metric_decl import MetricDecl
+from evaluators.registry import EVALUATORS, build_evaluator
+from sapiens2.records.declared import declared_tasks, headline_of, task_decls
 from sapiens2.tasks import get_task, task_names
 
 
@@ -60,22 +63,58 @@ def _spec(d) -> MetricSpec:
     return MetricSpec(d.board_name, d.label, bool(d.higher_is_better), d.scale, d.headline_ok, d.note)
 
 
-def _view(task: str) -> _TaskView | None:
-    """The declarations of ``task``'s evaluator under its official settings (None: not a task)."""
-    if task not in task_names():
+def board_tasks() -> tuple[str, ...]:
+    """The tasks a report can show: the task table's, then those only records declare (a plug-in task's
+    records read without its code, :mod:`sapiens2.records.declared`), in the order first read."""
+    table = task_names()
+    return table + tuple(t for t in declared_tasks() if t not in table)
+
+
+def _make_view(source: tuple, decls: tuple) -> _TaskView:
+    names = {d.key: d.board_name for d in decls}
+    names.update({a: d.board_name for d in decls for a in d.aliases})
+    shown = tuple(_spec(d) for d in decls if d.shown and d.higher_is_better is not None)
+    return _TaskView(source, decls, shown, names)
+
+
+def _declared_view(task: str) -> _TaskView | None:
+    """The view of a task known only from its records' declarations (None: no record declared it)."""
+    declared = task_decls(task)
+    if not declared:
         return None
-    from evaluators.registry import EVALUATORS, build_evaluator
+    view = _VIEWS.get(task)
+    if view is None or view.source != (None, declared):
+        decls = tuple(MetricDecl(d.key, d.label, d.higher_is_better, unit=d.unit, scale=d.scale,
+                                 bootstrapped=d.interval, interval=d.interval, headline_ok=d.headline_ok,
+                                 summary=d.summary, shown=d.shown, name=d.name, aliases=d.aliases,
+                                 note=d.note)
+                      for d in declared)
+        view = _VIEWS[task] = _make_view((None, declared), decls)
+    return view
+
+
+def _headline_name(task: str) -> str:
+    """The headline metric of ``task``: its spec's, or the one its records declare (a task not loaded)."""
+    if task in task_names():
+        return get_task(task).headline
+    declared = headline_of(task)
+    if declared is None:
+        raise ValueError(f"task {task!r}: not in the task table, and no record of it declares a headline")
+    return declared.key
+
+
+def _view(task: str) -> _TaskView | None:
+    """The declarations of ``task``'s evaluator under its official settings, or, for a task not in the
+    task table, the declarations its records carry (None: neither)."""
+    if task not in task_names():
+        return _declared_view(task)
 
     EVALUATORS.import_from_location()
     spec = get_task(task)
     source = (spec, EVALUATORS.module_dict.get(spec.evaluator))
     view = _VIEWS.get(task)
     if view is None or view.source[0] is not source[0] or view.source[1] is not source[1]:
-        decls = build_evaluator(task).declared_metrics()
-        names = {d.key: d.board_name for d in decls}
-        names.update({a: d.board_name for d in decls for a in d.aliases})
-        shown = tuple(_spec(d) for d in decls if d.shown and d.higher_is_better is not None)
-        view = _VIEWS[task] = _TaskView(source, decls, shown, names)
+        view = _VIEWS[task] = _make_view(source, build_evaluator(task).declared_metrics())
     return view
 
 
@@ -86,10 +125,11 @@ def task_metrics(task: str) -> list[MetricSpec]:
 
 
 class _PerTask(Mapping):
-    """``{task: task_metrics(task)}`` over the task table as it is when read (tasks added later too)."""
+    """``{task: task_metrics(task)}`` over the task table as it is when read (tasks added later too); a
+    task only records declare is looked up too (:func:`board_tasks`), but not listed."""
 
     def __getitem__(self, task: str) -> list[MetricSpec]:
-        if task not in task_names():
+        if task not in board_tasks():
             raise KeyError(task)
         return task_metrics(task)
 
@@ -111,7 +151,9 @@ def headline_metric(task: str) -> MetricSpec:
         ValueError: the evaluator declares no such metric, or declares it unable to head a table.
     """
     view = _view(task)
-    head = get_task(task).headline
+    if view is None:
+        raise ValueError(f"task {task!r}: not in the task table, and no record of it declares its metrics")
+    head = _headline_name(task)
     name = view.names.get(head, head)
     for d in view.decls:
         if d.board_name == name:

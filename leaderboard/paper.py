@@ -27,6 +27,7 @@ from functools import lru_cache
 import pandas as pd
 
 from leaderboard.catalog import canonical_model_key, task_metrics
+from sapiens2.records.view import protocol_key as record_protocol_key
 from sapiens2.reference import paper_results_path
 
 #: protocol id of the paper's (unpublished) Table 2 probing protocol; never ranked with ours.
@@ -87,8 +88,6 @@ def protocol_key(kind: str, protocol_id: str | None) -> str:
 
     One rule for records and the paper's rows alike: :func:`sapiens2.records.view.protocol_key`.
     """
-    from sapiens2.records.view import protocol_key as record_protocol_key
-
     return record_protocol_key(kind, protocol_id)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from leaderboard.catalog import headline_ok_metrics
+from leaderboard.report_view import fmt_params
 from leaderboard.tables import GroupTable
 
 #: colour, hatch and legend label of each kind of row
@@ -170,8 +171,6 @@ def _errors(t: GroupTable, label: str, rows: pd.DataFrame) -> np.ndarray | None:
 def _param_ticks(ax, params: pd.Series) -> None:
     """Readable log-axis ticks (0.11B, 22M): decades over a wide range, the data values otherwise."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
-
-    from leaderboard.report_view import fmt_params
 
     lo, hi = float(params.min()), float(params.max())
     if np.floor(np.log10(hi)) - np.ceil(np.log10(lo)) < 1:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import base64
 from functools import lru_cache
 
+from leaderboard.report_md import neutralise_controls
+
 CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
        "base-uri 'none'; form-action 'none'")
 
@@ -48,7 +50,5 @@ def build_html(page: dict) -> str:
     Returns:
         HTML text (UTF-8), fully self-contained.
     """
-    from leaderboard.report_md import neutralise_controls
-
     # autoescape leaves control and bidi characters as they are: they are shown as [U+XXXX]
     return neutralise_controls(environment().get_template("page.html").render(csp=CSP, **page))

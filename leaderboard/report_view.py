@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from leaderboard.catalog import metric_note, summary_metrics
+from leaderboard.catalog import board_tasks, metric_note, summary_metrics
 from leaderboard.protocols import ProtocolInfo, paper_protocol_info
 from leaderboard.rowinfo import KIND_LABELS, REFERENCE_KINDS, SOURCE_LABELS, has_pretrained_row
 from leaderboard.tables import GroupTable
-from sapiens2.tasks import task_names
 
 NO_PRETRAINED = (
     "No measured backbone row in this report records pretrained weights (model.weights or "
@@ -238,7 +237,7 @@ def summary_views(long: pd.DataFrame, infos: dict[str, ProtocolInfo]) -> list[Ta
     some column is a random initialisation says why that can happen (:data:`RANDOM_FIRST`).
     """
     mine = long[long["source"] == "reproduced"]
-    tasks = [t for t in task_names() if summary_metrics(t)]  # the table as it is now (tasks added late too)
+    tasks = [t for t in board_tasks() if summary_metrics(t)]  # the table now, and tasks records declare
     views = []
     for n, (fam, pkeys) in enumerate(_families(mine, infos).items()):
         g = mine[mine["protocol_key"].isin(pkeys)]
@@ -314,7 +313,7 @@ def _summary_table(n: int, fam: tuple, pkeys: list[str], g: pd.DataFrame, specs,
 
 
 def _task_index(task: str) -> int:
-    names = list(task_names())
+    names = list(board_tasks())
     return names.index(task) if task in names else len(names)
 
 

@@ -17,15 +17,16 @@ import pandas as pd
 from leaderboard.catalog import (
     TASK_METRICS,
     MetricSpec,
+    board_tasks,
     canonical_metric,
     headline_metric,
     headline_ok_metrics,
     is_nonfinite_count,
 )
 from leaderboard.merge import dataset_labels, dedupe_records, model_name_key
+from leaderboard.paper import MAPPED_TABLES
 from leaderboard.rowinfo import REFERENCE_KINDS, record_intervals, record_provenance
 from sapiens2.records.view import Record, record_views
-from sapiens2.tasks import task_names
 
 LONG_COLUMNS = [
     "source", "table", "model", "model_key", "params", "task", "protocol_kind", "protocol_id",
@@ -34,7 +35,12 @@ LONG_COLUMNS = [
     "kind", "n", "commit", "weights_sha", "weights", "created", "ci_low", "ci_high", "ci_desc",
 ]
 _JOINED = ("commit", "weights_sha", "weights", "created")
-TASK_ORDER = list(task_names())
+
+
+def _task_rank(task: str) -> int:
+    """The task's place in the report: the task table's order, then the tasks only records declare."""
+    order = board_tasks()
+    return order.index(task) if task in order else len(order)
 
 
 def records_to_frame(records: list[Record], notes: list[tuple[str, str, str]] | None = None,
@@ -207,8 +213,8 @@ def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = 
     ours = set(long.loc[long["source"] == "reproduced", "protocol_key"])
     # per task: tables with our results first (the official eval, then probes, then other eval protocols
     # such as reference systems'), reported-only tables last
-    order = sorted(groups.groups, key=lambda k: (TASK_ORDER.index(k[0]) if k[0] in TASK_ORDER else 99,
-                                                 k[1] not in ours, _protocol_rank(k[1]), k[1]))
+    order = sorted(groups.groups,
+                   key=lambda k: (_task_rank(k[0]), k[1] not in ours, _protocol_rank(k[1]), k[1]))
     for task, pkey in order:
         table = _wide(task, pkey, groups.get_group((task, pkey)))
         table.notes += [text for t, k, text in notes or [] if (t, k) == (task, pkey)]
@@ -256,7 +262,7 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
             rows[col] = np.where(rows["source"] == "reproduced", rows[s.label] - ref, np.nan)
             deltas.append((col, s.label))
     # ranked by the task's headline; a table without it by its first metric able to head one
-    head = headline_metric(task).key if task in task_names() else None
+    head = headline_metric(task).key if task in board_tasks() else None
     first = next((s for s in specs if s.key == head), None)
     first = first or next((s for s in specs if s.headline_ok), specs[0])
     # the reference rows (oracle ceiling, floor) first, then measured rows by that metric, then reported
@@ -293,15 +299,13 @@ def paper_tables(reported: pd.DataFrame) -> list[GroupTable]:
     Returns:
         Tables of reported rows only, each with ``paper_table`` set.
     """
-    from leaderboard.paper import MAPPED_TABLES
-
     if reported is None or not len(reported):
         return []
     long = combine(pd.DataFrame(columns=LONG_COLUMNS), reported)
     out = []
     for name in MAPPED_TABLES:
         part = long[long["table"] == name]
-        for task in [t for t in TASK_ORDER if t in set(part["task"])]:
+        for task in [t for t in board_tasks() if t in set(part["task"])]:
             g = part[part["task"] == task]
             table = _wide(task, g["protocol_key"].iloc[0], g)
             table.paper_table = name

@@ -68,3 +68,18 @@ class UnknownNameError(BenchError, KeyError, ValueError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class DatasetError(BenchError, ValueError):
+    """Bad dataset or prediction file; the message names the file and the record."""
+
+
+def where(path, record) -> str:
+    """A location string ``path (record ...)`` for error messages.
+
+    Example:
+        >>> where("a.png", 3), where("a.png", None)
+        ('a.png (record 3)', 'a.png')
+    """
+    rec = "" if record is None else f" (record {record})"
+    return f"{path}{rec}"

@@ -33,10 +33,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sapiens2.datasets.io import read_rgb
+from sapiens2.datasets.pose import TopdownAffineUDP
+from sapiens2.image_norm import MEAN, STD
+from sapiens2.models import visualize as vis
+from sapiens2.models.builder import build_model, official_config
+from sapiens2.models.checkpoint import load_checkpoint, load_state_dict_file
+from sapiens2.models.hf_config import infer_official_config
+from sapiens2.models.variants import variants
+from sapiens2.reference import official_task_configs
+from sapiens2.runtime import StageBar, device_line, resolve_dtype, with_precision
 from sapiens2.tasks import get_task
-
-MEAN = (123.675, 116.28, 103.53)  # ImageNet RGB mean/std in 0-255, as the official pipelines
-STD = (58.395, 57.12, 57.375)
+from sapiens2.utils_io import atomic_write, write_json_atomic
 
 
 @dataclass
@@ -68,10 +76,7 @@ def resolve_config(task: str, config: str | None = None, arch: str | None = None
     Raises:
         ValueError / KeyError: nothing to build from, an unknown arch, or a config of another task.
     """
-    from sapiens2.models.builder import official_config
-    from sapiens2.models.variants import variants
-    from sapiens2.reference import official_task_configs
-
+    get_task(task).require_model("building its task model")
     estimator = get_task(task).estimator
     if config:
         path = Path(config)
@@ -97,8 +102,6 @@ def resolve_config(task: str, config: str | None = None, arch: str | None = None
                            f"{', '.join(with_task)}")
         cfg = found[0]
     elif state is not None:
-        from sapiens2.models.hf_config import infer_official_config
-
         cfg = infer_official_config(state, task)
     else:
         raise ValueError("--random-weights needs --arch or --config to know which model to build")
@@ -131,10 +134,6 @@ def load_model(task: str, checkpoint: str | os.PathLike | None = None, config: s
     Returns:
         (model in eval mode, config dict).
     """
-    from sapiens2.models.builder import build_model
-    from sapiens2.models.checkpoint import load_checkpoint, load_state_dict_file
-    from sapiens2.runtime import with_precision
-
     if not checkpoint and not random_weights:
         raise ValueError("no --checkpoint given: pass a task checkpoint, or --random-weights to run a "
                          "randomly initialised model (its outputs are labelled as such)")
@@ -185,8 +184,6 @@ def pose_crop(rgb: np.ndarray, bbox_xyxy, padding: float, size_hw: tuple[int, in
     The box is widened to the input's aspect ratio and multiplied by ``padding``; its extent maps to
     [0, size - 1] crop pixels (pixel centres at integers), bilinear sampling, zero outside.
     """
-    from sapiens2.datasets.pose import TopdownAffineUDP
-
     x1, y1, x2, y2 = (float(v) for v in bbox_xyxy)
     h_in, w_in = size_hw
     res = TopdownAffineUDP((w_in, h_in), padding)({"img": rgb.astype(np.float32),
@@ -209,8 +206,6 @@ def predict_array(model, rgb: np.ndarray, task: str, bbox_xyxy=None, bbox_paddin
     Returns:
         The :class:`Prediction`.
     """
-    from sapiens2.models import visualize as vis
-
     spec = get_task(task)
     size_hw = tuple(int(v) for v in model.backbone.img_size)
     device = next(model.parameters()).device
@@ -272,9 +267,6 @@ def predict_files(images, task: str, out_dir: str | os.PathLike = "predictions",
     Returns:
         The output paths without suffix (``out_dir/<stem>_<task>[_random-weights]``), in order.
     """
-    from sapiens2.datasets.io import read_rgb
-    from sapiens2.runtime import StageBar, device_line, resolve_dtype
-
     images = [Path(i) for i in images]
     for i in images:
         if not i.is_file():
@@ -327,8 +319,6 @@ def predict_files(images, task: str, out_dir: str | os.PathLike = "predictions",
 
 def _predict_people(model, rgb, task: str, boxes, source: str, padding: float, flip_test: bool) -> Prediction:
     """Pose on every box of one image: N x K x 3 keypoints, one picture with every person drawn."""
-    from sapiens2.models import visualize as vis
-
     if task != "pose" or not boxes:
         raise ValueError(f"several person boxes are for --task pose (got {task} and {len(boxes)} boxes)")
     preds = [predict_array(model, rgb, task, box, padding, flip_test) for box in boxes]
@@ -355,9 +345,6 @@ class _ForwardStage:
 
 def _write(out_dir, image: Path, task: str, pred: Prediction, cfg: dict, checkpoint, random_weights: bool,
            run: dict) -> Path:
-    from sapiens2.models import visualize as vis
-    from sapiens2.utils_io import atomic_write, write_json_atomic
-
     picture = vis.label_random(pred.picture) if random_weights else pred.picture
     meta = {"image": str(image), "task": task, "checkpoint": None if checkpoint is None else str(checkpoint),
             "random_weights": random_weights, "arch": cfg["backbone"]["arch"], **run, **pred.meta,

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError
 
 try:
@@ -113,8 +114,6 @@ def output_lock(folder: str | os.PathLike, what: str) -> Iterator[Path]:
     Raises:
         OutputBusyError: another run holds it (raised on every rank under torchrun).
     """
-    from sapiens2 import distributed as dist_utils
-
     folder = Path(folder)
     path = folder / LOCK_NAME
     fd, created, error = None, [], ""

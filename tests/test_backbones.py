@@ -369,3 +369,19 @@ def test_no_cls_token_and_registry_build():
     assert raw.shape == (1, 2 + 4, 32) and feats[0].shape == (1, 32, 2, 2) and cls_tokens == []
     v1 = MODELS.build(dict(type="Sapiens", arch=TINY_V1, img_size=(32, 32)))
     assert isinstance(v1, Sapiens)
+
+
+@pytest.mark.parametrize("family", ["Sapiens2", "Sapiens"])
+def test_fast_attention_switches_every_attention(family):
+    """One ``fast_attention`` switch (the shared backbone base) reaches every attention module, the
+    Sapiens2 tokenizer's included, and reads back what was set."""
+    extra = {"use_tokenizer": True} if family == "Sapiens2" else {}
+    model = CLASSES[family](arch=TINY if family == "Sapiens2" else TINY_V1, img_size=(64, 48), patch_size=4,
+                            **extra)
+    attentions = [m for m in model.modules() if m is not model and hasattr(m, "fast")]
+    assert attentions and (family == "Sapiens" or any("tokenizer" in n for n, m in model.named_modules()
+                                                      if hasattr(m, "fast")))
+    for value in (False, True, False):
+        model.fast_attention = value
+        assert model.fast_attention is value
+        assert all(m.fast is value for m in attentions)

@@ -22,7 +22,7 @@ import pytest
 from browser_driver import Browser
 
 from leaderboard.build import build_site
-from leaderboard.results import make_record, write_record
+from sapiens2.records.results import make_record, write_record
 
 HOSTILE = "<script>window.__pwned=1</script><b>bold</b>"
 # (name, weights, backbone, params, quality)

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from leaderboard.results import (
+from sapiens2.records.results import (
     RecordError,
     dataset_content_hash,
     flatten_metrics,

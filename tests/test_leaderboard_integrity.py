@@ -19,9 +19,9 @@ import pytest
 from benchmarks.cli.main import main
 from benchmarks.probe.protocol import ProbeProtocol, quick_protocol
 from leaderboard.build import build_site
-from leaderboard.results import RecordError, load_records, make_record, read_record, write_record
 from leaderboard.tables import group_tables, records_to_frame
 from sapiens2.records.integrity import RECORD_HASH_FIELD, protocol_id, record_hash
+from sapiens2.records.results import RecordError, load_records, make_record, read_record, write_record
 from sapiens2.records.schema import SCHEMA_FILE, validate
 
 DATA = {"name": "synth", "split": "test", "content_hash": "a" * 64}

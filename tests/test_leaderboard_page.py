@@ -13,7 +13,7 @@ import pytest
 
 from leaderboard.build import build_site
 from leaderboard.protocols import flatten
-from leaderboard.results import RecordError, make_record, write_record
+from sapiens2.records.results import RecordError, make_record, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
 PID = "probe-v3-0123456789ab"

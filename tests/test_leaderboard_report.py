@@ -11,8 +11,8 @@ import pytest
 from benchmarks.cli.main import main
 from leaderboard.build import build_site
 from leaderboard.paper import PAPER_PROBE_PROTOCOL_ID, load_paper_results
-from leaderboard.results import load_records, make_record, write_record
 from leaderboard.tables import group_tables, records_to_frame
+from sapiens2.records.results import load_records, make_record, write_record
 from sapiens2.reference import paper_results_path
 
 EVIL = "<img src=x onerror=alert(1)>|\"'&"

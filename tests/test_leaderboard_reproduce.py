@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from benchmarks.cli.main import main
 from leaderboard.report_md import fmt
-from leaderboard.results import load_records, make_record, read_record
+from sapiens2.records.results import load_records, make_record, read_record
 
 TINY = {"sapiens2_0.4b": {"embed_dims": 32, "num_layers": 2, "num_heads": 2, "feedforward_channels": 64}}
 INPUT = (64, 48)
@@ -217,6 +217,8 @@ def test_reproduce_table4_end_to_end(synth_split, seg_checkpoint_root, tmp_path,
     assert " measured " in out and "reproduced" not in out.split("source")[0].splitlines()[-1]
     assert rec["model"]["checkpoint"]["sha256"] and rec["dataset"]["num_samples"] == 3
     assert rec["metrics"]["mIoU"] == pytest.approx(_independent_miou(model, synth_split, INPUT), abs=0.006)
+    # the record says what its metrics mean: mIoU heads seg, in percent, higher is better
+    assert rec["metric_decls"]["mIoU"]["headline"] and rec["metric_decls"]["mIoU"]["higher_is_better"]
 
 
 @pytest.mark.slow

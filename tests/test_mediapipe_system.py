@@ -152,7 +152,7 @@ def test_real_inference_on_astronaut():
 @pytest.mark.mediapipe
 def test_cli_writes_valid_records(split, tmp_path):
     from benchmarks.cli import system
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     p = argparse.ArgumentParser()
     system.register(p.add_subparsers(dest="command"))

@@ -59,7 +59,7 @@ def test_protocol_id_hashes_every_knob_of_its_task():
 def test_knobs_left_out_of_a_linear_probes_id_change_none_of_its_numbers(tmp_path):
     """The linear read-out's id leaves out the body's knobs: they change nothing it computes."""
     from benchmarks.probe.api import run_probe
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     data = make_toy_data(tasks=("seg", "pointmap"))
     q = quick_protocol()
@@ -202,7 +202,7 @@ def test_user_backbone_plugin_worked_example(tmp_path):
             return [F.avg_pool2d(x, self.patch_size) for _ in layers], None
 
     paths = run_probe("MeanColourPatches", ["albedo"], make_toy_data(), tmp_path, quick=True)
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     rec = read_record(paths[0])
     assert rec["model"]["backbone"] == "MeanColourPatches" and rec["protocol"]["kind"] == "probe"
@@ -407,7 +407,7 @@ def test_linear_decoder_is_the_closed_form_shortcut_alone(tmp_path):
     decoder, info = train_decoder(task, feats, task.targets(samples), protocol, seed=0, shortcut=fits["seg"])
     assert sum(p.numel() for p in decoder.parameters()) == 0 and info["shortcut"]["shuffle"] == 16
     (path,) = run_probe("pixels", ["seg"], data, tmp_path, protocol=protocol)
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     rec = read_record(path)
     assert rec["protocol"]["protocol_id"] == protocol.protocol_id("seg")

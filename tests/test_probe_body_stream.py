@@ -17,7 +17,7 @@ from benchmarks.probe import body_stream  # noqa: E402
 from benchmarks.probe.api import run_probe  # noqa: E402
 from benchmarks.probe.protocol import quick_protocol  # noqa: E402
 from benchmarks.probe.spill import Rows  # noqa: E402
-from leaderboard.results import read_record  # noqa: E402
+from sapiens2.records.results import read_record  # noqa: E402
 
 
 def test_rows_index_like_the_tensor_they_read():

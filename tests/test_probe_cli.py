@@ -68,7 +68,7 @@ def test_docs_plugin_example_runs_from_the_cli(synth, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {k: 0 for k in runs}, proc.stderr[-3000:]
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     for route in runs:
         (path,) = (out / route).rglob("seed0.json")
@@ -123,7 +123,7 @@ def test_weights_flag_and_its_deprecated_alias(synth, tmp_path, capsys):
 
     from benchmarks.cli.main import main
     from benchmarks.probe.backbones import build_probe_backbone
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     bb = build_probe_backbone("sapiens2_tiny", init_seed=3)
     ckpt = tmp_path / "tiny.safetensors"

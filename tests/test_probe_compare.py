@@ -25,7 +25,7 @@ from benchmarks.probe.compare import (  # noqa: E402
 from benchmarks.probe.evaluate import bootstrap_intervals_field  # noqa: E402
 from benchmarks.probe.sidefile import content_sha256, images_sha256, read_side_file, side_path  # noqa: E402
 from evaluators.bootstrap import resample_indices  # noqa: E402
-from leaderboard.results import load_records, make_record, read_record, write_record  # noqa: E402
+from sapiens2.records.results import load_records, make_record, read_record, write_record  # noqa: E402
 
 KEYS = ["mIoU", "mAcc", "aAcc"]
 N = 7
@@ -285,7 +285,7 @@ def test_schema_checks_the_new_interval_fields():
     ok = make_record(**base, intervals={**iv, "side_file": "seed0.bootstrap.npz",
                                         "bootstrap_sha256": "0" * 64})
     assert validate(ok) == []
-    from leaderboard.results import RecordError
+    from sapiens2.records.results import RecordError
 
     for bad, why in (({"side_file": "../x.npz", "bootstrap_sha256": "0" * 64}, "side_file"),
                      ({"side_file": "seed0.bootstrap.npz"}, "bootstrap_sha256"),

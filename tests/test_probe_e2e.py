@@ -29,7 +29,7 @@ def synth64(tmp_path_factory):
 
 
 def _metrics(paths):
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     return {read_record(p)["task"]: read_record(p)["metrics"] for p in paths}
 
@@ -118,7 +118,7 @@ def test_ground_truth_features_reach_the_ceiling_and_random_backbones_do_not(syn
 @pytest.mark.parametrize("backbone", ["sapiens2_tiny", "sapiens_tiny", "dinov2_small_tiny", "pixels"])
 def test_backbone_families_write_valid_records(backbone, synth64, tmp_path):
     from benchmarks.probe.api import run_probe
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     tasks = TASKS if backbone == "sapiens2_tiny" else ("seg", "pose")
     paths = run_probe(backbone, tasks, synth64, tmp_path, seeds=(0, 1), quick=True)

@@ -15,7 +15,7 @@ from _probe_toy import make_toy_data  # noqa: E402
 
 from benchmarks.probe.api import RecordConflictError, run_probe  # noqa: E402
 from benchmarks.probe.protocol import quick_protocol  # noqa: E402
-from leaderboard.results import read_record  # noqa: E402
+from sapiens2.records.results import read_record  # noqa: E402
 
 SEG = ("seg",)
 

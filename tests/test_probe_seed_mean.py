@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from leaderboard.results import make_record, read_record
+from sapiens2.records.results import make_record, read_record
 
 DATASET = {"name": "synth", "split": "test", "content_hash": "0" * 64, "num_samples": 8}
 

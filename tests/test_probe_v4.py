@@ -86,7 +86,7 @@ def _check_intervals(rec: dict, protocol) -> None:
 
 def test_every_probe_record_has_sane_intervals(tmp_path):
     from benchmarks.probe.api import run_probe
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     protocol = quick_protocol().replace(tasks={t: {"decoder": "linear"} for t in TASKS})
     data = make_toy_data()
@@ -103,7 +103,7 @@ def test_every_probe_record_has_sane_intervals(tmp_path):
 
 def test_mean_over_seeds_takes_the_seed_interval_when_seeds_differ(tmp_path):
     from benchmarks.probe.api import run_probe
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     data = make_toy_data(tasks=("normal",))
     protocol = quick_protocol()  # the trained body: seeds differ

@@ -124,7 +124,7 @@ def test_pixels_never_below_the_floor(tmp_path):
     """The raw-pixel baseline's paired difference to the floor is never negative beyond its interval."""
     from benchmarks.probe.api import run_probe
     from benchmarks.probe.compare import compare_records
-    from leaderboard.results import read_record
+    from sapiens2.records.results import read_record
 
     protocol = _protocol(max_train_samples=0, max_test_samples=0, bootstrap_resamples=200)
     data = make_toy_data(n_train=16, n_test=6)

@@ -25,7 +25,8 @@ RECORD_PACKAGE = "sapiens2/records/"
 # the record package is raw record access.
 RECORD_KEYS = {"run_id", "created_utc", "metrics", "metrics_std", "intervals", "breakdowns", "provenance",
                "record_hash", "schema_version", "seeds", "timings", "_path", "protocol_id", "bounds",
-               "content_hash", "side_file", "images_sha256", "bootstrap_sha256"}
+               "content_hash", "side_file", "images_sha256", "bootstrap_sha256", "metric_decls",
+               "schema_minor"}
 # A record part, then one of its fields: ``rec["model"]["name"]``, ``rec["protocol"].get("kind")``.
 PART_FIELDS = {"model": {"name", "weights", "checkpoint", "params"},
                "protocol": {"kind", "protocol_id", "description"},

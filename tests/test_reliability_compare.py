@@ -16,9 +16,9 @@ from test_probe_compare import N, seg_items, write_seg_record  # noqa: E402
 from benchmarks.cli.main import main  # noqa: E402
 from benchmarks.probe.compare import paired_comparisons  # noqa: E402
 from leaderboard.comparisons import COMPARISON_HASH_FIELD, comparison_hash  # noqa: E402
-from leaderboard.results import make_record, read_record, write_record  # noqa: E402
+from sapiens2.records.results import make_record, read_record, write_record  # noqa: E402
 
-RESERVED = {"record_hash", "config_hash", "run_id", "created_utc", "schema", "schema_version",
+RESERVED = {"record_hash", "config_hash", "run_id", "created_utc", "schema", "schema_version", "schema_minor",
             "provenance", "device"}
 
 

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _probe_toy import make_toy_data  # noqa: E402
 
 from benchmarks.probe.api import run_probe  # noqa: E402
-from leaderboard.results import read_record  # noqa: E402
+from sapiens2.records.results import read_record  # noqa: E402
 
 SEG = ("seg",)
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -9,7 +9,7 @@ import time
 
 from leaderboard.build import build_site
 from leaderboard.plots import MAX_BREAKDOWN_MODELS, MAX_FIGURE_ROWS, MAX_PIXELS
-from leaderboard.results import make_record, write_record
+from sapiens2.records.results import make_record, write_record
 
 PROBE = {"kind": "probe", "protocol_id": "p1"}
 UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")

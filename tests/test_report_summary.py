@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from leaderboard.protocols import protocol_infos
 from leaderboard.report_view import seeds_text, summary_views, table_view
-from leaderboard.results import make_record
 from leaderboard.tables import group_tables, records_to_frame
 from sapiens2.records.integrity import protocol_id
+from sapiens2.records.results import make_record
 
 
 def _pid(variant: str) -> str:

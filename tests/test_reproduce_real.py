@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.cli.main import main
-from leaderboard.results import read_record
 from sapiens2.datasets.importers import import_dataset
+from sapiens2.records.results import read_record
 
 REAL = Path(os.environ.get("SAPIENS2_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "real"
 pytestmark = pytest.mark.usefixtures("real_dir")  # missing ../shared/real fails

@@ -254,7 +254,7 @@ def test_split_and_files_respect_umask(tmp_path, umask):
 
 def test_show_never_writes_into_the_split(tmp_path):
     from benchmarks.cli.main import main
-    from leaderboard.results import dataset_content_hash
+    from sapiens2.records.results import dataset_content_hash
 
     split = generate_split(tmp_path / "s", n=1, size=SMALL, progress=False)
     before = sorted(p.relative_to(split) for p in split.rglob("*"))

@@ -55,7 +55,7 @@ def toy_albedo():
 def _record(ev, name: str):
     from benchmarks.probe.evaluate import bootstrap_intervals_field
     from benchmarks.probe.headline import interval_metrics
-    from leaderboard.results import make_record
+    from sapiens2.records.results import make_record
 
     g = torch.Generator().manual_seed(1)
     gt = torch.rand(6, 3, 8, 8, generator=g)
@@ -73,8 +73,8 @@ def test_a_declared_toy_metric_reaches_catalog_intervals_tables_and_report(toy_a
     from benchmarks.probe.headline import INTERVAL_METRICS
     from leaderboard.build import build_site
     from leaderboard.catalog import TASK_METRICS, headline_ok_metrics, metric_note, summary_metrics
-    from leaderboard.results import write_record
     from leaderboard.tables import group_tables, records_to_frame
+    from sapiens2.records.results import write_record
 
     ev = build_evaluator("albedo")
     assert type(ev) is ToyAlbedoEvaluator and "toy_mse" in ev.bootstrap_keys

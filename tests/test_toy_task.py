@@ -64,8 +64,8 @@ def test_a_toy_task_runs_through_reader_probe_records_tables_and_report(toy, tmp
     module, _ = toy
     from benchmarks.probe.api import run_probe
     from leaderboard.build import build_site
-    from leaderboard.results import load_records, read_record
     from leaderboard.tables import group_tables, records_to_frame
+    from sapiens2.records.results import load_records, read_record
 
     name = module.NAME
     scenes = make_toy_data(n_train=8, n_test=4).samples["albedo"]

@@ -25,6 +25,10 @@ import time
 import numpy as np
 import torch
 
+from benchmarks.mainjob import default_data_dir
+from benchmarks.probe.data import as_data_source
+from benchmarks.probe.protocol import default_protocol
+from benchmarks.probe.tasks import build_task
 from benchmarks.probe.tasks.pose import PoseTask
 
 METRICS = ("AP", "body/AP", "PCK@0.05", "PCK@0.1", "EPE")
@@ -39,10 +43,6 @@ class GivenKeypointsTask(PoseTask):
 
 def load_pose_split(data: str | None, split: str, protocol) -> list[dict]:
     """The pose samples of ``split`` (``all``: train and test) from ``data`` or the default split."""
-    from benchmarks.mainjob import default_data_dir
-    from benchmarks.probe.data import as_data_source
-    from benchmarks.probe.tasks import build_task
-
     source = as_data_source(data or default_data_dir(protocol))
     task = build_task("pose", protocol)
     splits = [protocol.train_split, protocol.test_split] if split == "all" else [split]
@@ -109,8 +109,6 @@ def format_table(rows: list[dict], markdown: bool = False) -> str:
 
 
 def main(argv=None) -> int:
-    from benchmarks.probe.protocol import default_protocol
-
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default=None, help="data folder (default: the probe's cached synthetic split)")
     p.add_argument("--split", default="test", help="split to use: test, train or all (default test)")

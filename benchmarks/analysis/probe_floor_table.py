@@ -19,7 +19,7 @@ from benchmarks.probe.api import run_probe
 from benchmarks.probe.compare import compare_records
 from benchmarks.probe.headline import PROBE_HEADLINE, format_interval
 from benchmarks.probe.protocol import default_protocol
-from leaderboard.results import read_record
+from sapiens2.records.results import read_record
 from sapiens2.records.view import RecordView
 
 

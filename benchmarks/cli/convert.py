@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sapiens2.tasks import task_names
+from sapiens2.tasks import model_task_names
 
 HF_WEIGHTS = "model.safetensors"
 
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("input", help="official .safetensors/.pth file, or a transformers folder or .safetensors")
     p.add_argument("output", help="--to hf: output folder; --to official: output .safetensors file")
     p.add_argument("--to", required=True, choices=("hf", "official"), help="target layout")
-    p.add_argument("--task", choices=("backbone", *task_names()),
+    p.add_argument("--task", choices=("backbone", *model_task_names()),
                    help="model kind (default: detected from the keys)")
     p.add_argument("--config", help="official config JSON (estimator or backbone dict) for config.json; "
                    "default: read off the tensor shapes")

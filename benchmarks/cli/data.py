@@ -23,7 +23,7 @@ def _at_least(flag: str, value: int, low: int) -> None:
 def register(sub) -> None:
     """Add the ``data`` command and its ``synth`` / ``show`` subcommands."""
     p = sub.add_parser("data", help="make synthetic data, show a split's ground truth")
-    dsub = p.add_subparsers(dest="data_command", metavar="{synth,import,show}")
+    dsub = p.add_subparsers(dest="data_command", metavar="{synth,import,derive,show}")
     s = dsub.add_parser("synth", help="render synthetic people with ground truth for all five tasks")
     s.add_argument("--out", required=True, help="output split folder (must not exist unless --overwrite)")
     s.add_argument("--n", type=int, default=64, help="number of images (default 64)")
@@ -52,6 +52,17 @@ def register(sub) -> None:
     imp.add_argument("--no-masks", action="store_true", help="do not write person masks from 'segmentation'")
     imp.add_argument("--overwrite", action="store_true", help="replace an earlier split at --out")
     imp.set_defaults(func=run_import)
+    der = dsub.add_parser(
+        "derive", help="write a task's ground truth into a split from the other tasks' (its writer)",
+        description="For a task whose spec has a ground-truth writer (TaskSpec.write_ground_truth, usually a "
+        "plug-in's: load it with --include), write its files and manifest into a split made before (imported "
+        "or rendered), from the ground truth of the split's other dense tasks. `data synth` runs every "
+        "registered writer by itself.",
+    )
+    der.add_argument("dir", help="split folder (with split.json)")
+    der.add_argument("--task", required=True, help="the task to write (a registered task with a writer)")
+    der.add_argument("--overwrite", action="store_true", help="replace the task's ground truth if present")
+    der.set_defaults(func=run_derive)
     show_doc = ("One row per image: raw image, image + skeleton and boxes, parts, normals, depth with a "
                 "colour bar (metres), albedo; a footer with the 29 part classes and the normal colour key.")
     v = dsub.add_parser("show", help="contact sheet of a split: raw image, every ground truth, legends",
@@ -98,6 +109,16 @@ def run_import(args) -> int:
         extra = f", {m['unlabelled_images']} images without a label file left out" if m.get(
             "unlabelled_images") else ""
         print(f"  {task}: {n} {'annotations' if task == 'pose' else 'label maps'}{extra}")
+    return 0
+
+
+def run_derive(args) -> int:
+    """Write a task's ground truth into a split and say how many images it covers."""
+    from sapiens2.datasets.derive import derive_task
+    from sapiens2.utils_io import read_json
+
+    path = derive_task(args.dir, args.task, overwrite=args.overwrite)
+    print(f"wrote {path}: {len(read_json(path)['records'])} {args.task} records")
     return 0
 
 

@@ -31,6 +31,7 @@ EXAMPLES: dict[str, list[str]] = {
     "data": ["sapiens2-bench data synth --out synth --n 64 --seed 0"],
     "data synth": ["sapiens2-bench data synth --out synth --n 64 --seed 0 --size 256x192"],
     "data show": ["sapiens2-bench data show synth/test --n 8 --out sheet.png"],
+    "data derive": ["sapiens2-bench data derive lip-val --task depth --include docs/examples/depth_task.py"],
     "data import": ["sapiens2-bench data import coco-wholebody coco_wholebody_val_v1.0.json --images val2017 "
                     "--out wholebody-val",
                     "sapiens2-bench data import lip LIP --out lip-val --label-set lip20"],

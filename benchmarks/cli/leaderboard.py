@@ -48,7 +48,7 @@ def _build(args) -> int:
     comparisons = None
     for path in args.comparisons or []:
         from benchmarks.probe.compare import check_comparisons
-        from leaderboard.results import load_records
+        from sapiens2.records.results import load_records
         from sapiens2.utils_io import read_json
 
         saved = read_json(path)

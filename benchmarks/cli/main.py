@@ -10,6 +10,9 @@ package) ends in one line ``sapiens2-bench CMD: error: ...`` and exit code 1. An
 bug: its traceback is printed with a one-line hint, exit code 1. ``--debug`` (accepted before or
 after the subcommand) re-raises, so the full traceback of any error is shown.
 
+Plug-ins (``--include``, before or after the subcommand, and the ``sapiens2_bench.plugins`` entry
+points: :mod:`sapiens2.plugins`) are imported before the parser is built, once for every command.
+
 Common options handled here for every command: ``--device`` is resolved by
 :func:`sapiens2.device.resolve_device` (``auto``, and a clear error for a device this torch build
 cannot use), and a command that cannot split its work across processes refuses to run under
@@ -53,6 +56,9 @@ DISTRIBUTED_COMMANDS = ("probe", "pretrain")
 EXPECTED_ERRORS = (BenchError, OSError, ValueError, KeyError, RuntimeError, ModuleNotFoundError)
 
 _DEBUG_HELP = "show the full traceback of an error (accepted before or after the subcommand)"
+_INCLUDE_HELP = ("import this plug-in first: a .py file, a folder of them or a module name (repeatable, "
+                 "before or after the subcommand); what it registers (tasks, readers, evaluators, probe "
+                 "tasks, backbones) is known to every choice and default of the command")
 DEVICE_HELP = "cpu, cuda, cuda:N, mps or auto (CUDA when available), checked before the command runs"
 
 
@@ -70,7 +76,8 @@ def _all_parsers(parser: argparse.ArgumentParser):
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
-    """``--debug`` on every parser; the accepted names in every ``--device`` help; the examples.
+    """``--debug`` and ``--include`` on every parser; the accepted names in every ``--device`` help; the
+    examples.
 
     ``--debug`` is absent (``SUPPRESS``) unless given, rather than False, so a subcommand's default
     cannot reset a ``--debug`` given before the subcommand name (argparse copies a subparser's
@@ -82,6 +89,9 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
             p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
         else:
             debug.default = argparse.SUPPRESS
+        if "--include" not in p._option_string_actions:  # read from the command line before parsing
+            p.add_argument("--include", action="append", default=argparse.SUPPRESS, metavar="PATH_OR_MODULE",
+                           help=_INCLUDE_HELP)
         device = p._option_string_actions.get("--device")
         if device is not None:
             device.help = f"{device.help or 'torch device'}; {DEVICE_HELP}"
@@ -162,8 +172,26 @@ def describe_error(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
+def load_plugins(argv: list[str]) -> list[str]:
+    """Import the plug-ins of a command line (every ``--include``) and of the installed distributions
+    (the ``sapiens2_bench.plugins`` entry points), before any parser exists: a task, reader or backbone
+    they register is then in every choice list and default (``probe --tasks``)."""
+    from sapiens2.plugins import include, include_args, load_entry_points
+
+    return include(include_args(argv)) + load_entry_points()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` and run the chosen subcommand; returns the process exit code."""
+    """Load the plug-ins, parse ``argv`` and run the chosen subcommand; returns the process exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        load_plugins(argv)
+    except EXPECTED_ERRORS as e:
+        if "--debug" in argv:
+            raise
+        first = next((a for a in argv if not a.startswith("-")), "")
+        print(f"sapiens2-bench {first}: error: {describe_error(e)}".replace(" :", ":"), file=sys.stderr)
+        return 1
     parser = build_parser()
     args = parser.parse_args(argv)
     args.debug = bool(getattr(args, "debug", False))

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import argparse
 
-from sapiens2.tasks import task_names
+from sapiens2.tasks import model_task_names
 
 BBOX_HELP = ("pose: person box x1,y1,x2,y2 in image pixels, or 'mediapipe' (MediaPipe's person detector; "
              "needs mediapipe). Default: the whole image is the person box")
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="run a task model on images and write the predictions and pictures",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("image", nargs="+", help="input images (PNG, JPEG or another format Pillow reads)")
-    p.add_argument("--task", required=True, choices=task_names())
+    p.add_argument("--task", required=True, choices=model_task_names())
     p.add_argument("--checkpoint", help="official-layout task checkpoint (.safetensors or .pth)")
     p.add_argument("--arch", help="official backbone arch, e.g. sapiens2_0.4b (its released task config)")
     p.add_argument("--config", help="official config name or JSON file with an estimator config")

@@ -39,14 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "those, gt-oracle (features = the ground truth) or floor (no features: the per-pixel train prior)",
     )
     p.add_argument(
-        "--include",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="import this .py file, or every .py file and package in this folder, before resolving "
-        "--backbone (repeatable): classes it registers are known by name, its modules by module:Class",
-    )
-    p.add_argument(
         "--weights",
         default=None,
         metavar="PATH",
@@ -127,10 +119,9 @@ def run(args) -> int:
     """Run the probe; returns the exit code."""
     import json
 
-    from benchmarks.probe.backbones import REFERENCE_BACKBONES, import_paths, resolve_backbone_cfg
+    from benchmarks.probe.backbones import REFERENCE_BACKBONES, resolve_backbone_cfg
     from sapiens2 import distributed as dist_utils
 
-    import_paths(args.include)
     if args.list_backbones:
         print(list_backbones())
         return 0

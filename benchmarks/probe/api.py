@@ -56,10 +56,10 @@ from benchmarks.probe.stream import (
     score_group,
 )
 from benchmarks.probe.tasks import build_task, probe_task_names
-from leaderboard.results import read_record
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
 from sapiens2.output_lock import output_lock
+from sapiens2.records.results import read_record, write_record
 from sapiens2.records.view import RecordView
 
 __all__ = ["FLOOR", "ORACLE", "MIN_INTERVAL_IMAGES", "RecordConflictError", "run_probe", "seed_list"]

@@ -31,10 +31,10 @@ import numpy as np
 from benchmarks.probe.headline import PROBE_HEADLINE, Headline, format_interval
 from benchmarks.probe.sidefile import content_sha256, images_sha256, read_side_file
 from evaluators.bootstrap import percentile_interval
+from leaderboard.catalog import board_tasks
 from leaderboard.comparisons import COMPARISON_HASH_FIELD, comparison_hash
 from sapiens2.records.results import load_records
 from sapiens2.records.view import Record, RecordView, record_views
-from sapiens2.tasks import task_names
 
 TITLE = "paired comparisons ({pct}% paired bootstrap of the difference, same test images)"
 
@@ -306,7 +306,7 @@ def comparisons_from_records(records: list[Record], a: str, b: str, tasks=None, 
                              f"(backbones there: {known})")
     have = {name: {r.task for r in recs} for name, recs in mine.items()}
     if tasks is None:
-        tasks = [t for t in task_names() if t in have[a] and t in have[b]]
+        tasks = [t for t in board_tasks() if t in have[a] and t in have[b]]
         if protocol_id is not None:  # only the tasks whose records carry one of the ids
             def ids(name, t):
                 return set(_by_pid([r for r in mine[name] if r.task == t]))

@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.tasks import probe_task_class
-from leaderboard.results import dataset_content_hash
 from sapiens2.datasets import open_split
+from sapiens2.records.results import dataset_content_hash
 
 
 class MemoryData:

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from evaluators.registry import build_evaluator
-from leaderboard.catalog import headline_metric
+from leaderboard.catalog import board_tasks, headline_metric
 from sapiens2.records.view import record_views
 from sapiens2.tasks import task_names
 
@@ -58,7 +58,7 @@ class _PerTask(Mapping):
         self._value = value
 
     def __getitem__(self, task: str):
-        if task not in task_names():
+        if task not in board_tasks():  # the table's tasks, and those only records declare (compare)
             raise KeyError(task)
         return self._value(task)
 

@@ -9,9 +9,11 @@ from pathlib import Path
 from benchmarks.probe.evaluate import bootstrap_intervals_field
 from benchmarks.probe.headline import interval_metrics, seed_intervals
 from benchmarks.probe.sidefile import side_path
-from leaderboard.results import make_record, write_record
+from evaluators.metric_decl import record_declarations
 from sapiens2 import distributed as dist_utils
+from sapiens2.records.results import make_record, write_record
 from sapiens2.records.view import record_views
+from sapiens2.tasks import get_task
 
 # Below this many test images a record's bootstrap interval is flagged as meaningless: a percentile
 # bootstrap over so few images badly under-covers (it can only resample the handful of values seen).
@@ -19,7 +21,7 @@ MIN_INTERVAL_IMAGES = 30
 
 
 def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals: dict, info: dict,
-                 timings: dict, num_test: int, num_train: int) -> dict:
+                 timings: dict, num_test: int, num_train: int, metric_decls: dict | None = None) -> dict:
     """One (task, seed) record of a probe run (``ctx``: what every record of the run shares).
 
     Args:
@@ -32,12 +34,12 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
         info: the decoder's training info (``shortcut``, ``final_loss``, ``resumed_from``).
         timings: seconds per stage.
         num_test, num_train: test and train samples.
+        metric_decls: what each metric means (``evaluators.metric_decl.record_declarations``).
     """
     protocol, label, bb_desc, source = ctx.protocol, ctx.label, ctx.backbone, ctx.source
     pid = protocol.protocol_id(task.name)
     vocabulary = task.vocabulary()
-    notes = (f"decoder trained from iteration {info['resumed_from']}; "
-             f"final train loss {info['final_loss']:.5g}")
+    notes = readout_notes(protocol.task(task.name).decoder, info)
     few = few_images_warning(intervals, task.name)
     if few:
         notes += f"; WARNING: {few}"
@@ -85,8 +87,35 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
         timings=timings,
         device=ctx.device,
         notes=notes,
+        metric_decls=metric_decls,
     )
     return rec
+
+
+def readout_notes(decoder: str, info: dict) -> str:
+    """What the read-out of a record did, for its ``notes``.
+
+    The closed-form linear read-out trains nothing: its notes give the ridge penalty picked on the
+    held-out train images and that fold's R^2 (``info["shortcut"]``); a trained body's give the
+    iteration its training started from and its final train loss.
+
+    Example:
+        >>> readout_notes("linear", {"shortcut": {"alpha": 0.1, "heldout_r2": 0.5, "shuffle": 4}})
+        'closed-form linear read-out (ridge on the train features, penalty 0.1 picked on held-out train \
+images, held-out R^2 0.5), nothing trained: every seed gives these numbers'
+    """
+    if decoder != "linear":
+        return (f"decoder trained from iteration {info['resumed_from']}; "
+                f"final train loss {info['final_loss']:.5g}")
+    fit = info.get("shortcut") or {}
+    alpha, r2 = fit.get("alpha"), fit.get("heldout_r2")
+    if isinstance(alpha, (int, float)):
+        penalty = f"penalty {alpha:.4g} picked on held-out train images"
+    else:  # an infinite penalty: the features get no weight, the prediction is the train prior
+        penalty = f"penalty {alpha}"
+    held = f", held-out R^2 {r2:.4g}" if isinstance(r2, (int, float)) and math.isfinite(r2) else ""
+    return (f"closed-form linear read-out (ridge on the train features, {penalty}{held}), nothing trained: "
+            "every seed gives these numbers")
 
 
 def write_evaluated_record(ctx, task, evaluator, metrics: dict, seed: int, path: Path, identity: dict,
@@ -102,8 +131,9 @@ def write_evaluated_record(ctx, task, evaluator, metrics: dict, seed: int, path:
         evaluator, interval_metrics(task.name, evaluator), resamples=protocol.bootstrap_resamples,
         level=protocol.interval_level, seed=protocol.bootstrap_seed, side_path=side_path(path),
     )
+    decls = record_declarations(evaluator.declared_metrics(), metrics, get_task(task.name).headline)
     rec = probe_record(ctx, task, seed, identity, metrics, intervals, info,
-                       timings() if callable(timings) else timings, num_test, num_train)
+                       timings() if callable(timings) else timings, num_test, num_train, decls)
     if dist_utils.is_main():
         write_record(path, rec)
     dist_utils.barrier()
@@ -163,6 +193,7 @@ def write_mean(path: Path, records: list[dict]) -> Path:
         timings={k: sum(r.timings.get(k, 0.0) for r in views) for k in r0.timings},
         device=r0.device_type,
         notes=f"mean and std over seeds {seeds}" + (f"; WARNING: {few}" if few else ""),
+        metric_decls=r0.metric_decls,
     )
     if dist_utils.is_main():
         write_record(path, rec)

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from evaluators.runner import Update, sample_update
 from sapiens2.tasks import get_task
+from sapiens2.vocab_mapping import keypoint_mapping, label_mapping, map_keypoints, remap_labels
 
 
 def _inputs(samples, mean, std, input_size, device) -> torch.Tensor:
@@ -48,8 +49,6 @@ def vocabulary_adapter(task: str, dataset):
     Raises:
         ValueError: no declared map from the model's vocabulary to the split's.
     """
-    from sapiens2.vocab_mapping import keypoint_mapping, label_mapping
-
     if task == "pose":
         ks = getattr(dataset, "keypoint_set", None)
         if ks is None or ks.name == "keypoints308":
@@ -68,8 +67,6 @@ def vocabulary_adapter(task: str, dataset):
 
 def _mapped_labels(logits: torch.Tensor, gt_hw, mapping) -> torch.Tensor:
     """1 x C x h x w 29-class logits -> 1 x H x W labels of the split's set (bilinear to GT, argmax, map)."""
-    from sapiens2.vocab_mapping import remap_labels
-
     up = F.interpolate(logits, size=tuple(gt_hw), mode="bilinear", align_corners=False)
     return torch.from_numpy(remap_labels(up.argmax(1).numpy(), mapping))
 
@@ -99,8 +96,6 @@ def updates(task: str, model, samples: list[dict], mean, std, input_size, device
     boxes = np.stack([np.asarray(s["bbox"], np.float64) for s in samples])
     kps, scores = out["keypoints"].cpu().numpy(), out["scores"].cpu().numpy()
     if pred_map is not None:
-        from sapiens2.vocab_mapping import map_keypoints
-
         kps, scores = map_keypoints(kps, scores, pred_map)
     return [Update((kps, scores,
                     [s["image_id"] for s in samples]),

@@ -23,7 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.reproduce.sources import HUB, TRANSFORMERS_FILE, choose_file, expected_filename, repo_for
+from benchmarks.reproduce.tables import _adapt_config, checkpoint_path, official_input, size_key, task_config
 from sapiens2.errors import BenchError
+from sapiens2.models.backbones.common import OFFICIAL_BACKBONES
+from sapiens2.models.builder import build_model
+from sapiens2.utils_io import file_sha256
 
 
 class HubUnavailableError(BenchError):
@@ -54,8 +58,6 @@ class Item:
 
 def target_path(root, task: str, size: str) -> Path:
     """Where ``reproduce`` reads the checkpoint (the detector: its folder; it keeps the repository's name)."""
-    from benchmarks.reproduce.tables import checkpoint_path
-
     if task == "detector":
         return Path(root) / "detector"
     return checkpoint_path(root, size, task)
@@ -245,8 +247,6 @@ _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
 def verify(item: Item, path: Path, arch_settings: dict | None = None, check_keys: bool = True) -> list[str]:
     """Run every check that applies; returns what was checked. Raises :class:`VerificationError`."""
-    from sapiens2.utils_io import file_sha256
-
     done = []
     expected = item.sha256
     blob = Path(os.path.realpath(path)).name
@@ -288,14 +288,9 @@ def expected_shapes(task: str, size: str, arch_settings: dict | None = None) -> 
 
     ``arch_settings`` substitutes settings for official archs, as ``reproduce --arch-settings`` does.
     """
-    from benchmarks.reproduce.tables import _adapt_config, official_input, size_key, task_config
-    from sapiens2.models.builder import build_model
-
     arch = f"sapiens2_{size_key(size)}"
     if task == "pretrain":
         if arch_settings and arch in arch_settings:
-            from sapiens2.models.backbones.common import OFFICIAL_BACKBONES
-
             cfg = dict(OFFICIAL_BACKBONES[arch], arch=dict(arch_settings[arch]))
             model = build_model(cfg, device="meta")
         else:
@@ -332,8 +327,6 @@ def place(cached: Path, target: Path, copy: bool = False) -> str:
     if target.is_symlink() and os.path.realpath(target) == real:
         return "already linked"
     if target.exists() and not target.is_symlink():
-        from sapiens2.utils_io import file_sha256
-
         same = target.stat().st_size == os.path.getsize(real) and file_sha256(target) == file_sha256(real)
         if copy and same:
             return "already present (same bytes)"

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import textwrap
 
+from sapiens2.models import flops
+from sapiens2.models.flops import CARD_CONVENTION
+from sapiens2.reference import official_archs
+from sapiens2.utils_io import write_json_atomic, write_text_atomic
+
 CARD_SOURCES = {"sapiens2_0.1b": "README model card", "sapiens2_1b_4k": "README model card"}
 CARD_UNITS = {"params": "count", "flops": "MACs (card convention)",
               "flops_total_2x_macs": "FLOPs, 2 per MAC, attention included"}
@@ -36,9 +41,6 @@ def compute_rows(archs: list[str] | None = None) -> list[dict]:
     Returns:
         Rows with the keys of :data:`CSV_COLUMNS` (``flops_paper_t`` is None where nothing is printed).
     """
-    from sapiens2.models.flops import backbone_complexity
-    from sapiens2.reference import official_archs
-
     table = official_archs()["archs"]
     names = archs or list(table)
     unknown = [a for a in names if a not in table]
@@ -47,7 +49,7 @@ def compute_rows(archs: list[str] | None = None) -> list[dict]:
     rows = []
     for name in names:
         entry = table[name]
-        got = backbone_complexity(name)
+        got = flops.backbone_complexity(name)  # looked up on the module: tests replace it
         paper_p, paper_f = entry.get("params_b_card"), entry.get("tflops_card")
         rows.append({
             "arch": name,
@@ -123,8 +125,6 @@ def flops_note(rows: list[dict]) -> str:
 
 def card_text(rows: list[dict]) -> str:
     """The printed model card: the table, the FLOPs convention and the note on the differences."""
-    from sapiens2.models.flops import CARD_CONVENTION
-
     return "\n".join([
         format_table(rows), "", f"FLOPs convention: {CARD_CONVENTION}.",
         "params: exact count of our implementation (official num_params); paper values as printed.",
@@ -137,9 +137,6 @@ def print_model_card(archs: list[str] | None = None, json_path=None, csv_path=No
     import io
     import resource
     import time
-
-    from sapiens2.models.flops import CARD_CONVENTION
-    from sapiens2.utils_io import write_json_atomic, write_text_atomic
 
     start = time.perf_counter()
     rows = compute_rows(archs)

@@ -13,6 +13,11 @@ import hashlib
 import json
 from pathlib import Path
 
+from benchmarks.reproduce import model_card
+from benchmarks.reproduce.model_card import CARD_UNITS, card_text
+from sapiens2.models.flops import CARD_CONVENTION
+from sapiens2.utils_io import write_json_atomic
+
 CARD_FILE = "model_card.json"
 # Package files the card is computed from (relative to the repository root).
 _SOURCES = (
@@ -78,10 +83,6 @@ def reproduce_table1(out_dir, json_path=None, force: bool = False) -> int:
     """
     import time
 
-    from benchmarks.reproduce.model_card import CARD_UNITS, card_text, compute_rows
-    from sapiens2.models.flops import CARD_CONVENTION
-    from sapiens2.utils_io import write_json_atomic
-
     path = Path(out_dir) / "table1" / CARD_FILE
     current = inputs_fingerprint()
     stored, unreadable = _read(path)
@@ -94,7 +95,7 @@ def reproduce_table1(out_dir, json_path=None, force: bool = False) -> int:
     else:
         print(f"computing the model card ({reason})")
         start = time.perf_counter()
-        rows = compute_rows(None)
+        rows = model_card.compute_rows(None)
         seconds = time.perf_counter() - start
         print(card_text(rows))
         card = {"rows": rows, "convention": CARD_CONVENTION, "units": CARD_UNITS, "inputs": current,

@@ -39,6 +39,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.reproduce.evaluate import updates, vocabulary_adapter
+from benchmarks.reproduce.sources import repo_for
+from evaluators.metric_decl import record_declarations
+from evaluators.registry import build_evaluator
+from evaluators.runner import run_evaluation
+from sapiens2.datasets.split import open_split, split_info
+from sapiens2.errors import BenchError
+from sapiens2.models.builder import build_model, official_config
+from sapiens2.models.checkpoint import load_checkpoint
+from sapiens2.records.results import dataset_content_hash, flatten_metrics, make_record, write_record
+from sapiens2.reference import official_task_configs
+from sapiens2.tasks import get_task
 from sapiens2.utils_io import atomic_write, file_sha256
 
 TABLE_TASKS = {"table3": "pose", "table4": "seg", "table5": "pointmap", "table6": "normal",
@@ -105,8 +117,6 @@ def config_name(size: str, task: str) -> str:
     """The official config name of ``size`` / ``task`` (1B-4K: the 1B config it is derived from, marked)."""
     if is_4k(size):
         return f"{config_name('1b', task)} + sapiens2_1b_4k backbone (derived; no published 1B-4K config)"
-    from sapiens2.reference import official_task_configs
-    from sapiens2.tasks import get_task
 
     prefix = f"sapiens2_{size}_{get_task(task).official_config_task}_"
     names = [n for n in official_task_configs() if n.startswith(prefix)]
@@ -117,8 +127,6 @@ def config_name(size: str, task: str) -> str:
 
 def task_config(size: str, task: str) -> dict:
     """The model config of ``size`` / ``task``: the official one, or for 1B-4K the derived one."""
-    from sapiens2.models.builder import official_config
-
     if not is_4k(size):
         return official_config(config_name(size, task))
     if task not in TASKS_4K:
@@ -154,8 +162,6 @@ def plan(task: str, checkpoint_root: str | Path | None, data_root: str | Path | 
         missing.append(f"--data-root: a split folder with split.json and the {task} manifest "
                        f"(layout: sapiens2/datasets/README.md)")
     else:
-        from sapiens2.datasets.split import split_info
-
         try:
             info = split_info(data_root)
             manifest = info["tasks"].get(task)
@@ -168,9 +174,6 @@ def plan(task: str, checkpoint_root: str | Path | None, data_root: str | Path | 
 
 
 def _source_hint(task: str, size: str) -> str:
-    from benchmarks.reproduce.sources import repo_for
-    from sapiens2.errors import BenchError
-
     try:
         return f"from https://huggingface.co/{repo_for(task, size)}"
     except BenchError:
@@ -179,9 +182,6 @@ def _source_hint(task: str, size: str) -> str:
 
 def build_task_model(job: Job, arch_settings: dict | None = None, input_size=None):
     """Build the task model of ``job`` (optionally with substituted arch settings) and load it."""
-    from sapiens2.models.builder import build_model
-    from sapiens2.models.checkpoint import load_checkpoint
-
     cfg = task_config(job.size, job.task)
     cfg = _adapt_config(cfg, arch_settings, input_size or official_input(job.size),
                         arch_key=f"sapiens2_{size_key(job.size)}")
@@ -203,8 +203,6 @@ def random_checkpoint(root, size: str, task: str, arch_settings: dict | None = N
     """
     import torch
     from safetensors.torch import save_file
-
-    from sapiens2.models.builder import build_model
 
     cfg = copy.deepcopy(task_config(size, task))
     cfg["backbone"]["img_size"] = list(input_size or official_input(size))
@@ -287,13 +285,6 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
     """
     import torch
 
-    from benchmarks.reproduce.evaluate import updates, vocabulary_adapter
-    from evaluators.registry import build_evaluator
-    from evaluators.runner import run_evaluation
-    from sapiens2.datasets.split import open_split, split_info
-    from sapiens2.records.results import dataset_content_hash, make_record, write_record
-    from sapiens2.tasks import get_task
-
     input_size = tuple(input_size or official_input(job.size))
     t0 = time.perf_counter()
     model = build_task_model(job, arch_settings, input_size).to(device)
@@ -341,6 +332,8 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
         seeds=[],
         timings={"load_s": load_s, "eval_s": eval_s},
         device=device,
+        metric_decls=record_declarations(evaluator.declared_metrics(), flatten_metrics(result.metrics)[0],
+                                         get_task(job.task).headline),
     )
     return write_record(Path(out_dir) / job.model_name / f"{job.task}.json", rec)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.systems.mediapipe_system import MediaPipeSystem
+
 
 def box_from_pose(landmarks: np.ndarray, visibility: np.ndarray, mask: np.ndarray | None,
                   image_hw: tuple[int, int], min_visibility: float = 0.5) -> tuple[float, ...]:
@@ -51,8 +53,6 @@ class MediaPipePersonBox:
     source = "mediapipe"
 
     def __init__(self) -> None:
-        from benchmarks.systems.mediapipe_system import MediaPipeSystem
-
         self.system = MediaPipeSystem(enable_segmentation=True)
 
     def __call__(self, rgb: np.ndarray) -> tuple[float, float, float, float]:

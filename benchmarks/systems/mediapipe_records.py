@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.systems import mediapipe_system as M
+from sapiens2.datasets import split_info
+from sapiens2.datasets.synth import ensure_default_split
+from sapiens2.records.results import dataset_content_hash, make_record, write_record
 
 SYSTEM_TASKS = ("pose", "seg")
 
 
 def _dataset(data: Path, n: int | None, num_samples: int) -> dict:
-    from sapiens2.datasets import split_info
-    from sapiens2.records.results import dataset_content_hash
-
     info = split_info(data)
     return {"name": str(info.get("name") or data.name), "split": "all" if n is None else f"first{n}",
             "content_hash": dataset_content_hash(data), "num_samples": num_samples, "root": str(data)}
@@ -41,8 +41,6 @@ def run_mediapipe(out, data=None, n: int | None = None, input_size_hw: tuple[int
     Returns:
         The record paths written.
     """
-    from sapiens2.records.results import make_record, write_record
-
     tasks = list(tasks)
     unknown = sorted(set(tasks) - set(SYSTEM_TASKS))
     if unknown or not tasks:
@@ -54,8 +52,6 @@ def run_mediapipe(out, data=None, n: int | None = None, input_size_hw: tuple[int
         raise ValueError(f"input size {input_size_hw} (H, W): too small (at least 16x16)")
     M.require_mediapipe()  # clear install hint before any data is rendered
     if data is None:
-        from sapiens2.datasets.synth import ensure_default_split
-
         data = Path(ensure_default_split())
     else:
         data = Path(data)

@@ -27,6 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluators.pose import PoseEvaluator
+from evaluators.runner import Update, dense_update, run_evaluation
+from evaluators.seg import SegEvaluator
+from sapiens2.datasets import open_split
+from sapiens2.reference import keypoints308
+
 MEDIAPIPE_VERSION = "0.10.21"
 INSTALL_HINT = (
     f"mediapipe {MEDIAPIPE_VERSION} is not installed; run `bash scripts/install_mediapipe.sh` "
@@ -92,8 +98,6 @@ def shared_meta() -> dict:
 
     The subset keeps the order of :data:`LANDMARK_MAP`; sigmas are those of ``keypoints308``.
     """
-    from sapiens2.reference import keypoints308
-
     vocab = keypoints308()
     ids = {k["name"]: k["id"] for k in vocab["keypoints"]}
     names = [ours for _, _, ours, _ in LANDMARK_MAP]
@@ -117,8 +121,6 @@ def shared_meta() -> dict:
 
 def vocabulary_ids() -> list[int]:
     """keypoints308 ids of the shared subset, in subset order."""
-    from sapiens2.reference import keypoints308
-
     ids = {k["name"]: k["id"] for k in keypoints308()["keypoints"]}
     return [ids[ours] for _, _, ours, _ in LANDMARK_MAP]
 
@@ -292,10 +294,6 @@ def evaluate_pose(split_dir, system: MediaPipeSystem, n: int | None = None,
     Returns:
         (``PoseEvaluator.compute()`` output, info with counts and seconds).
     """
-    from evaluators.pose import PoseEvaluator
-    from evaluators.runner import Update, run_evaluation
-    from sapiens2.datasets import open_split
-
     ds = open_split(split_dir, "pose", input_size=tuple(input_size))
     keep = first_image_ids(ds.coco, n)
     gt = shared_gt(ds.coco, ds.anns, keep)
@@ -346,10 +344,6 @@ def evaluate_masks(split_dir, system: MediaPipeSystem, n: int | None = None,
         ({"pose": SegEvaluator output, "selfie": SegEvaluator output}, info).
     """
     import torch
-
-    from evaluators.runner import dense_update, run_evaluation
-    from evaluators.seg import SegEvaluator
-    from sapiens2.datasets import open_split
 
     ds = open_split(split_dir, "seg")
     count = len(ds) if n is None else min(n, len(ds))

@@ -27,6 +27,8 @@ from evaluators.pose.coco_ap import STAT_NAMES, evaluate_parts
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_coco_file
 from evaluators.pose.metadata import KeypointMeta, load_meta, meta_for_count
 from sapiens2.utils_io import write_json_atomic
+from sapiens2.vocab import keypoint_set, keypoint_sets
+from sapiens2.vocab_mapping import keypoint_mapping, map_keypoints
 
 
 def choose_meta(meta_path, num_keypoints: int | None, gt_name: str = "GT") -> tuple[KeypointMeta, str]:
@@ -114,9 +116,6 @@ def evaluate_files(
 def _map_results(results, source, meta: KeypointMeta, src: str, info: list | None) -> list[dict]:
     """Results in keypoint set ``source`` rewritten in the GT's set (declared map, by name)."""
     import numpy as np
-
-    from sapiens2.vocab import keypoint_set, keypoint_sets
-    from sapiens2.vocab_mapping import keypoint_mapping, map_keypoints
 
     src_set = keypoint_set(source)
     target = keypoint_set(meta.name) if meta.name in keypoint_sets() else None

@@ -12,6 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluators.pose.coco_ap import evaluate_parts
+from evaluators.pose.coco_io import load_coco_gt, load_coco_results
+from evaluators.pose.metadata import load_meta, meta_for_count
+from sapiens2.codecs.udp import udp_decode
 from sapiens2.parity.runner import CaseResult
 
 
@@ -51,10 +55,6 @@ def run_pose_case(case: dict, root: Path, manifest: dict) -> CaseResult:
     Returns:
         The case result; errors per ``part/stat``.
     """
-    from evaluators.pose.coco_ap import evaluate_parts
-    from evaluators.pose.coco_io import load_coco_gt, load_coco_results
-    from evaluators.pose.metadata import load_meta, meta_for_count
-
     root = Path(root)
     name = case.get("name", "pose")
     tol = (case.get("tolerance") or {}).get("abs") if isinstance(case.get("tolerance"), dict) else None
@@ -108,8 +108,6 @@ def run_codec_case(case: dict, root: Path, manifest: dict) -> CaseResult:
         The case result: errors for ``keypoints`` (px) and ``scores``.
     """
     from safetensors.numpy import load_file
-
-    from sapiens2.codecs.udp import udp_decode
 
     name = case.get("name", "codec")
     codec = case.get("official_codec") or {}

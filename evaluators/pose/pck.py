@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sapiens2.datasets.pose import bbox_to_center_scale
+
 PCK_THRESHOLDS = (0.05, 0.1)
 EPE_CROP_HW = (1024, 768)
 CROP_PADDING = 1.25
@@ -44,8 +46,6 @@ def box_max_side(bboxes: np.ndarray) -> np.ndarray:
 
 def crop_scale(bboxes: np.ndarray) -> np.ndarray:
     """Image-to-crop scale of the official 1024 x 768 top-down crop of each N x 4 box (NaN if empty)."""
-    from sapiens2.datasets.pose import bbox_to_center_scale
-
     h_crop, w_crop = EPE_CROP_HW
     out = np.full(bboxes.shape[0], np.nan)
     for i, box in enumerate(bboxes):

@@ -196,8 +196,6 @@ class PointmapDataset(_MaskedDataset):
         if isinstance(value, str):
             path = self.path(rec, "K")
             if path.suffix.lower() == ".json":
-                from sapiens2.utils_io import read_json
-
                 value = read_json(path)
             else:
                 value = read_npy(path, self._rec(rec))

@@ -3,14 +3,14 @@
 An image is checked from its header, before any pixel is decoded: over the pixel limit (Pillow's
 decompression-bomb limit ``PIL.Image.MAX_IMAGE_PIXELS``, 89.5 megapixels, or
 ``$SAPIENS2_MAX_IMAGE_PIXELS``), or needing more memory to decode than this process has
-(:func:`sapiens2.memory.available_memory`), it is a :class:`~sapiens2.datasets.io.DatasetError` naming
+(:func:`sapiens2.memory.available_memory`), it is a :class:`~sapiens2.errors.DatasetError` naming
 the file, its size and the limit.
 
 Example:
     >>> check_image_size(20000, 20000, 3, 1, "big.png")
     Traceback (most recent call last):
     ...
-    sapiens2.datasets.io.DatasetError: big.png: image 20000x20000 (400.0 megapixels) is over the limit ...
+    sapiens2.errors.DatasetError: big.png: image 20000x20000 (400.0 megapixels) is over the limit ...
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import os
 import warnings
 from pathlib import Path
 
-from .io import DatasetError, where
+from sapiens2.errors import DatasetError, where
+from sapiens2.memory import available_memory_for, format_bytes
 
 _PIXELS_ENV = "SAPIENS2_MAX_IMAGE_PIXELS"
 # Bytes per decoded pixel and channel beyond the samples themselves: the decoder's buffer, the array
@@ -50,8 +51,6 @@ def check_image_size(width: int, height: int, channels: int, sample_bytes: int, 
     Raises:
         DatasetError: naming the file, its size and the limit it breaks.
     """
-    from sapiens2.memory import available_memory_for, format_bytes
-
     pixels, limit = int(width) * int(height), max_image_pixels()
     size = f"image {width}x{height} ({pixels / 1e6:.1f} megapixels)"
     if pixels > limit:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sapiens2.datasets.import_parts import PART_LAYOUTS, coco_person_masks, part_folder_manifest
 from sapiens2.utils_io import default_mode, read_json, write_json_atomic
 from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set
 
@@ -335,8 +336,6 @@ def import_dataset(
         label_set: label set of a part-PNG dataset (default: the layout's).
         overwrite: replace an earlier split at ``out``.
     """
-    from .import_parts import PART_LAYOUTS, coco_person_masks, part_folder_manifest
-
     src = Path(src)
     if fmt in PART_LAYOUTS:
         manifest, entry = part_folder_manifest(fmt, src, images, labels, label_set)

@@ -1,5 +1,6 @@
 """Label maps, masks and 3-channel maps (normals, albedo, pointmaps): the value rules of each format
-on top of the file decoders of :mod:`sapiens2.datasets.io` (which re-exports everything public here),
+on top of the file decoders of :mod:`sapiens2.datasets.decoders` (:mod:`sapiens2.datasets.io` re-exports
+both),
 and the pairing of prediction, GT and mask files by stem (``sapiens2-bench eval``).
 
 The rules are those of ``sapiens2/datasets/README.md`` ("File formats"), summarised in
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sapiens2.datasets.io import DatasetError, read_exr, read_npy, read_png, read_rgb, where
+from sapiens2.datasets.decoders import read_exr, read_npy, read_png, read_rgb
+from sapiens2.errors import DatasetError, where
 
 MAP_SUFFIXES = (".npy", ".png", ".exr")
 _KIND_NAMES = {"normal": "normal", "unit": "albedo", "float": "pointmap"}

@@ -12,7 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
+from sapiens2.datasets.io import read_rgb
+from sapiens2.models.legends import colorbar_panel, depth_rgb, legend_panel, normal_key_panel
+from sapiens2.models.visualize import seg_legend_entries
 from sapiens2.reference import keypoints308, seg_classes29
+from sapiens2.utils_io import atomic_write
 
 from .split import available_tasks, open_split
 
@@ -29,9 +33,6 @@ def _depth_range(z: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
 
 def _footer(width: int, labels=None) -> np.ndarray:
     """The legends row: the part classes (the split's label set; default the 29) and the normal colour key."""
-    from sapiens2.models.legends import legend_panel, normal_key_panel
-    from sapiens2.models.visualize import seg_legend_entries
-
     if labels is None or labels.name == "sapiens2_29" or not labels.palette:
         entries = seg_legend_entries()
     else:
@@ -105,8 +106,6 @@ def contact_sheet(
     """
     from PIL import Image, ImageDraw
 
-    from sapiens2.utils_io import atomic_write
-
     if Path(out).resolve().is_relative_to(Path(split_dir).resolve()):
         raise ValueError(f"{out}: the contact sheet must be written outside the split {split_dir} "
                          "(a file inside it would change the split's content hash)")
@@ -120,7 +119,6 @@ def contact_sheet(
         ids = [{"id": im["id"], "image": im["file_name"]} for im in coco["images"]]
     if not ids:
         raise ValueError(f"{split_dir}: no images to show")
-    from sapiens2.models.legends import colorbar_panel, depth_rgb
 
     colours = [c["color"] for c in seg_classes29()["classes"]]
     if labels is not None and labels.name != "sapiens2_29" and labels.palette:
@@ -151,8 +149,6 @@ def contact_sheet(
                 m = s["mask"].numpy()[..., None]
                 tiles["albedo"] = (s["albedo"].permute(1, 2, 0).numpy() * 255 * m).round().astype(np.uint8)
         if base is None:
-            from .io import read_rgb
-
             base = read_rgb(Path(split_dir) / ids[row]["image"])
         scale = tile_height / base.shape[0]
         raw = _resize(base, scale)

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from sapiens2.errors import UnknownNameError
+from sapiens2.registry import DATASETS
 from sapiens2.tasks import get_task, task_names
 from sapiens2.utils_io import read_json
 
@@ -46,8 +47,6 @@ def open_split(split_dir: str | os.PathLike, task: str, **kwargs):
         UnknownNameError: unknown task.
         DatasetError: the split has no ground truth for it.
     """
-    from sapiens2.registry import DATASETS
-
     if task not in task_names():
         raise UnknownNameError("task", task, task_names())
     info = split_info(split_dir)

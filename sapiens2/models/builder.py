@@ -13,11 +13,13 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
+from sapiens2.models.variants import variants
+from sapiens2.reference import official_task_configs
+from sapiens2.registry import MODELS, build_from_cfg_checked
+
 
 def official_config(name: str) -> dict:
     """The ``model`` config dict of an official task config (see ``sapiens2.reference``)."""
-    from sapiens2.reference import official_task_configs
-
     configs = official_task_configs()
     if name not in configs:
         raise KeyError(f"unknown official config {name!r}; known: {', '.join(sorted(configs))}")
@@ -26,8 +28,6 @@ def official_config(name: str) -> dict:
 
 def _official_backbone(name: str) -> dict | None:
     """The config of an official variant of the variant table (``sapiens2.models.variants``), or None."""
-    from sapiens2.models.variants import variants
-
     return next((v.backbone_config() for v in variants(official=True) if v.name == name), None)
 
 
@@ -74,8 +74,6 @@ def build_model(cfg_or_name: str | Mapping, arch_settings: Mapping[str, dict] | 
     Raises:
         KeyError: an unknown config name or model type (the message lists the known ones).
     """
-    from sapiens2.registry import MODELS, build_from_cfg_checked
-
     if isinstance(cfg_or_name, str):
         backbone = _official_backbone(cfg_or_name)
         cfg = backbone if backbone is not None else official_config(cfg_or_name)

@@ -29,7 +29,7 @@ from sapiens2.tasks import all_tasks, task_names
 
 TASKS = ("backbone", *task_names())
 HF_CLASSES = {"backbone": "Sapiens2Model", **{t.name: t.hf_class for t in all_tasks() if t.hf_class}}
-ESTIMATOR_TYPES = {t.name: (t.estimator, t.head, t.head_predictor) for t in all_tasks()}
+ESTIMATOR_TYPES = {t.name: (t.estimator, t.head, t.head_predictor) for t in all_tasks() if t.has_model}
 ROPE_DTYPE_KEY = "sapiens2_rope_periods_dtype"
 ALBEDO_REFUSAL = (
     "the transformers Sapiens2 port has no albedo model (no Sapiens2For* class and no key mapping; its "

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from sapiens2.models import postprocess as pp
+from sapiens2.reference import keypoints308
 from sapiens2.registry import MODELS, build_from_cfg_checked
 
 
@@ -90,8 +91,6 @@ class PoseTopdownEstimator(TaskEstimator):
         heatmaps = self(x)
         if flip_test:
             if flip_pairs is None:
-                from sapiens2.reference import keypoints308
-
                 vocab = keypoints308()
                 if heatmaps.shape[1] != int(vocab["num_keypoints"]):
                     raise ValueError(f"flip test: the model predicts {heatmaps.shape[1]} keypoints; pass "

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
+from sapiens2.models.builder import build_model
+
 CARD_CONVENTION = (
     "flops = MACs (1 per multiply-accumulate) of linear and conv layers at batch 1, attention matmuls "
     "(QK^T, AV) excluded, element-wise ops excluded; counted with torch FlopCounterMode on the meta device "
@@ -88,8 +90,6 @@ def backbone_complexity(arch: str, img_size: tuple[int, int] | None = None) -> d
         dict with ``params``, ``img_size``, ``flops`` (card convention), ``flops_total_2x_macs``,
         ``macs_linear``, ``macs_conv``, ``macs_attention``.
     """
-    from sapiens2.models.builder import build_model
-
     model = build_model(arch, device="meta").eval()
     if img_size is None:
         img_size = tuple(getattr(model, "img_size", (1024, 768)))

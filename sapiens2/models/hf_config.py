@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from sapiens2.image_norm import MEAN, STD
 from sapiens2.models.convert_hf import (
     ALBEDO_REFUSAL,
     ESTIMATOR_TYPES,
@@ -16,6 +17,7 @@ from sapiens2.models.convert_hf import (
     detect_task,
     rope_periods,
 )
+from sapiens2.models.variants import variants
 
 
 def rope_base_from_periods(periods: torch.Tensor, head_dim: int) -> float:
@@ -119,6 +121,7 @@ def hf_config_from_official(cfg: dict, task: str | None = None):
     Returns:
         ``Sapiens2Config`` with ``architectures`` set to the matching ``Sapiens2For*`` class.
     """
+    # transformers (a Sapiens2 build of it) is imported only when a model is converted: heavy to load
     from transformers.models.sapiens2 import Sapiens2Config
 
     if task is None:
@@ -155,8 +158,6 @@ def hf_config_from_official(cfg: dict, task: str | None = None):
 def _arch_settings(arch) -> dict:
     if isinstance(arch, dict):
         return arch
-    from sapiens2.models.variants import variants
-
     archs = {v.name: v for v in variants("sapiens2", official=True)}
     if arch not in archs:
         raise KeyError(f"unknown arch {arch!r}; known archs: {', '.join(sorted(archs))}")
@@ -198,7 +199,7 @@ def _hf_head_config(head: dict, task: str) -> tuple[dict, int]:
 def hf_preprocessor_config(image_size) -> dict:
     """The ``preprocessor_config.json`` of a converted model, so ``AutoImageProcessor`` loads the folder.
 
-    The same input policy as our pipelines (:data:`sapiens2.inference.MEAN`/``STD``, in 0-255 units):
+    The same input policy as our pipelines (:data:`sapiens2.image_norm.MEAN`/``STD``, in 0-255 units):
     resize to ``image_size`` (H, W), rescale by 1/255, normalise with the mean and std over 255.
 
     Example:
@@ -206,8 +207,6 @@ def hf_preprocessor_config(image_size) -> dict:
         >>> cfg["image_processor_type"], cfg["size"], [round(m, 3) for m in cfg["image_mean"]]
         ('Sapiens2ImageProcessor', {'height': 1024, 'width': 768}, [0.485, 0.456, 0.406])
     """
-    from sapiens2.inference import MEAN, STD
-
     h, w = (int(v) for v in image_size)
     return {
         "image_processor_type": "Sapiens2ImageProcessor",

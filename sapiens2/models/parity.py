@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from sapiens2.parity.runner import CaseResult
+from sapiens2.registry import MODELS, build_from_cfg_checked
 
 _LAYER_RE = re.compile(r"^(raw|featmap|cls_token)_(layer(\d+)|last)$")
 _OUT_RE = re.compile(r"^out(\d+)$")
@@ -68,8 +69,6 @@ def _backbone_outputs(model, x: torch.Tensor, names: list[str], out_indices: lis
 
 def run_model_case(case: dict, root: Path, manifest: dict) -> CaseResult:
     """Run one ``kind: model`` golden case; see the module docstring."""
-    from sapiens2.registry import MODELS, build_from_cfg_checked
-
     name = case["name"]
     cfg = _substitute_arch(case["official_config"], manifest.get("arch_settings", {}))
     state, x, expected = split_case_file(Path(root) / case["file"])

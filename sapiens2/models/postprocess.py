@@ -19,6 +19,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from sapiens2.codecs.udp import fuse_flip, udp_decode
+
 CANONICAL_FOCAL_LENGTH = 768.0
 
 
@@ -128,8 +130,6 @@ def fuse_flip_heatmaps(heatmaps: torch.Tensor, flipped_heatmaps: torch.Tensor,
     Returns:
         B x K x H x W fused heatmaps.
     """
-    from sapiens2.codecs.udp import fuse_flip
-
     if heatmaps.shape != flipped_heatmaps.shape:
         raise ValueError(f"flip test: heatmaps {tuple(heatmaps.shape)} and flipped heatmaps "
                          f"{tuple(flipped_heatmaps.shape)} differ in shape")
@@ -189,8 +189,6 @@ def decode_pose_heatmaps(heatmaps: torch.Tensor, input_size: Sequence[int], crop
     Returns:
         (keypoints B x K x 2 float32, scores B x K float32), in crop pixels unless ``crop`` is given.
     """
-    from sapiens2.codecs.udp import udp_decode
-
     _check_4d("pose heatmaps", heatmaps)
     hm_size = (int(heatmaps.shape[-1]), int(heatmaps.shape[-2]))
     kpts, scores = udp_decode(heatmaps.detach().float().cpu(), input_size=tuple(input_size),

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
 
+from sapiens2.errors import UnknownNameError
+from sapiens2.reference import official_archs
+
 FAMILIES = {"sapiens2": "Sapiens2", "sapiens": "Sapiens"}  # family -> registered MODELS type
 _GROUPS = {"sapiens2": "archs", "sapiens": "sapiens_v1_archs"}  # family -> group of official_archs.json
 
@@ -82,8 +85,6 @@ _TINY = (
 
 @cache
 def _table() -> dict[str, ModelVariant]:
-    from sapiens2.reference import official_archs
-
     ref = official_archs()
     table: dict[str, ModelVariant] = {}
     for family, group in _GROUPS.items():
@@ -123,8 +124,6 @@ def get_variant(name: str) -> ModelVariant:
     Raises:
         sapiens2.errors.UnknownNameError: no such variant (the message lists them).
     """
-    from sapiens2.errors import UnknownNameError
-
     table = _table()
     key = str(name).lower()
     if key not in table:

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from sapiens2.models.legends import beside, colorbar_panel, depth_rgb, legend_panel, normal_key_panel
+from sapiens2.reference import keypoints308, seg_classes29
+
 RANDOM_BANNER = "RANDOM WEIGHTS - NOT A TRAINED MODEL"
 
 
@@ -29,8 +32,6 @@ def draw_pose(image: np.ndarray, keypoints: np.ndarray, scores: np.ndarray, scor
         H x W x 3 uint8 picture.
     """
     import cv2
-
-    from sapiens2.reference import keypoints308
 
     vocab = keypoints308()
     out = np.ascontiguousarray(image.copy())
@@ -54,8 +55,6 @@ def draw_pose(image: np.ndarray, keypoints: np.ndarray, scores: np.ndarray, scor
 
 def seg_palette() -> np.ndarray:
     """29 x 3 uint8 class colours of ``seg_classes29.json``."""
-    from sapiens2.reference import seg_classes29
-
     classes = seg_classes29()["classes"]
     palette = np.zeros((len(classes), 3), np.uint8)
     for c in classes:
@@ -70,8 +69,6 @@ def seg_legend_entries(labels: np.ndarray | None = None) -> list[tuple[str, tupl
         >>> seg_legend_entries(np.array([[0, 0, 4, 4]]))[4][0]
         'Hair 50.0%'
     """
-    from sapiens2.reference import seg_classes29
-
     classes = sorted(seg_classes29()["classes"], key=lambda c: c["id"])
     share = None
     if labels is not None:
@@ -88,8 +85,6 @@ def seg_legend_entries(labels: np.ndarray | None = None) -> list[tuple[str, tupl
 
 def draw_seg(image: np.ndarray, labels: np.ndarray, alpha: float = 0.6) -> np.ndarray:
     """Input and the part labels blended over it in the class colours, side by side, with the legend."""
-    from sapiens2.models.legends import beside, legend_panel
-
     palette = seg_palette()
     colored = palette[np.clip(labels, 0, len(palette) - 1)]
     blend = (alpha * colored + (1 - alpha) * image).astype(np.uint8)
@@ -99,8 +94,6 @@ def draw_seg(image: np.ndarray, labels: np.ndarray, alpha: float = 0.6) -> np.nd
 
 def draw_normal(image: np.ndarray, normals: np.ndarray) -> np.ndarray:
     """Unit normals (3 x H x W, camera frame) as RGB ``(n + 1) / 2``, next to the input, with the key."""
-    from sapiens2.models.legends import beside, normal_key_panel
-
     rgb = ((np.transpose(normals, (1, 2, 0)) + 1.0) * 127.5).clip(0, 255).astype(np.uint8)
     return beside(side_by_side(image, rgb), normal_key_panel(image.shape[0]))
 
@@ -108,8 +101,6 @@ def draw_normal(image: np.ndarray, normals: np.ndarray) -> np.ndarray:
 def draw_depth(image: np.ndarray, points: np.ndarray,
                label: str = "depth z (m)\ncanonical camera f = 768 px") -> np.ndarray:
     """Depth (z of a 3 x H x W pointmap) between its 2nd and 98th percentile, with a colour bar."""
-    from sapiens2.models.legends import beside, colorbar_panel, depth_rgb
-
     z = np.asarray(points[2], dtype=np.float64)
     finite = np.isfinite(z)
     lo, hi = (np.percentile(z[finite], [2, 98]) if finite.any() else (0.0, 1.0))

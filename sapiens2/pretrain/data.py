@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from sapiens2.datasets.io import DatasetError, read_rgb
 from sapiens2.errors import BenchError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
@@ -62,8 +63,6 @@ def read_image(path: Path) -> torch.Tensor:
     Raises:
         BenchError: unreadable file (names it).
     """
-    from sapiens2.datasets.io import DatasetError, read_rgb
-
     try:
         arr = read_rgb(path)
     except DatasetError as e:

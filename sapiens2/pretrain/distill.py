@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from sapiens2.distributed import all_reduce_, get_world_size
 from sapiens2.models.backbones.common import trunc_normal_init
 from sapiens2.pretrain.registry import PRETRAIN_MODELS
 
@@ -76,8 +77,6 @@ class Centering(nn.Module):
     @torch.no_grad()
     def update(self, teacher_logits: Tensor) -> None:
         """Move the centre towards the batch mean (averaged over every rank under DDP)."""
-        from sapiens2.distributed import all_reduce_, get_world_size
-
         total = teacher_logits.float().sum(dim=0, keepdim=True)
         all_reduce_(total)
         batch_mean = total / (teacher_logits.shape[0] * get_world_size())
@@ -103,8 +102,6 @@ def sinkhorn_knopp(teacher_logits: Tensor, temperature: float, iterations: int =
         >>> torch.allclose(q.sum(1), torch.ones(8)), q.shape
         (True, torch.Size([8, 4]))
     """
-    from sapiens2.distributed import all_reduce_, get_world_size
-
     logits = teacher_logits.float() / temperature
     peak = logits.max().reshape(1)
     all_reduce_(peak, "max")  # one shift on every rank keeps the ranks' scales equal

@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from sapiens2.models.backbones.sapiens2 import Sapiens2
+
 
 def check_backbone(backbone: nn.Module, what: str = "backbone") -> None:
     """Reject backbones the pretraining objective cannot drive.
@@ -19,8 +21,6 @@ def check_backbone(backbone: nn.Module, what: str = "backbone") -> None:
     Raises:
         ValueError: not a Sapiens2 backbone, or one without a CLS token.
     """
-    from sapiens2.models.backbones.sapiens2 import Sapiens2
-
     if not isinstance(backbone, Sapiens2):
         raise ValueError(f"{what}: pretraining needs a Sapiens2 backbone, got {type(backbone).__name__}")
     if backbone.cls_token is None:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 from sapiens2.errors import BenchError
 from sapiens2.memory import available_memory, format_bytes
+from sapiens2.models.backbones.common import SAPIENS2_ARCHS, resolve_arch
+from sapiens2.models.backbones.sapiens2 import SAPIENS2_REQUIRED, kv_heads_per_layer
 
 _BLOCK_ACTIVATIONS = (10, 3)  # kept values per token and block: 10 x width + 3 x FFN width
 
@@ -53,9 +55,6 @@ def _block_params(d: int, ffn: int, kv_dims: int) -> int:
 
 def _backbone(cfg: dict) -> tuple[dict, int, int, int] | None:
     """(arch settings, patch, extra tokens, parameters) of a Sapiens2 backbone config, else ``None``."""
-    from sapiens2.models.backbones.common import SAPIENS2_ARCHS, resolve_arch
-    from sapiens2.models.backbones.sapiens2 import SAPIENS2_REQUIRED, kv_heads_per_layer
-
     bb = cfg["model"]["backbone"]
     if bb.get("type") != "Sapiens2":
         return None

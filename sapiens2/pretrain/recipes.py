@@ -19,6 +19,7 @@ import json
 import math
 
 from sapiens2.errors import BenchError, UnknownNameError
+from sapiens2.pretrain.synthdata import check_data_spec
 
 DEFAULTS: dict = {
     "name": "custom",
@@ -232,8 +233,6 @@ def resolve_config(config: dict) -> dict:
     if weights.get("cl", 0) > 0 and cfg["crops"]["n_local"] == 0 and cfg["model"]["n_global"] < 2:
         raise BenchError("pretraining config: the distillation needs 2 global views or local views")
     if cfg["data"] is not None:
-        from sapiens2.pretrain.synthdata import check_data_spec
-
         cfg["data"] = check_data_spec(cfg["data"])
     _check_optim_numbers(cfg["optim"])
     frozen = cfg["optim"]["freeze_prototypes_steps"]

@@ -26,7 +26,9 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from sapiens2.datasets.synth import GENERATOR_VERSION, default_cache_root, synth_sample
 from sapiens2.errors import BenchError
+from sapiens2.utils_io import write_json_atomic
 
 MANIFEST = "unlabelled.json"
 _KEYS = ("source", "seed", "n", "size")
@@ -63,16 +65,12 @@ def check_data_spec(spec: dict) -> dict:
 
 def data_key(spec: dict) -> str:
     """12 hex digits naming everything that determines the images (spec and generator version)."""
-    from sapiens2.datasets.synth import GENERATOR_VERSION
-
     blob = json.dumps({**check_data_spec(spec), "version": GENERATOR_VERSION}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def _render_one(args: tuple) -> None:
     from PIL import Image
-
-    from sapiens2.datasets.synth import synth_sample
 
     folder, seed, index, hw = args
     Image.fromarray(synth_sample(seed, index, hw)["image"]).save(
@@ -95,9 +93,6 @@ def render_unlabelled(out: str | os.PathLike, spec: dict, workers: int = 1, prog
         BenchError: ``out`` exists.
     """
     from tqdm import tqdm
-
-    from sapiens2.datasets.synth import GENERATOR_VERSION
-    from sapiens2.utils_io import write_json_atomic
 
     spec = check_data_spec(spec)
     out = Path(out)
@@ -141,8 +136,6 @@ def ensure_unlabelled(spec: dict, root: str | os.PathLike | None = None, workers
     Returns:
         ``<root>/unlabelled-<key>`` (complete).
     """
-    from sapiens2.datasets.synth import default_cache_root
-
     folder = Path(root) if root is not None else default_cache_root()
     out = folder / f"unlabelled-{data_key(spec)}"
     if (out / MANIFEST).is_file():

@@ -36,6 +36,7 @@ from sapiens2.pretrain.optim import build_optimizer, lr_at, set_lr
 from sapiens2.pretrain.recipes import config_hash, resolve_config
 from sapiens2.pretrain.registry import build
 from sapiens2.pretrain.state import STATE_FILE, check_run, export_backbone, load_state, run_key, save_state
+from sapiens2.pretrain.synthdata import ensure_unlabelled
 from sapiens2.utils_io import write_json_atomic
 
 LOG_FILE = "log.jsonl"
@@ -136,7 +137,6 @@ def resolve_data_dir(cfg: dict, data_dir: str | Path | None, progress: bool = Tr
         return Path(data_dir)
     if cfg["data"] is None:
         raise BenchError(f"pretraining config {cfg['name']!r} names no data: give a data folder (--data DIR)")
-    from sapiens2.pretrain.synthdata import ensure_unlabelled
 
     workers = cfg["run"]["render_workers"]
     if dist_utils.get_rank() == 0:

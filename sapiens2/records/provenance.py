@@ -19,6 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from sapiens2 import __version__
+
 
 @lru_cache(maxsize=1)
 def _git_state() -> tuple[str | None, bool | None]:
@@ -39,8 +41,6 @@ def _git_state() -> tuple[str | None, bool | None]:
 
 def provenance(command: list[str] | None = None) -> dict:
     """Versions and source state that made a result (package, git, Python, torch, numpy, platform)."""
-    from sapiens2 import __version__
-
     try:
         import torch
 

@@ -21,9 +21,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sapiens2.records.declared import remember
 from sapiens2.records.integrity import RECORD_HASH_FIELD, record_hash
 from sapiens2.records.provenance import dataset_content_hash, device_info, provenance
-from sapiens2.records.schema import SCHEMA_ID, SCHEMA_VERSION, config_hash, validate
+from sapiens2.records.schema import SCHEMA_ID, SCHEMA_MINOR, SCHEMA_VERSION, config_hash, validate
 from sapiens2.utils_io import read_json, write_json_atomic
 
 RESULT_SUFFIX = ".json"
@@ -123,6 +124,7 @@ def make_record(
     run_id: str | None = None,
     notes: str | None = None,
     command: list[str] | None = None,
+    metric_decls: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict:
     """Build a validated result record with provenance filled in.
 
@@ -147,6 +149,9 @@ def make_record(
         run_id: explicit id; a fresh one (UTC time + random suffix) otherwise.
         notes: free text.
         command: the command line; ``sys.argv`` by default.
+        metric_decls: what each metric means, ``{key: {"label", "higher_is_better", "unit", "scale",
+            "interval", "headline", ...}}`` (``evaluators.metric_decl.record_declarations``), so readers
+            without the task's code can show and rank it.
 
     Returns:
         The record (a JSON-ready dict), sealed with ``record_hash`` over all its other fields: edit
@@ -169,6 +174,7 @@ def make_record(
     record: dict[str, Any] = {
         "schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
+        "schema_minor": SCHEMA_MINOR,
         "run_id": run_id or f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
         "created_utc": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "model": _jsonable(model_dict),
@@ -192,6 +198,8 @@ def make_record(
         record["intervals"] = _jsonable(dict(intervals))
     if notes:
         record["notes"] = notes
+    if metric_decls:
+        record["metric_decls"] = _jsonable(dict(metric_decls))
     try:
         record[RECORD_HASH_FIELD] = record_hash(record)
     except (TypeError, ValueError) as e:
@@ -246,6 +254,7 @@ def read_record(path: str | os.PathLike) -> dict:
     problems = validate(record)
     if problems:
         raise RecordError(path, problems)
+    remember(record)  # its metric declarations: what a reader without the task's code goes by
     return record
 
 

@@ -15,8 +15,10 @@ Bump ``SCHEMA_VERSION`` on any incompatible change and keep reading the older ve
 to ``config`` cannot be detected).
 
 The file names no task: a record's ``task`` is checked against the task table when it is
-validated (so a task registered by a plug-in is valid), and :func:`result_schema` is the file with
-the registered tasks as the field's enum (what ``sapiens2-bench leaderboard schema`` publishes).
+validated (so a task registered by a plug-in is valid), or, for a task whose code is not loaded,
+the record must declare its metrics (``metric_decls``, :mod:`sapiens2.records.declared`); and
+:func:`result_schema` is the file with the registered tasks as the field's enum (what
+``sapiens2-bench leaderboard schema`` publishes).
 
 Example:
     >>> result_schema()["properties"]["task"]["enum"]
@@ -32,11 +34,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from sapiens2.records.declared import decl_problems, record_decls
 from sapiens2.records.integrity import RECORD_HASH_FIELD, canonical_json, check_protocol_id, record_hash
 from sapiens2.tasks import task_names
 
 SCHEMA_ID = "sapiens2-bench/result"
 SCHEMA_VERSION = 2
+# the minor version records are written with (``schema_minor``; absent: 0): a minor version only adds
+# optional fields, so the records of every older minor version of SCHEMA_VERSION still read. 1: metric_decls
+SCHEMA_MINOR = 1
 SUPPORTED_VERSIONS = (1, 2)
 SCHEMA_FILE = Path(__file__).with_name("result.schema.json")
 PROTOCOL_KINDS = ("eval", "probe")
@@ -176,8 +182,11 @@ def validate(record: Any) -> list[str]:
         return [f"record: not plain JSON ({e})"]
     if config_hash(record["config"]) != record["config_hash"]:
         errors.append("record.config_hash: does not match the SHA-256 of record.config (edited config?)")
-    if record["task"] not in task_names():
-        errors.append(f"record.task: {record['task']!r} is not one of {list(task_names())} (the task table)")
+    errors += decl_problems(record)
+    if record["task"] not in task_names() and not any(d.headline for d in record_decls(record)):
+        errors.append(f"record.task: {record['task']!r} is not one of {list(task_names())} (the task table), "
+                      "and the record does not declare its metrics (metric_decls with a headline), so "
+                      "nothing says what its numbers mean (load the task's plug-in with --include)")
     errors += check_protocol_id(record)
     missing = set(record.get("metrics_std") or {}) - set(record["metrics"])
     if missing:

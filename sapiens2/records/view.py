@@ -346,6 +346,11 @@ class RecordView:
     def notes(self) -> str | None:
         return self._rec.get("notes")
 
+    @property
+    def metric_decls(self) -> Mapping[str, Mapping[str, Any]]:
+        """What each metric means, as the record declares it (``{}``: a record of schema minor 0)."""
+        return self._rec.get("metric_decls") or {}
+
     def content_hash(self) -> str:
         """The record's hash recomputed over its content (:func:`~sapiens2.records.integrity.record_hash`)."""
         return record_hash(self._rec)

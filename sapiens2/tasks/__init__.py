@@ -20,6 +20,7 @@ from sapiens2.tasks.spec import (
     TaskSpec,
     all_tasks,
     get_task,
+    model_task_names,
     register_task,
     sort_tasks,
     task_names,
@@ -33,4 +34,5 @@ for _info in pkgutil.iter_modules(__path__):
         _ORDER[_module.SPEC.name] = _module.ORDER
 sort_tasks(lambda name: _ORDER.get(name, float("inf")))
 
-__all__ = ["Feed", "TaskSpec", "all_tasks", "get_task", "register_task", "task_names", "unregister_task"]
+__all__ = ["Feed", "TaskSpec", "all_tasks", "get_task", "model_task_names", "register_task", "task_names",
+           "unregister_task"]

@@ -22,8 +22,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 
 from sapiens2.errors import UnknownNameError
@@ -57,8 +58,9 @@ class TaskSpec:
     Attributes:
         name: task name (CLI choice, record ``task``, split manifest key).
         dataset: registered ``sapiens2.registry.DATASETS`` type of the reader.
-        estimator: registered ``MODELS`` type of the task model.
-        head: registered ``MODELS`` type of its decode head.
+        estimator: registered ``MODELS`` type of the task model ("": the task has none, e.g. a probe-only
+            plug-in task: ``predict``, ``convert`` and ``parity`` refuse it, the probe and ``eval`` run it).
+        head: registered ``MODELS`` type of its decode head ("": none).
         head_predictor: name of the head's final layer in the official checkpoints (default
             ``conv_<name>``).
         official_config_task: the task word in the official config names
@@ -66,12 +68,19 @@ class TaskSpec:
         evaluator: registered ``evaluators.registry.EVALUATORS`` type.
         evaluator_kwargs: keyword arguments of the evaluator under the official protocol.
         feed: how predictions and samples feed the evaluator.
-        prediction_key: the key of ``estimator.predict(...)`` that ``predict`` writes.
+        prediction_key: the key of ``estimator.predict(...)`` that ``predict`` writes ("": no task model).
         headline: the one metric heading the task (a ``compute()`` key its evaluator declares
             ``headline_ok``): it ranks the task's tables, is its summary column and the probe's
             headline, and is the default bootstrap metric. Its label, unit and direction are the
             evaluator's declaration (``evaluators.metric_decl``; ``leaderboard.catalog.headline_metric``).
-        visualiser: function of ``sapiens2.models.visualize`` drawing a prediction.
+        visualiser: function of ``sapiens2.models.visualize`` drawing a prediction ("": none).
+        write_ground_truth: the task's ground-truth writer for a split that does not have it yet
+            (``None``: none): ``write_ground_truth(scene, root, sid) -> manifest record``, given one
+            scene's ground truth of the other tasks as arrays (a rendered synthetic scene, or a sample
+            of an imported split: ``sapiens2.datasets.derive``), the split folder and the scene id; it
+            writes the task's files under ``root`` and returns its manifest record (paths relative to
+            ``root``). ``data synth`` calls it for every scene it renders, ``data derive`` for a split
+            made before.
         value_kind: how a file of this task's maps is read (rules in ``sapiens2/datasets/README.md``):
             ``labels`` (integer label maps), ``normal`` (direction vectors; integer PNG
             ``v / vmax * 2 - 1``), ``unit`` (values in [0, 1]; integer PNG ``v / vmax``), ``float``
@@ -83,19 +92,20 @@ class TaskSpec:
 
     name: str
     dataset: str
-    estimator: str
-    head: str
     evaluator: str
     feed: Feed
-    prediction_key: str
     headline: str
-    visualiser: str
     value_kind: str
+    estimator: str = ""
+    head: str = ""
+    prediction_key: str = ""
+    visualiser: str = ""
     head_predictor: str = ""
     official_config_task: str = ""
     file_formats: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DENSE_FORMATS))
     evaluator_kwargs: Mapping[str, object] = field(default_factory=dict)
     hf_class: str | None = None
+    write_ground_truth: Callable[[dict, Path, str], dict] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "head_predictor", self.head_predictor or f"conv_{self.name}")
@@ -106,6 +116,21 @@ class TaskSpec:
             raise ValueError(f"task {self.name!r}: value_kind {self.value_kind!r} not in {VALUE_KINDS}")
         object.__setattr__(self, "evaluator_kwargs", MappingProxyType(dict(self.evaluator_kwargs)))
         object.__setattr__(self, "file_formats", MappingProxyType(dict(self.file_formats)))
+
+    @property
+    def has_model(self) -> bool:
+        """True when the task has a task model (an estimator and its head), False for a probe-only task."""
+        return bool(self.estimator and self.head)
+
+    def require_model(self, what: str) -> None:
+        """Raise when ``what`` (a command) needs the task model a probe-only task does not have.
+
+        Raises:
+            ValueError: naming the task and ``what``.
+        """
+        if not self.has_model:
+            raise ValueError(f"task {self.name!r} has no task model (no estimator and head in its TaskSpec: "
+                             f"a probe-only task), so {what} cannot run it; probe it, or evaluate files")
 
     @property
     def dense(self) -> bool:
@@ -154,6 +179,11 @@ def task_names(dense: bool | None = None) -> tuple[str, ...]:
         dense: True: only the per-pixel tasks; False: only the others; None: all.
     """
     return tuple(n for n, s in _TABLE.items() if dense is None or s.dense == dense)
+
+
+def model_task_names() -> tuple[str, ...]:
+    """Names of the registered tasks with a task model (``predict`` and ``convert`` run those alone)."""
+    return tuple(n for n, s in _TABLE.items() if s.has_model)
 
 
 def get_task(name: str) -> TaskSpec:

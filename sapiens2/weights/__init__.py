@@ -17,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sapiens2.errors import BenchError, UnknownNameError
+from sapiens2.pretrain.recipes import get_recipe
+from sapiens2.utils_io import read_json
 
 WEIGHTS_DIR = Path(__file__).resolve().parent
 # shipped backbone name -> the pretraining recipe that makes it (sapiens2.pretrain.recipes)
@@ -53,8 +55,6 @@ def model_card(name: str) -> dict:
         UnknownNameError: not a shipped backbone.
         BenchError: the card is missing or malformed.
     """
-    from sapiens2.utils_io import read_json
-
     _check(name)
     path = WEIGHTS_DIR / f"{name}.json"
     if not path.is_file():
@@ -69,7 +69,5 @@ def backbone_config(name: str) -> dict:
         >>> backbone_config("sapiens2_cpu_small")["patch_size"]
         16
     """
-    from sapiens2.pretrain.recipes import get_recipe
-
     _check(name)
     return get_recipe(SHIPPED[name])["model"]["backbone"]

@@ -1,8 +1,9 @@
 """User backbones from outside the package: ``--include PATH`` and ``package.module:ClassName`` names.
 
-``import_paths`` imports ``.py`` files and folders before any backbone name is resolved (like
-lm-evaluation-harness's ``--include_path``), so classes they register in ``PROBE_BACKBONES`` are
-known by name; ``backbone_class`` resolves ``"pkg.module:ClassName"`` to a
+``import_paths`` (:func:`sapiens2.plugins.include`, which every command runs for its ``--include``
+before its parser is built, like lm-evaluation-harness's ``--include_path``) imports ``.py`` files,
+folders and modules, so classes they register in ``PROBE_BACKBONES`` are known by name;
+``backbone_class`` resolves ``"pkg.module:ClassName"`` to a
 :class:`~benchmarks.probe.backbones.base.ProbeBackbone` subclass, with a clear error when the
 module or class does not exist or is not a probe backbone.
 
@@ -20,12 +21,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
-import sys
-from pathlib import Path
 
 from benchmarks.probe.backbones.base import ProbeBackbone
 from sapiens2.errors import BenchError, UnknownNameError
+from sapiens2.plugins import include as import_paths  # noqa: F401 (the backbones' name of it)
+from sapiens2.plugins import plugin_error
 
 
 class BackboneSpecError(BenchError, ValueError):
@@ -77,83 +77,8 @@ def backbone_class(name: str) -> type[ProbeBackbone]:
 
 def _plugin_error(what: str, module: str, e: BaseException) -> BackboneSpecError:
     """The error of a plug-in module that failed while being imported (its code, not sapiens2-bench's)."""
-    if isinstance(e, SystemExit):
-        why = f"it called sys.exit({e.code!r}) while being imported"
-    else:
-        why = f"{type(e).__name__}: {e}"
-    return BackboneSpecError(f"{what}: the plug-in module {module!r} failed to import: {why}. This is an "
-                             "error in the plug-in's code, not in sapiens2-bench (--debug shows the "
-                             "traceback)")
+    return BackboneSpecError(str(plugin_error(what, module, e)))
 
 
 def _what(obj) -> str:
     return f"the class {obj.__name__}" if inspect.isclass(obj) else f"a {type(obj).__name__}"
-
-
-def import_paths(paths) -> list[str]:
-    """Import every user path before backbone names are resolved.
-
-    A ``.py`` file is imported as the module named by its stem (its folder goes on ``sys.path`` so
-    its own imports resolve); a folder goes on ``sys.path`` and each ``.py`` file and package
-    (sub-folder with ``__init__.py``) directly inside it is imported. Modules already imported are
-    not imported again.
-
-    Args:
-        paths: files or folders (str or PathLike).
-
-    Returns:
-        The module names imported.
-
-    Raises:
-        FileNotFoundError: a path does not exist.
-        BackboneSpecError: a path is not a ``.py`` file or folder, or importing it failed (names the
-            file and the error).
-    """
-    names: list[str] = []
-    for raw in paths or ():
-        path = Path(raw).expanduser().resolve()
-        if not path.exists():
-            raise FileNotFoundError(f"--include {raw}: no such file or folder")
-        if path.is_file():
-            if path.suffix != ".py":
-                raise BackboneSpecError(f"--include {raw}: expected a .py file or a folder")
-            names.append(_import_file(path))
-        else:
-            _on_sys_path(path)
-            for child in sorted(path.iterdir()):
-                if child.is_file() and child.suffix == ".py" and child.stem.isidentifier():
-                    names.append(_import_file(child))
-                elif child.is_dir() and (child / "__init__.py").is_file() and child.name.isidentifier():
-                    names.append(_import_module(child.name, child / "__init__.py"))
-    return names
-
-
-def _on_sys_path(folder: Path) -> None:
-    if os.fspath(folder) not in sys.path:
-        sys.path.insert(0, os.fspath(folder))
-
-
-def _import_file(path: Path) -> str:
-    _on_sys_path(path.parent)
-    return _import_module(path.stem, path)
-
-
-def _import_module(name: str, path: Path) -> str:
-    known = sys.modules.get(name)
-    if known is not None and Path(getattr(known, "__file__", "") or "").resolve() == path.resolve():
-        return name
-    if known is not None:
-        raise BackboneSpecError(
-            f"--include {path}: the module name {name!r} is already taken by "
-            f"{getattr(known, '__file__', known)}; rename the file"
-        )
-    try:
-        module = importlib.import_module(name)
-    except (Exception, SystemExit) as e:  # any error in user code: report which file failed and why
-        raise _plugin_error(f"--include {path}", name, e) from e
-    if Path(getattr(module, "__file__", "") or "").resolve() != path.resolve():
-        raise BackboneSpecError(
-            f"--include {path}: importing {name!r} found {getattr(module, '__file__', module)} first on "
-            "sys.path; rename the file"
-        )
-    return name

@@ -1,31 +1,26 @@
 """Albedo probe: 3 channels clamped to [0, 1]; L1 + gradient-L1 loss on GT-mask pixels.
 
-The task is ``masked`` (:meth:`ProbeTask.linear_targets`): its floor is the per-pixel train mean
-albedo over the masks that cover the pixel. Images may differ in size: the read-out sees every image at
-the protocol's input size (the GT resized mask-aware, for training only), and each test image is scored
-at its native size (:func:`~benchmarks.probe.tasks.base.dense_targets`).
+A :class:`~benchmarks.probe.tasks.dense.MaskedDenseTask` (``masked``,
+:meth:`ProbeTask.linear_targets`): its floor is the per-pixel train mean albedo over the masks that
+cover the pixel. Images may differ in size: the read-out sees every image at the protocol's input size
+(the GT resized mask-aware, for training only), and each test image is scored at its native size
+(:func:`~benchmarks.probe.tasks.base.dense_targets`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import torch
-
 from benchmarks.probe.losses import register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
-    ProbeTask,
-    dense_targets,
     gradient_l1,
     loss_grid,
-    native_views,
     per_sample_masked_mean,
     register_probe_task,
-    resize_to,
     subsample,
 )
-from evaluators.albedo import AlbedoEvaluator
+from benchmarks.probe.tasks.dense import MaskedDenseTask
 
 
 @dataclass(frozen=True)
@@ -39,40 +34,14 @@ class AlbedoSettings(TaskSettings):
 
 
 @register_probe_task
-class AlbedoTask(ProbeTask):
-    """Diffuse albedo in [0, 1], scored by ``AlbedoEvaluator`` on the GT mask."""
+class AlbedoTask(MaskedDenseTask):
+    """Diffuse albedo in [0, 1], scored by ``AlbedoEvaluator`` on the GT mask at each image's native size."""
 
     name = "albedo"
     settings_class = AlbedoSettings
     out_channels = 3
-    masked = True
-    required_keys = ("albedo", "mask")
-
-    def targets(self, samples):
-        albedo = [torch.as_tensor(s["albedo"]).float() for s in samples]
-        masks = [torch.as_tensor(s["mask"]).bool() for s in samples]
-        return dense_targets(self.name, samples, {"albedo": albedo}, masks, tuple(self.protocol.input_size))
-
-    def predict(self, maps, size):
-        return resize_to(maps.float(), size).clamp(0.0, 1.0)
-
-    def make_evaluator(self):
-        return AlbedoEvaluator()
-
-    def update_evaluator(self, evaluator, maps, glob, tgt, index):
-        if "native_size" not in tgt:
-            evaluator.update(
-                self.predict(maps, tgt["albedo"].shape[-2:]), tgt["albedo"], tgt["mask"], index=index
-            )
-            return
-        for one, gt, idx in native_views(tgt, ("albedo",), index):  # several sizes: each at its own
-            evaluator.update(self.predict(maps[one], gt["albedo"].shape[-2:]), gt["albedo"], gt["mask"],
-                             index=idx)
-
-    def linear_targets(self, tgt):
-        m = tgt["mask"][:, None].to(tgt["albedo"].dtype)
-        return torch.cat([tgt["albedo"] * m, m], dim=1)
-
+    gt_key = "albedo"
+    value_range = (0.0, 1.0)
 
 
 @register_loss("l1_grad", task="albedo", default_weights={"l1": 1.0, "grad": 0.0})

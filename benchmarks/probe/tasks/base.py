@@ -214,9 +214,14 @@ class ProbeTask:
         self.protocol = protocol
         self.settings = protocol.task(self.name)
         self.loss_offset: tuple[int, int] | None = None
-        # the protocol's loss, looked up by name (unknown loss or term names fail here, before training)
-        self.loss_spec = get_loss(self.name, self.settings.loss)
-        self.loss_weights = self.loss_spec.weights(self.settings.loss_weights)
+        # the protocol's loss, looked up by name (unknown loss or term names fail here, before training);
+        # a probe-only task names none: the closed-form linear read-out trains nothing
+        self.loss_spec = get_loss(self.name, self.settings.loss) if self.settings.loss else None
+        self.loss_weights = self.loss_spec.weights(self.settings.loss_weights) if self.loss_spec else {}
+        if self.loss_spec is None and self.settings.decoder != "linear":
+            raise ValueError(f"probe task {self.name!r} names no loss, so only the closed-form linear "
+                             f"read-out can run it, but the protocol's tasks.{self.name}.decoder is "
+                             f"{self.settings.decoder!r}: set it to 'linear' or give the task a loss")
 
     def use_vocabulary(self, vocab=None) -> None:
         """Size the read-out and the evaluator from the split's vocabulary (a task with one overrides this).
@@ -280,6 +285,8 @@ class ProbeTask:
     def loss(self, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict) -> tuple[torch.Tensor, dict]:
         """(scalar loss, {term: float}) for a batch: the protocol's loss (``settings.loss``) with its
         ``loss_weights``; terms are per-sample means averaged over the batch."""
+        if self.loss_spec is None:
+            raise ValueError(f"probe task {self.name!r} names no loss: nothing can train its decoder")
         return self.loss_spec(self, maps, glob, tgt, self.loss_weights)
 
     def linear_targets(self, tgt: dict) -> torch.Tensor:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sapiens2.datasets.derive import ground_truth_writers, manifest, synth_scene, write_scene
 from sapiens2.errors import BenchError
 from sapiens2.reference import keypoints308
 from sapiens2.utils_io import default_mode, write_json_atomic
@@ -63,8 +64,11 @@ def _render_and_write(args: tuple) -> dict:
     _save_png(root / "albedo" / f"{sid}.png", s["albedo"])
     np.save(root / "normal" / f"{sid}.npy", s["normal"])
     np.save(root / "pointmap" / f"{sid}.npy", s["pointmap"])
+    # the tasks that write their own ground truth from the scene (TaskSpec.write_ground_truth)
+    derived = write_scene(synth_scene(s, sid), root, ground_truth_writers(skip=RENDERED_TASKS))
     return {
         "id": sid,
+        "derived": derived,
         "K": s["K"].tolist(),
         "people": [
             {"keypoints": p["keypoints"].tolist(), "bbox": p["bbox"], "area": p["area"]} for p in s["people"]
@@ -158,7 +162,9 @@ def generate_split(
     progress: bool = True,
     overwrite: bool = False,
 ) -> Path:
-    """Render ``n`` scenes and write all five tasks' ground truth under ``out``.
+    """Render ``n`` scenes and write all five tasks' ground truth under ``out``, and that of every
+    registered task with a ground-truth writer (``TaskSpec.write_ground_truth``,
+    :mod:`sapiens2.datasets.derive`).
 
     The split is written to a temporary folder next to ``out`` and renamed into place at the end,
     so ``out`` either does not exist or is complete. Nothing this call did not create is deleted:
@@ -257,6 +263,12 @@ def _write_manifests(root: Path, results: list[dict], hw: tuple[int, int], seed:
             root / TASK_MANIFESTS[task], {"task": task, "format_version": 1, **named, "records": records},
             indent=None,
         )
+    derived: dict[str, list[dict]] = {}
+    for r in results:
+        for task, rec in r["derived"].items():
+            derived.setdefault(task, []).append(rec)
+    for task, records in derived.items():
+        write_json_atomic(root / f"{task}.json", manifest(task, records), indent=None)
     write_json_atomic(
         root / "split.json",
         {
@@ -267,7 +279,7 @@ def _write_manifests(root: Path, results: list[dict], hw: tuple[int, int], seed:
             "seed": int(seed),
             "n": len(results),
             "size": list(hw),
-            "tasks": TASK_MANIFESTS,
+            "tasks": {**TASK_MANIFESTS, **{task: f"{task}.json" for task in derived}},
             "num_people": sum(len(r["people"]) for r in results),
         },
     )
@@ -281,6 +293,7 @@ def default_cache_root() -> Path:
 
 def split_key(name: str, n: int, size: tuple[int, int], seed: int) -> str:
     """Short hash of everything that determines a synthetic split's content."""
+    derived = sorted(ground_truth_writers(skip=RENDERED_TASKS))
     blob = json.dumps(
         {
             "name": name,
@@ -289,6 +302,8 @@ def split_key(name: str, n: int, size: tuple[int, int], seed: int) -> str:
             "seed": int(seed),
             "version": GENERATOR_VERSION,
             "manifests": MANIFEST_VERSION,
+            # a task writing its own ground truth makes another split (absent when none does)
+            **({"derived": derived} if derived else {}),
         },
         sort_keys=True,
     )

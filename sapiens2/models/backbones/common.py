@@ -249,6 +249,18 @@ class ViTBackboneBase(nn.Module):
     def _block_list(self) -> Sequence[nn.Module]:
         raise NotImplementedError
 
+    @property
+    def fast_attention(self) -> bool:
+        """SDPA (True) or the eager attention path (False) in every attention of the backbone."""
+        return self._fast_attention
+
+    @fast_attention.setter
+    def fast_attention(self, value: bool) -> None:
+        self._fast_attention = bool(value)
+        for m in self.modules():  # the blocks' attentions and any in the stem (Sapiens2's tokenizer)
+            if m is not self and hasattr(m, "fast"):
+                m.fast = self._fast_attention
+
     def _stem(self) -> list:
         """Modules and parameters before the blocks, frozen with any ``frozen_stages > 0``; its
         parameters are also the ones :meth:`init_weights` initialises (in this order)."""

@@ -142,17 +142,6 @@ class Sapiens2(ViTBackboneBase):
     def _block_list(self) -> nn.Sequential:
         return self.blocks
 
-    @property
-    def fast_attention(self) -> bool:
-        return self._fast_attention
-
-    @fast_attention.setter
-    def fast_attention(self, value: bool) -> None:
-        self._fast_attention = bool(value)
-        for m in self.modules():
-            if hasattr(m, "fast") and not isinstance(m, Sapiens2):
-                m.fast = self._fast_attention
-
     # ------------------------------------------------------------------ sizes
     @property
     def size_multiple(self) -> int:

@@ -148,16 +148,6 @@ class Sapiens(ViTBackboneBase):
     def _block_list(self) -> nn.ModuleList:
         return self.layers
 
-    @property
-    def fast_attention(self) -> bool:
-        return self._fast_attention
-
-    @fast_attention.setter
-    def fast_attention(self, value: bool) -> None:
-        self._fast_attention = bool(value)
-        for layer in self.layers:
-            layer.attn.fast = self._fast_attention
-
     def valid_input_size(self, h: int, w: int) -> tuple[int, int]:
         """Check an input size; return its patch grid.
 
