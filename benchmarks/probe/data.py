@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.tasks import probe_task_class
-from leaderboard.results import dataset_content_hash
 from sapiens2.datasets import open_split
+from sapiens2.datasets.identity import split_identity
 
 
 class MemoryData:
@@ -116,10 +116,11 @@ class FolderData:
         return [reader[i] for i in keep]
 
     def content_hash(self, task: str, split: str) -> str:
-        """Content hash of the split's folder (every file; computed once per folder and object)."""
+        """The split's identity: every file of its folder and every file its manifests name elsewhere
+        (``sapiens2.datasets.identity``; computed once per folder and object)."""
         folder, _ = self._split_dir(split)
         if folder not in self._hashes:
-            self._hashes[folder] = dataset_content_hash(folder)
+            self._hashes[folder] = split_identity(folder)
         return self._hashes[folder]
 
 
