@@ -290,8 +290,9 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
     from benchmarks.reproduce.evaluate import updates, vocabulary_adapter
     from evaluators.registry import build_evaluator
     from evaluators.runner import run_evaluation
+    from sapiens2.datasets.identity import split_identity
     from sapiens2.datasets.split import open_split, split_info
-    from sapiens2.records.results import dataset_content_hash, make_record, write_record
+    from sapiens2.records.results import make_record, write_record
     from sapiens2.tasks import get_task
 
     input_size = tuple(input_size or official_input(job.size))
@@ -321,7 +322,7 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
                             desc=f"{job.model_name} {job.task}")
     eval_s = result.seconds
     info = split_info(data_root)
-    manifest = Path(data_root) / info["tasks"][job.task]
+    data_id = split_identity(data_root)  # the split's files and the photos its manifests name
     params = sum(p.numel() for p in model.parameters())
     rec = make_record(
         model={"name": job.model_name, "backbone": job.model_name, "params": params,
@@ -329,10 +330,10 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
                "checkpoint": {"path": str(job.checkpoint), "sha256": file_sha256(job.checkpoint)}},
         task=job.task,
         dataset={"name": str(info.get("name") or Path(data_root).name), "split": "test",
-                 "content_hash": dataset_content_hash(manifest), "num_samples": n,
+                 "content_hash": data_id, "num_samples": n,
                  "root": str(data_root)},
         protocol=protocol_for(input_size, arch_settings, job.size,
-                              {"root": str(data_root), "content_hash": dataset_content_hash(manifest), "n": n,
+                              {"root": str(data_root), "content_hash": data_id, "n": n,
                                "total": len(dataset)}),
         metrics=result.metrics,
         config={"config_name": job.config_name, "input_size": list(input_size),
