@@ -48,6 +48,7 @@ from benchmarks.probe.probe_records import (
     write_mean,
 )
 from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
+from benchmarks.probe.rank_agreement import check_ranks_agree, rank_identity
 from benchmarks.probe.reference import floor_features, oracle_features, train_prior
 from benchmarks.probe.runkey import run_identity, run_mismatch, seed_list, weights_sha256
 from benchmarks.probe.sidefile import side_path
@@ -304,6 +305,7 @@ def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkp
         bb_desc = {"type": kind, "params": 0, "weights": "none", "cls_used": False}
         bb_id = {"spec": reference}
 
+    check_ranks_agree(rank_identity(tasks, seeds, data_ids, protocol, bb_id))  # DDP: same run on every rank
     # 2. done markers: a record counts only for this very run; one of another run stops us here
     plan = {
         name: [
