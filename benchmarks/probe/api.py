@@ -40,6 +40,7 @@ from benchmarks.probe.evaluate import evaluate_decoder
 from benchmarks.probe.features import FeatureStore
 from benchmarks.probe.loader import SceneLoader
 from benchmarks.probe.optim import check_training_names
+from benchmarks.probe.path_checks import check_outputs_outside_data
 from benchmarks.probe.probe_records import (
     MIN_INTERVAL_IMAGES,
     few_images_warning,
@@ -223,6 +224,8 @@ def run_probe(
     cfg = None if reference else resolve_backbone_cfg(backbone)  # a bad name fails here
     label = reference or backbone_label(backbone)
     source = as_data_source(data_dir)
+    outputs = {"--out": out_dir, "--sample-cache": sample_cache, "--feature-cache": cache_dir}
+    check_outputs_outside_data(source, (protocol.train_split, protocol.test_split), outputs)
     # the data's keypoint / label sets size the tasks and enter their protocol ids
     protocol, vocabs = _data_vocabularies(protocol, tasks, source)
     # the task's protocol id: out/<backbone>/<its id>/<task>/

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import traceback
 from collections.abc import Callable, Iterator
 
@@ -26,8 +27,8 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from sapiens2.errors import BenchError
 
-__all__ = ["DEFAULT_TIMEOUT_S", "TIMEOUT_ENV", "LoaderTimeoutError", "LoaderWorkerError", "describe_chunk",
-           "guarded_batches", "loader_timeout"]
+__all__ = ["DEFAULT_TIMEOUT_S", "TIMEOUT_ENV", "BatchMemoryError", "LoaderTimeoutError", "LoaderWorkerError",
+           "describe_chunk", "guarded_batches", "loader_timeout", "read_batch"]
 
 TIMEOUT_ENV = "SAPIENS2_LOADER_TIMEOUT"
 # a batch of 8 large photos decodes in seconds; ten minutes without one is a stuck worker, not slow disk
@@ -104,17 +105,72 @@ def _scene_file(reader, index: int) -> str | None:
     return None
 
 
-def describe_chunk(group, chunks: list[list[int]], k: int) -> str:
-    """What batch ``k`` of a scene group reads: its tasks and split, scene positions and image files."""
-    positions = chunks[k]
+def _positions_text(group, positions: list[int]) -> tuple[str, list[str]]:
+    """(what ``positions`` of a scene group are: split, scenes and files; the files)."""
     first = group.parts[0]
     files = []
     if getattr(first, "reader", None) is not None:
         files = [f for f in (_scene_file(first.reader, first.keep[p]) for p in positions) if f]
     shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
     span = f"{positions[0]}" if len(positions) == 1 else f"{positions[0]}..{positions[-1]}"
-    return f"batch {k} of {first.where} (scene{'s' if len(positions) > 1 else ''} {span}" + (
-        f": {shown})" if shown else ")")
+    plural = "s" if len(positions) > 1 else ""
+    text = f"{first.where} (scene{plural} {span}" + (f": {shown})" if shown else ")")
+    return text, files
+
+
+def describe_chunk(group, chunks: list[list[int]], k: int) -> str:
+    """What batch ``k`` of a scene group reads: its tasks and split, scene positions and image files."""
+    return f"batch {k} of " + _positions_text(group, chunks[k])[0]
+
+
+class BatchMemoryError(BenchError, MemoryError):
+    """Preparing a batch ran out of memory (names the batch's files and the largest image)."""
+
+
+_OOM_TEXT = ("can't allocate memory", "not enough memory", "Cannot allocate memory", "out of memory")
+
+
+def _largest_image(files: list[str]) -> str:
+    """``"W x H (M megapixels) in FILE"`` of the largest image among ``files`` (header reads only)."""
+    from PIL import Image
+
+    best = None
+    for f in files:
+        try:
+            with Image.open(f) as im:
+                w, h = im.size
+        except (OSError, ValueError):  # not an image Pillow reads (a map): sized by its reader's error
+            continue
+        if best is None or w * h > best[0] * best[1]:
+            best = (w, h, f)
+    if best is None:
+        return ""
+    w, h, f = best
+    return f"; the largest image is {w} x {h} ({w * h / 1e6:.1f} megapixels) in {f}"
+
+
+def read_batch(group, positions: list[int], with_targets: bool = True, with_images: bool = True):
+    """``group.batch(...)``, an out-of-memory failure turned into :class:`BatchMemoryError` naming the files.
+
+    Decoding checks each image against the memory before any pixel is read, but the float copies, the
+    resize and the task's full-resolution targets (e.g. per-class maps of a 9000 x 9000 label map) need
+    many more bytes per pixel than the decode; the allocator's own message names no file.
+    """
+    try:
+        return group.batch(positions, with_targets, with_images)
+    except (MemoryError, RuntimeError) as e:
+        text = str(e)
+        if not isinstance(e, MemoryError) and not any(m in text for m in _OOM_TEXT):
+            raise
+        what, files = _positions_text(group, positions)
+        asked = re.search(r"tried to allocate (\d+) bytes", text)
+        cause = (f"an allocation of {int(asked.group(1)) / 2**30:.2f} GiB failed" if asked
+                 else text.splitlines()[0][:200] if text else type(e).__name__)
+        raise BatchMemoryError(
+            f"{what}: out of memory preparing the batch ({cause}){_largest_image(files)}; images this "
+            "large need several GiB each at full resolution (images, resize, the task's targets): "
+            "downscale them, or run where more memory is available"
+        ) from None
 
 
 def _end_workers(it) -> None:
