@@ -67,6 +67,7 @@ from leaderboard.results import read_record, write_record
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
 from sapiens2.output_lock import output_lock
+from sapiens2.records.paths import public_weights
 from sapiens2.records.view import RecordView
 
 __all__ = ["FLOOR", "ORACLE", "MIN_INTERVAL_IMAGES", "RecordConflictError", "run_probe", "seed_list"]
@@ -302,6 +303,9 @@ def _probe(tasks, seeds, protocol, cfg, reference, label, folder, source, checkp
                              cache_dir=cache_dir or (scratch / "features" if body else None),
                              weights_hash=weights_hash, keep_in_memory=len(streamed) + len(body) < len(tasks))
         bb_desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
+        # records name the weights by file name (or relative to $SAPIENS2_RECORD_ROOT) and hash, never by
+        # the author's absolute path
+        bb_desc.update(weights=public_weights(bb_desc.get("weights")), weights_sha256=weights_hash)
         bb_id = {"spec": _spec_identity(cfg), "weights_sha256": weights_hash}
     else:
         kind = "GroundTruthOracle" if reference == ORACLE else "FeatureFreeFloor"

@@ -292,6 +292,7 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
     from evaluators.runner import run_evaluation
     from sapiens2.datasets.identity import split_identity
     from sapiens2.datasets.split import open_split, split_info
+    from sapiens2.records.paths import public_path
     from sapiens2.records.results import make_record, write_record
     from sapiens2.tasks import get_task
 
@@ -327,13 +328,13 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
     rec = make_record(
         model={"name": job.model_name, "backbone": job.model_name, "params": params,
                "weights": "checkpoint",
-               "checkpoint": {"path": str(job.checkpoint), "sha256": file_sha256(job.checkpoint)}},
+               "checkpoint": {"path": public_path(job.checkpoint), "sha256": file_sha256(job.checkpoint)}},
         task=job.task,
         dataset={"name": str(info.get("name") or Path(data_root).name), "split": "test",
                  "content_hash": data_id, "num_samples": n,
-                 "root": str(data_root)},
+                 "root": public_path(data_root)},
         protocol=protocol_for(input_size, arch_settings, job.size,
-                              {"root": str(data_root), "content_hash": data_id, "n": n,
+                              {"root": public_path(data_root), "content_hash": data_id, "n": n,
                                "total": len(dataset)}),
         metrics=result.metrics,
         config={"config_name": job.config_name, "input_size": list(input_size),

@@ -19,6 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from sapiens2.records.paths import public_command
+
 
 @lru_cache(maxsize=1)
 def _git_state() -> tuple[str | None, bool | None]:
@@ -63,7 +65,8 @@ def provenance(command: list[str] | None = None) -> dict:
         "torch_version": torch_version,
         "numpy_version": numpy_version,
         "platform": platform.platform(),
-        "command": list(sys.argv if command is None else command),
+        # the author's absolute paths are not published (sapiens2.records.paths)
+        "command": public_command(list(sys.argv if command is None else command)),
     }
 
 
