@@ -164,3 +164,17 @@ def test_probe_reruns_see_a_photo_changed_in_place(tmp_path):
     assert old["dataset"]["content_hash"] != fresh["dataset"]["content_hash"]
     assert cached["metrics"] == fresh["metrics"]
     assert cached["metrics"]["mIoU"] != old["metrics"]["mIoU"]
+
+
+def test_a_task_identity_reads_only_that_task_manifest(tmp_path):
+    """A run of seg does not open (or fail on) the pose manifest, whose bytes still count in the folder."""
+    src = _coco_copy(tmp_path)
+    split = import_dataset("coco", src / "test_coco.json", tmp_path / "split")
+    seg_before = split_identity(split, tasks=["seg"])
+    pose = json.loads((split / "pose.json").read_text())
+    pose["keypoint_set"] = "no_such_set"
+    (split / "pose.json").write_text(json.dumps(pose))
+    with pytest.raises(ValueError, match="no_such_set"):
+        split_identity(split)  # every task: the pose reader refuses its manifest
+    seg_after = split_identity(split, tasks=["seg"])
+    assert seg_after != seg_before  # the folder's bytes changed, and seg read no pose file to say so

@@ -142,15 +142,21 @@ def _reader_files(reader) -> list[Path]:
     )
 
 
-def referenced_files(split_dir: str | os.PathLike) -> list[Path]:
+def referenced_files(split_dir: str | os.PathLike, tasks=None) -> list[Path]:
     """Every file the split's manifests name (images, maps, masks, K files, vocabulary JSON), absolute,
-    in a fixed order (tasks sorted, then manifest order), each once."""
+    in a fixed order (tasks sorted, then manifest order), each once.
+
+    Args:
+        split_dir: a folder with ``split.json``.
+        tasks: the tasks whose manifests count (None: every task of ``split.json``).
+    """
     from .split import open_split, split_info
 
     split_dir = Path(split_dir)
+    listed = split_info(split_dir)["tasks"]
     out: dict[Path, None] = {}
-    for task in sorted(split_info(split_dir)["tasks"]):
-        manifest = split_dir / split_info(split_dir)["tasks"][task]
+    for task in sorted(listed if tasks is None else set(tasks) & set(listed)):
+        manifest = split_dir / listed[task]
         if not manifest.is_file():
             continue
         head = read_json(manifest)
@@ -172,11 +178,13 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def split_identity(split_dir: str | os.PathLike) -> str:
+def split_identity(split_dir: str | os.PathLike, tasks=None) -> str:
     """The content identity of a split folder (see the module docstring).
 
     Args:
         split_dir: a folder with ``split.json`` (a folder without one: its files alone).
+        tasks: the tasks read (None: all): only their manifests' outside files count, so a run of one
+            task neither reads nor depends on another task's photos or labels.
 
     Returns:
         64 hex digits: the folder's content hash when every referenced file is inside it, else
@@ -190,7 +198,7 @@ def split_identity(split_dir: str | os.PathLike) -> str:
     if not (split_dir / "split.json").is_file():
         return inner
     root = split_dir.resolve()
-    outside = [p for p in referenced_files(split_dir) if not _inside(p, root)]
+    outside = [p for p in referenced_files(split_dir, tasks) if not _inside(p, root)]
     if not outside:
         return inner
     h = hashlib.sha256(b"sapiens2 split identity 1\0" + inner.encode() + b"\0")
