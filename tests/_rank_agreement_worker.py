@@ -12,4 +12,5 @@ if __name__ == "__main__":
     out, data0, tasks0, data1, tasks1 = sys.argv[1:6]
     rank = int(os.environ.get("RANK", "0"))
     data, tasks = (data0, tasks0) if rank == 0 else (data1, tasks1)
-    sys.exit(main(["probe", "--backbone", "gt-oracle", "--quick", "--data", data, "--tasks", tasks, "--out", out]))
+    argv = ["probe", "--backbone", "gt-oracle", "--quick", "--data", data, "--tasks", tasks, "--out", out]
+    sys.exit(main(argv))
