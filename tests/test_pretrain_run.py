@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from sapiens2.errors import BenchError
+from sapiens2.kernels import kernel_mismatch
 from sapiens2.pretrain.recipes import config_hash, get_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -289,6 +290,7 @@ def test_model_card_of_a_finished_run(smoke_run, images, tmp_path):
     assert card["config_hash"] == config_hash(get_recipe("smoke_tiny")) and card["images_seen"] == 2 * 4
     assert [r["step"] for r in card["first_steps"]] == [0, 1] and card["last_step"]["step"] == 1
     assert card["probe_backbone"]["name"] == "tiny_shipped"
+    assert kernel_mismatch(card["timing"]["kernels"]) is None  # the key of the machine that built it
     md = card_markdown(card)
     assert card["sha256"] in md and "1.0 min" in md and "0.8 min" in md  # wall; CPU / 2 cores
     dest = tmp_path / "weights"

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from benchmarks.mainjob import default_data_dir
@@ -63,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--workers", type=int, default=0,
                    help="data-loader worker processes reading the scenes (default 0: read in this process)")
+    p.add_argument("--loader-timeout", type=float, default=None, metavar="SECONDS",
+                   help="with --workers: end the run, naming the worker and its files, when no batch comes "
+                   "for this long (default $SAPIENS2_LOADER_TIMEOUT, else 600; 0: wait forever)")
     p.add_argument(
         "--list-backbones",
         action="store_true",
@@ -140,6 +144,14 @@ def run(args) -> int:
     from benchmarks.probe.api import run_probe, seed_list
 
     seeds = seed_list(str(args.seeds))  # before any work
+    if args.loader_timeout is not None:  # the loader reads its setting from the environment
+        from benchmarks.probe.loader_guard import TIMEOUT_ENV
+
+        if not 0 <= args.loader_timeout < float("inf"):
+            raise ValueError(
+                f"--loader-timeout: expected seconds >= 0 (0: wait forever), got {args.loader_timeout}"
+            )
+        os.environ[TIMEOUT_ENV] = repr(args.loader_timeout)
     with dist_utils.process_group(args.device):
         data = args.data or default_data_dir(protocol, quick=args.quick)
         paths = run_probe(

@@ -39,6 +39,7 @@ from benchmarks.probe.data import as_data_source
 from benchmarks.probe.features import FeatureStore
 from benchmarks.probe.loader import SceneLoader
 from benchmarks.probe.optim import check_training_names
+from benchmarks.probe.path_checks import check_outputs_outside_data
 from benchmarks.probe.probe_records import (
     MIN_INTERVAL_IMAGES,
     few_images_warning,
@@ -46,6 +47,7 @@ from benchmarks.probe.probe_records import (
     write_mean,
 )
 from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
+from benchmarks.probe.rank_agreement import check_ranks_agree, rank_identity
 from benchmarks.probe.runkey import run_identity, run_mismatch, seed_list, weights_sha256
 from benchmarks.probe.stream import (
     BackboneStream,
@@ -59,7 +61,8 @@ from benchmarks.probe.tasks import build_task, probe_task_names
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
 from sapiens2.output_lock import output_lock
-from sapiens2.records.results import read_record, write_record
+from sapiens2.records.paths import public_weights
+from sapiens2.records.results import read_record
 from sapiens2.records.view import RecordView
 
 __all__ = ["FLOOR", "ORACLE", "MIN_INTERVAL_IMAGES", "RecordConflictError", "run_probe", "seed_list"]
@@ -213,6 +216,8 @@ def run_probe(
     cfg = None if reference else resolve_backbone_cfg(backbone)  # a bad name fails here
     label = reference or backbone_label(backbone)
     source = as_data_source(data_dir)
+    outputs = {"--out": out_dir, "--sample-cache": sample_cache, "--feature-cache": cache_dir}
+    check_outputs_outside_data(source, (protocol.train_split, protocol.test_split), outputs)
     # the data's keypoint / label sets size the tasks and enter their protocol ids
     protocol, vocabs = _data_vocabularies(protocol, tasks, source)
     # the task's protocol id: out/<backbone>/<its id>/<task>/
@@ -282,6 +287,9 @@ def _backbone(run: _Run, with_body: bool):
                          cache_dir=run.cache_dir or (run.scratch / "features" if with_body else None),
                          weights_hash=weights_hash, keep_in_memory=False)
     desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
+    # records name the weights by file name (or relative to $SAPIENS2_RECORD_ROOT) and hash, never by the
+    # author's absolute path
+    desc.update(weights=public_weights(desc.get("weights")), weights_sha256=weights_hash)
     return store, desc, {"spec": _spec_identity(run.cfg), "weights_sha256": weights_hash}
 
 
@@ -312,6 +320,7 @@ def _probe(run: _Run, tasks, seeds, folder: dict, vocabs: dict, loading: dict, t
                        "test": source.content_hash(name, protocol.test_split)} for name in tasks}
     store, bb_desc, bb_id = _backbone(run, bool(body))
 
+    check_ranks_agree(rank_identity(tasks, seeds, data_ids, protocol, bb_id))  # DDP: same run on every rank
     # 2. done markers: a record counts only for this very run; one of another run stops us here
     plan = {
         name: [

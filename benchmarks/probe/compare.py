@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.probe.headline import PROBE_HEADLINE, Headline, format_interval
-from benchmarks.probe.sidefile import content_sha256, images_sha256, read_side_file
+from benchmarks.probe.sidefile import check_resample_counts, content_sha256, images_sha256, read_side_file
 from evaluators.bootstrap import percentile_interval
 from leaderboard.catalog import board_tasks
 from leaderboard.comparisons import COMPARISON_HASH_FIELD, comparison_hash
@@ -80,6 +80,7 @@ def _side(rec: RecordView, other: RecordView) -> tuple[dict[str, np.ndarray], Pa
         dists, ids = read_side_file(path)
     except FileNotFoundError as e:
         raise ValueError(f"{path}: missing bootstrap side file of {_where(rec)} {pair}") from e
+    check_resample_counts(path, dists, iv.resamples)  # before any arithmetic on the values
     if images_sha256(ids) != iv.images_sha256:
         raise ValueError(f"{path}: its image ids do not match intervals.images_sha256 of {_where(rec)}")
     if content_sha256(dists, ids) != iv.bootstrap_sha256:

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from benchmarks.probe.tasks import probe_task_class
 from sapiens2.datasets import open_split
-from sapiens2.records.results import dataset_content_hash
+from sapiens2.datasets.identity import split_identity
 
 
 class MemoryData:
@@ -70,7 +70,7 @@ class FolderData:
         self.name = self.root.name
         if not self.root.is_dir():
             raise FileNotFoundError(f"--data {self.root}: no such folder")
-        self._hashes: dict[Path, str] = {}
+        self._hashes: dict[tuple[Path, str], str] = {}
         self._readers: dict[tuple, object] = {}
 
     def _split_dir(self, split: str) -> tuple[Path, bool]:
@@ -116,11 +116,12 @@ class FolderData:
         return [reader[i] for i in keep]
 
     def content_hash(self, task: str, split: str) -> str:
-        """Content hash of the split's folder (every file; computed once per folder and object)."""
+        """The split's identity for ``task``: every file of its folder and every file the task's manifest
+        names elsewhere (``sapiens2.datasets.identity``; computed once per folder, task and object)."""
         folder, _ = self._split_dir(split)
-        if folder not in self._hashes:
-            self._hashes[folder] = dataset_content_hash(folder)
-        return self._hashes[folder]
+        if (folder, task) not in self._hashes:
+            self._hashes[(folder, task)] = split_identity(folder, tasks=[task])
+        return self._hashes[(folder, task)]
 
 
 def as_data_source(data) -> MemoryData | FolderData:

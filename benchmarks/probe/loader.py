@@ -30,11 +30,13 @@ an empty split and a sample without the task's ground truth are errors naming th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from benchmarks.probe.data import FolderData, as_data_source, stack_images
+from benchmarks.probe.loader_guard import describe_chunk, guarded_batches, read_batch
 from benchmarks.probe.sample_cache import SampleCache, cache_key
 from sapiens2.datasets.base import ManifestDataset
 
@@ -160,7 +162,7 @@ class _Batches(Dataset):
         return len(self.chunks)
 
     def __getitem__(self, k: int) -> SceneBatch:
-        return self.group.batch(self.chunks[k], self.with_targets, self.with_images)
+        return read_batch(self.group, self.chunks[k], self.with_targets, self.with_images)
 
 
 class SceneLoader:
@@ -241,13 +243,8 @@ class SceneLoader:
         chunks = chunks[rank::world]
         if self.num_workers <= 0:
             for c in chunks:
-                yield g.batch(c, targets, images)
+                yield read_batch(g, c, targets, images)
             return
-        loader = DataLoader(
-            _Batches(g, chunks, targets, images),
-            batch_size=None,
-            shuffle=False,
-            num_workers=self.num_workers,
-            persistent_workers=False,
-        )
-        yield from loader
+        # a stuck worker ends the run after the loader timeout; a worker's error is raised as itself
+        yield from guarded_batches(_Batches(g, chunks, targets, images), self.num_workers,
+                                   partial(describe_chunk, g, chunks))

@@ -105,3 +105,23 @@ def read_side_file(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], np.n
     if bad:
         raise ValueError(f"{path}: arrays {bad} are not 1-D float64 resampled values")
     return arrays, ids
+
+
+def check_resample_counts(path: str | os.PathLike, dists: dict[str, np.ndarray],
+                          resamples: int | None) -> None:
+    """Every metric of a side file holds the record's number of resamples.
+
+    Raises:
+        ValueError: a metric with another count (a short or cut side file), naming the file, the
+            metric and both counts.
+    """
+    if resamples is None:
+        return
+    bad = {k: len(v) for k, v in dists.items() if len(v) != int(resamples)}
+    if bad:
+        key, count = next(iter(bad.items()))
+        raise ValueError(
+            f"{path}: {key!r} holds {count} resampled values but its record says resamples={resamples}"
+            + (f" ({len(bad) - 1} more metric(s) too)" if len(bad) > 1 else "")
+            + ": a short or cut bootstrap side file; probe the record again"
+        )

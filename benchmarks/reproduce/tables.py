@@ -48,7 +48,7 @@ from sapiens2.datasets.split import open_split, split_info
 from sapiens2.errors import BenchError
 from sapiens2.models.builder import build_model, official_config
 from sapiens2.models.checkpoint import load_checkpoint
-from sapiens2.records.results import dataset_content_hash, flatten_metrics, make_record, write_record
+from sapiens2.records.results import flatten_metrics, make_record, write_record
 from sapiens2.reference import official_task_configs
 from sapiens2.tasks import get_task
 from sapiens2.utils_io import atomic_write, file_sha256
@@ -285,6 +285,11 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
     """
     import torch
 
+    from sapiens2.datasets.identity import split_identity
+    from sapiens2.datasets.split import split_info
+    from sapiens2.records.paths import public_path
+    from sapiens2.tasks import get_task
+
     input_size = tuple(input_size or official_input(job.size))
     t0 = time.perf_counter()
     model = build_task_model(job, arch_settings, input_size).to(device)
@@ -312,18 +317,18 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
                             desc=f"{job.model_name} {job.task}")
     eval_s = result.seconds
     info = split_info(data_root)
-    manifest = Path(data_root) / info["tasks"][job.task]
+    data_id = split_identity(data_root)  # the split's files and the photos its manifests name
     params = sum(p.numel() for p in model.parameters())
     rec = make_record(
         model={"name": job.model_name, "backbone": job.model_name, "params": params,
                "weights": "checkpoint",
-               "checkpoint": {"path": str(job.checkpoint), "sha256": file_sha256(job.checkpoint)}},
+               "checkpoint": {"path": public_path(job.checkpoint), "sha256": file_sha256(job.checkpoint)}},
         task=job.task,
         dataset={"name": str(info.get("name") or Path(data_root).name), "split": "test",
-                 "content_hash": dataset_content_hash(manifest), "num_samples": n,
-                 "root": str(data_root)},
+                 "content_hash": data_id, "num_samples": n,
+                 "root": public_path(data_root)},
         protocol=protocol_for(input_size, arch_settings, job.size,
-                              {"root": str(data_root), "content_hash": dataset_content_hash(manifest), "n": n,
+                              {"root": public_path(data_root), "content_hash": data_id, "n": n,
                                "total": len(dataset)}),
         metrics=result.metrics,
         config={"config_name": job.config_name, "input_size": list(input_size),

@@ -20,6 +20,7 @@ import statistics
 from pathlib import Path
 
 from sapiens2.errors import BenchError
+from sapiens2.kernels import kernel_key
 from sapiens2.pretrain.recipes import config_hash
 from sapiens2.utils_io import file_sha256, read_json, write_json_atomic, write_text_atomic
 
@@ -85,7 +86,9 @@ def build_card(run: str | Path, name: str, timing: dict | None = None) -> dict:
         "first_steps": [_terms(r) for r in rows[:3]],
         "last_step": _terms(rows[-1]),
         "mean_last_20_steps": {k: statistics.fmean(r[k] for r in tail) for k in _TERMS if k in tail[0]},
-        "timing": timing or {},
+        # the kernel key of the machine building the card (the run's: the card is built beside its run):
+        # a reproduction compares bit for bit only under the same key (sapiens2.kernels)
+        "timing": {**(timing or {}), "kernels": (timing or {}).get("kernels") or kernel_key()},
         "config": cfg,
     }
 

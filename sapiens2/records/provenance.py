@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sapiens2 import __version__
+from sapiens2.records.paths import public_command
 
 
 @lru_cache(maxsize=1)
@@ -63,7 +64,8 @@ def provenance(command: list[str] | None = None) -> dict:
         "torch_version": torch_version,
         "numpy_version": numpy_version,
         "platform": platform.platform(),
-        "command": list(sys.argv if command is None else command),
+        # the author's absolute paths are not published (sapiens2.records.paths)
+        "command": public_command(list(sys.argv if command is None else command)),
     }
 
 
