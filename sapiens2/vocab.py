@@ -140,9 +140,9 @@ class KeypointSet:
         return [
             (i, got, want)
             for i, (got, want) in enumerate(zip(names, self.names))
-            if normalise_keypoint_name(got) != want
+            if got != want
             and normalise_keypoint_name(got)
-            not in {normalise_keypoint_name(a) for a in self.aliases.get(want, ())}
+            not in {normalise_keypoint_name(a) for a in (want, *self.aliases.get(want, ()))}
         ]
 
     def check_names(self, names, where: str) -> None:

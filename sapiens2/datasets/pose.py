@@ -113,6 +113,10 @@ class TopdownAffineUDP:
         return results
 
 
+def _box_area(bbox) -> float:
+    return float(bbox[2]) * float(bbox[3]) * 0.53
+
+
 @DATASETS.register_module()
 class PoseTopdownDataset(Dataset):
     """COCO-style keypoints (308 by default) read as top-down crops.
@@ -291,7 +295,8 @@ class PoseTopdownDataset(Dataset):
             "keypoints_image": torch.from_numpy(kps[:, :2].astype(np.float32)),
             "bbox": torch.tensor([float(v) for v in ann["bbox"]], dtype=torch.float32),
             "bbox_score": float(ann.get("score", 1.0)),
-            "area": float(ann.get("area", float(ann["bbox"][2]) * float(ann["bbox"][3]))),
+            # no area: 0.53 x box, the convention of the sets without one (xtcocotools use_area=False)
+            "area": float(ann["area"]) if ann.get("area") is not None else _box_area(ann["bbox"]),
             "crop": crop,
             "image_path": str(path),
             "orig_size": (int(img.shape[0]), int(img.shape[1])),
