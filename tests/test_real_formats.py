@@ -261,3 +261,28 @@ def test_mhp_and_human_art_import_by_format_name(tmp_path, real_dir):
         m = json.loads((import_dataset(fmt, art_p, tmp_path / fmt, images=real_dir / "coco", masks=False)
                         / "pose.json").read_text())
         assert m["keypoint_set"] == want and len(m["annotations"][0]["keypoints"]) == 3 * k
+
+
+def test_score_against_reads_the_files_set_and_area_convention(tmp_path, real_dir):
+    """``predict --score-against``'s reader: an AI Challenger file by its names with 0.53 x box areas, a
+    file mixing areas refused, the score's record saying both."""
+    from benchmarks.reproduce.score_predictions import score_pose
+    from sapiens2.datasets.coco_people import read_people
+    from sapiens2.datasets.io import DatasetError
+
+    aic = keypoint_set("aic14")
+    gt = make_format(real_dir, AIC_SPELLED, aic.names)
+    people = read_people(_write(tmp_path / "aic.json", gt))
+    assert people.keypoint_set.name == "aic14" and people.area_source.startswith("0.53 x box")
+    im = people.image("000000040083.jpg")
+    x, y, w, h = im.people[0].bbox_xywh
+    assert im.people[0].area == pytest.approx(w * h * 0.53, rel=1e-12)
+    rng = np.random.default_rng(0)
+    preds = [("000000040083.jpg", np.concatenate(
+        [rng.uniform(0, 300, (len(im.people), 308, 2)), np.ones((len(im.people), 308, 1))], 2))]
+    score = score_pose(people, preds)
+    assert score["conventions"]["gt_area"] == people.area_source
+    assert score["ground_truth"]["keypoint_set_from"].startswith("by the 14 keypoint names")
+    gt["annotations"][0]["area"] = 1000.0
+    with pytest.raises(DatasetError, match=r"annotations\[1\] has no 'area' while others have one"):
+        read_people(_write(tmp_path / "mixed.json", gt))
