@@ -70,7 +70,8 @@ def test_probe_pose_targets_take_area_and_box_from_the_split(crowdpose_split):
 
 def test_pose_reader_reads_a_file_by_its_listed_names(tmp_path, real_dir):
     """A COCO-style file without keypoint_set is read in the set its names are (AI Challenger here);
-    names no built-in set has are an error, never the 308 or a set of that count."""
+    names no built-in set has are read as the declared default (308) and refused for their count,
+    never read as a built-in set of that count."""
     from test_real_formats import AIC_SPELLED
 
     from sapiens2.datasets.io import DatasetError
@@ -85,5 +86,5 @@ def test_pose_reader_reads_a_file_by_its_listed_names(tmp_path, real_dir):
     assert ds.keypoint_set.name == "aic14" and ds.area_source.startswith("w * h * 0.53")
     gt["categories"][0]["keypoints"] = [f"j{i}" for i in range(14)]
     path.write_text(json.dumps(gt))
-    with pytest.raises(DatasetError, match=r"no built-in keypoint set's.*crowdpose14.*aic14"):
+    with pytest.raises(DatasetError, match=r"lists 14 keypoint names, expected 308.*declare it"):
         PoseTopdownDataset(path, input_size=(192, 256))

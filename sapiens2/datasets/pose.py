@@ -135,9 +135,10 @@ class PoseTopdownDataset(Dataset):
         check_files: check at construction that every image exists.
         keypoint_set: the vocabulary (name, JSON path or dict); default: the JSON's top-level
             ``keypoint_set`` (what ``data import`` writes), else the built-in set whose names its
-            ``categories[].keypoints`` lists (:func:`sapiens2.vocab.keypoint_set_of_file`; unknown
-            names are an error, never a set chosen by the count), else the 308 set, or, with only
-            ``num_keypoints``, a set of that many unnamed keypoints.
+            ``categories[].keypoints`` lists (:func:`sapiens2.vocab.keypoint_set_of_file`, never a
+            set chosen by the count), else the 308 set (a file of another count is then an error
+            asking to declare its set), or, with only ``num_keypoints``, a set of that many unnamed
+            keypoints.
 
     ``area_source`` (also each sample's): where ``area`` comes from: the JSON's ``area_source`` (what
     ``data import`` writes), else its ``area`` fields, with ``w * h * 0.53`` of the box for an
@@ -232,8 +233,8 @@ class PoseTopdownDataset(Dataset):
             return None  # nothing listed, or COCO-WholeBody's layout (it lists its 17 body names only)
         try:
             return keypoint_set_of_file(names, None, str(self.ann_file))[0]
-        except VocabError as e:
-            raise DatasetError(f"{e} (or name it: keypoint_set=, the JSON's \"keypoint_set\")") from None
+        except VocabError:
+            return None  # names of no built-in set: the 308 default, whose count and names are then checked
 
     def _keypoint_set(self, given, declared, num_keypoints) -> KeypointSet:
         spec = given if given is not None else declared
