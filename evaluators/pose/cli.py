@@ -10,7 +10,7 @@ whole-body.
 
 Keypoint set: ``--meta`` (built-in name or JSON file); else the ``keypoint_set`` the file names
 (``data import`` writes one); else the built-in set whose names the file's ``categories[].keypoints``
-lists (:func:`sapiens2.vocab.keypoint_set_of_file`: spelling-insensitive; names that no built-in set
+lists (:func:`sapiens2.vocab_match.keypoint_set_of_file`: spelling-insensitive; names that no built-in set
 has are an error listing the sets of that count and ``--meta``); a file that lists no names only
 when exactly one built-in set has its keypoint count. Never a guess between sets that score
 differently (AI Challenger-14 vs CrowdPose-14, PoseTrack18 vs COCO-17). A COCO-WholeBody file in its

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from sapiens2 import vocab
+from sapiens2.vocab_match import keypoint_set_of_file
 
 # How a detection's area (OKS-AP area ranges) is taken when results carry no box.
 DETECTION_AREA_CONVENTIONS = ("body", "part")
@@ -94,12 +95,12 @@ def load_meta(path_or_name: str | Path | dict | None) -> KeypointMeta:
 def meta_of_file(names, num_keypoints: int | None, where: str = "the GT") -> tuple[KeypointMeta, str]:
     """The built-in metadata of a COCO-style file, from its listed keypoint names (never by count alone).
 
-    See :func:`sapiens2.vocab.keypoint_set_of_file`; returns ``(meta, how it was chosen)``.
+    See :func:`sapiens2.vocab_match.keypoint_set_of_file`; returns ``(meta, how it was chosen)``.
 
     Raises:
         ValueError: unknown names, a count several built-in sets share, a set without OKS sigmas.
     """
-    ks, how = vocab.keypoint_set_of_file(names, num_keypoints, where)
+    ks, how = keypoint_set_of_file(names, num_keypoints, where)
     return _from_set(ks), how
 
 

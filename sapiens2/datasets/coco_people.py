@@ -5,7 +5,7 @@ one keypoint set, or COCO-WholeBody's distributed layout (``keypoints`` + ``foot
 ``lefthand_kpts``, ``righthand_kpts``), read as its 133 keypoints, never as 17. The keypoint set is the
 one named (``vocabulary``), else the file's ``keypoint_set`` (what ``data import`` writes), else the
 built-in set whose names the file's ``categories[].keypoints`` lists
-(:func:`sapiens2.vocab.keypoint_set_of_file`: never chosen by the count when sets share it); a count
+(:func:`sapiens2.vocab_match.keypoint_set_of_file`: never chosen by the count when sets share it); a count
 that disagrees with the named set is an error.
 
 A person's area (the OKS scale) is the file's ``area`` when every annotation has one, ``0.53 x`` its
@@ -39,7 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from sapiens2.utils_io import read_json
-from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set, keypoint_set_of_file
+from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set
+from sapiens2.vocab_match import keypoint_set_of_file
 
 from .importers import _flat_keypoints, check_category_keypoints
 from .io import DatasetError

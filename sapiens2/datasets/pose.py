@@ -18,7 +18,8 @@ from torch.utils.data import Dataset
 
 from sapiens2.registry import DATASETS, TRANSFORMS
 from sapiens2.utils_io import read_json
-from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set, keypoint_set_of_file
+from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set
+from sapiens2.vocab_match import keypoint_set_of_file
 
 from .base import to_chw
 from .io import DatasetError, read_rgb, where
@@ -135,7 +136,7 @@ class PoseTopdownDataset(Dataset):
         check_files: check at construction that every image exists.
         keypoint_set: the vocabulary (name, JSON path or dict); default: the JSON's top-level
             ``keypoint_set`` (what ``data import`` writes), else the built-in set whose names its
-            ``categories[].keypoints`` lists (:func:`sapiens2.vocab.keypoint_set_of_file`, never a
+            ``categories[].keypoints`` lists (:func:`sapiens2.vocab_match.keypoint_set_of_file`, never a
             set chosen by the count), else the 308 set (a file of another count is then an error
             asking to declare its set), or, with only ``num_keypoints``, a set of that many unnamed
             keypoints.
