@@ -99,11 +99,10 @@ class PoseTask(ProbeTask):
             vis.append(torch.from_numpy(v))
             areas.append(_area_in_crop(s, k, v))
             boxes.append(_box_in_crop(s))
-        self._batch_sources = {
-            "gt_area": sorted({str(s.get("area_source") or "the samples' 'area'") for s in samples}),
-            "pck_box": sorted({PCK_BOX_ANNOTATION if b is not None else PCK_BOX_EXTENT for b in boxes}),
-        }
+        # where each area comes from, as a number: targets may be made in loader worker processes
+        from_box = [float("0.53" in str(s.get("area_source") or "")) for s in samples]
         return {
+            "area_from_box": torch.tensor(from_box, dtype=torch.float64),
             "box": torch.tensor([b if b is not None else [np.nan] * 4 for b in boxes], dtype=torch.float64),
             "heatmaps": torch.stack(heatmaps),
             "weights": torch.stack(weights),
@@ -137,9 +136,15 @@ class PoseTask(ProbeTask):
         nan = torch.full_like(extent, float("nan"))
         box = torch.as_tensor(tgt["box"]).float().cpu() if "box" in tgt else nan
         boxes = torch.where(torch.isfinite(box).all(1, keepdim=True), box, extent)
-        for key, values in getattr(self, "_batch_sources", {}).items():
+        finite = torch.isfinite(box).all(1)
+        sources = {
+            "pck_box": {PCK_BOX_ANNOTATION if bool(f) else PCK_BOX_EXTENT for f in finite},
+            "gt_area": {AREA_FROM_BOX if float(v) == 1.0 else AREA_FROM_FILE
+                        for v in torch.as_tensor(tgt.get("area_from_box", torch.zeros(len(finite))))},
+        }  # fmt: skip
+        for key, values in sources.items():
             seen = set(evaluator.conventions.get(key, "").split(" | ")) - {""}
-            evaluator.conventions[key] = " | ".join(sorted(seen | set(values)))
+            evaluator.conventions[key] = " | ".join(sorted(seen | values))
         ids = torch.as_tensor(index).tolist()
         evaluator.update(
             kpts,
@@ -159,6 +164,8 @@ class PoseTask(ProbeTask):
         return self.settings.output_stride
 
 
+AREA_FROM_FILE = "the split's 'area' (the source's own)"
+AREA_FROM_BOX = "w * h * 0.53 of the box (the source has no 'area'; xtcocotools use_area=False)"
 PCK_BOX_ANNOTATION = "the annotation box mapped into the crop (mmpose's PCK / EPE normaliser)"
 PCK_BOX_EXTENT = "the extent of the labelled keypoints (the sample has no annotation box or crop affine)"
 
