@@ -5,8 +5,8 @@ Takes the probe's pose test split (the cached synthetic split of the default pro
 ``PoseTask.update_evaluator``: one crop = one image, keypoints in crop pixels, PCK / EPE box = the
 annotation box mapped into the crop where the sample has one, OKS area scaled into the crop),
 replaces the decoded predictions by the true keypoints plus isotropic Gaussian noise of ``sigma``
-crop pixels per coordinate (all keypoint scores 1, seed fixed), and prints whole-body AP, body AP, PCK@0.05, PCK@0.1 and EPE per level, each
-with its 95% bootstrap interval over test images. A row ``UDP codec round trip`` decodes the target
+crop pixels per coordinate (all keypoint scores 1, seed fixed), and prints whole-body AP, body AP,
+PCK@0.05, PCK@0.1 and EPE per level, each with its 95% bootstrap interval over test images. A row ``UDP codec round trip`` decodes the target
 heatmaps themselves (what the ground-truth oracle reaches at best through the probe's codec), and a
 last row predicts the mean pose of the train
 split (per keypoint, in crop pixels) for every test crop: what a read-out learns from features
