@@ -178,6 +178,32 @@ def to_tensor(rgb: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(x.transpose(2, 0, 1)))[None]
 
 
+# a person box may reach this far past the image (in image sizes) before it is taken for an error
+BOX_REACH = 10.0
+
+
+def check_person_box(box, image_hw: tuple[int, int], where: str) -> None:
+    """Raise unless ``box`` (x1, y1, x2, y2) is finite, positive-sized, overlaps the image and stays within
+    ``BOX_REACH`` image sizes of it (a 1e300 box crops nothing and overflows the crop scale).
+
+    Raises:
+        ValueError: naming ``where`` (the image), the box and what was expected.
+    """
+    try:
+        x1, y1, x2, y2 = (float(v) for v in box)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: person box {box!r}: expected 4 numbers x1, y1, x2, y2") from None
+    h, w = image_hw
+    reach = BOX_REACH * max(h, w)
+    if not all(np.isfinite(v) for v in (x1, y1, x2, y2)) or not (x2 > x1 and y2 > y1):
+        raise ValueError(f"{where}: person box {list(box)}: needs finite x2 > x1 and y2 > y1")
+    if x2 <= 0 or y2 <= 0 or x1 >= w or y1 >= h or max(abs(x1), abs(y1), abs(x2), abs(y2)) > reach:
+        raise ValueError(
+            f"{where}: person box {[x1, y1, x2, y2]} does not fit the {w} x {h} image (it must overlap it "
+            f"and stay within {BOX_REACH:g} image sizes of it)"
+        )
+
+
 def pose_crop(rgb: np.ndarray, bbox_xyxy, padding: float, size_hw: tuple[int, int]):
     """The pose reader's UDP crop of a person box: (H_in x W_in x 3 float crop in 0-255, 2 x 3 affine).
 
@@ -294,6 +320,9 @@ def predict_files(images, task: str, out_dir: str | os.PathLike = "predictions",
                 rgb = read_rgb(image)
                 box = bbox_xyxy(rgb) if callable(bbox_xyxy) else bbox_xyxy
                 people = boxes_of(image, rgb) if boxes_of is not None else None
+                if task == "pose":
+                    for b in (people[0] if people else [] if box is None else [box]):
+                        check_person_box(b, rgb.shape[:2], str(image))
             n_forwards = forwards * (len(people[0]) if people else 1)
             bar.bar.total += n_forwards - forwards  # one stage per forward of every person box
             pre = model.register_forward_pre_hook(_ForwardStage(bar, where, n_forwards))

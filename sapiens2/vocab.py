@@ -6,7 +6,8 @@ A label set is C class names with an ignore index, a palette and, where one exis
 many-to-one map from another label set. Built in (``keypoint_sets()``, ``label_sets()``):
 
 * keypoints: ``keypoints308`` (Sapiens2), ``coco17``, ``coco_wholebody133``, ``mpii16``,
-  ``crowdpose14``, ``ochuman17``, ``halpe136``;
+  ``crowdpose14``, ``ochuman17``, ``halpe136``, ``aic14`` (AI Challenger), ``h36m17`` (Human3.6M: no
+  OKS sigmas), ``posetrack18``, ``humanart21`` (Human-Art's 21; its 17 are COCO-17's names and sigmas);
 * labels: ``sapiens2_29``, ``person2``, ``lip20``, ``cihp20``, ``atr18``, ``pascal_person_part7``.
 
 Anything else is a user JSON file (same format as the shipped files; see ``sapiens2/datasets/README.md``)
@@ -22,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -36,8 +38,11 @@ _KEYPOINT_FILES = {
     "keypoints308": DATA_DIR / "keypoints308.json",
     **{
         n: VOCAB_DIR / f"{n}.json"
-        for n in ("coco17", "coco_wholebody133", "mpii16", "crowdpose14", "ochuman17", "halpe136")
-    },
+        for n in (
+            "coco17", "coco_wholebody133", "mpii16", "crowdpose14", "ochuman17", "halpe136",
+            "aic14", "h36m17", "posetrack18", "humanart21",
+        )
+    },  # fmt: skip
 }
 _LABEL_FILES = {
     "sapiens2_29": DATA_DIR / "seg_classes29.json",
@@ -53,6 +58,16 @@ KEYPOINT_ALIASES = {
     "crowdpose": "crowdpose14",
     "ochuman": "ochuman17",
     "halpe": "halpe136",
+    "aic": "aic14",
+    "ai_challenger": "aic14",
+    "h36m": "h36m17",
+    "human36m": "h36m17",
+    "human3.6m": "h36m17",
+    "posetrack": "posetrack18",
+    "posetrack18_17": "posetrack18",
+    # Human-Art's 17-point annotations are COCO-17 (mmpose's humanart.py: COCO's names and sigmas)
+    "humanart": "coco17",
+    "humanart17": "coco17",
 }
 LABEL_ALIASES = {
     "sapiens2": "sapiens2_29",
@@ -63,16 +78,6 @@ LABEL_ALIASES = {
     "atr": "atr18",
     "pascal_person_part": "pascal_person_part7",
     "ppp7": "pascal_person_part7",
-}
-# The one built-in set read for a keypoint count when no vocabulary is named (OCHuman-17 has COCO's
-# 17 points, so 17 means coco17).
-DEFAULT_FOR_COUNT = {
-    308: "keypoints308",
-    17: "coco17",
-    133: "coco_wholebody133",
-    16: "mpii16",
-    14: "crowdpose14",
-    136: "halpe136",
 }
 
 
@@ -93,7 +98,7 @@ class KeypointSet:
     Attributes:
         name: registry name (``coco17``) or the user file's ``dataset_name``.
         names: K keypoint names.
-        sigmas: K OKS sigmas.
+        sigmas: K OKS sigmas, or None for a set that declares none (Human3.6M: no OKS AP).
         parts: part name -> keypoint ids (never ``wholebody``).
         flip_pairs: (i, j) pairs of left/right partners.
         skeleton: (i, j) links.
@@ -103,31 +108,56 @@ class KeypointSet:
 
     name: str
     names: tuple[str, ...]
-    sigmas: np.ndarray = field(repr=False)
+    sigmas: np.ndarray | None = field(repr=False)
     parts: dict[str, list[int]] = field(default_factory=dict, repr=False)
     flip_pairs: tuple[tuple[int, int], ...] = field(default=(), repr=False)
     skeleton: tuple[tuple[int, int], ...] = field(default=(), repr=False)
     whole_name: str = "wholebody"
     source: str = ""
     aliases: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    note: str = field(default="", repr=False)
 
     @property
     def num_keypoints(self) -> int:
         return len(self.names)
 
+    def require_sigmas(self, what: str = "COCO OKS AP") -> np.ndarray:
+        """The OKS sigmas; a set that declares none (Human3.6M) raises, naming the set and why."""
+        if self.sigmas is None:
+            why = f" ({self.note})" if self.note else ""
+            raise VocabError(
+                f"keypoint set {self.name} declares no OKS sigmas{why}: {what} is undefined for it; "
+                "pass --meta with a keypoint set JSON that holds sigmas to score it anyway"
+            )
+        return self.sigmas
+
+    def names_match(self, names) -> bool:
+        """Whether ``names`` are this set's, in order, up to spelling (case, spaces, hyphens) and aliases."""
+        names = [str(n) for n in names]
+        return len(names) == self.num_keypoints and not self._name_mismatches(names)
+
+    def _name_mismatches(self, names: list[str]) -> list[tuple[int, str, str]]:
+        return [
+            (i, got, want)
+            for i, (got, want) in enumerate(zip(names, self.names))
+            if got != want
+            and normalise_keypoint_name(got)
+            not in {normalise_keypoint_name(a) for a in (want, *self.aliases.get(want, ()))}
+        ]
+
     def check_names(self, names, where: str) -> None:
-        """Raise unless ``names`` (e.g. a COCO category's list) are this set's, in order (aliases allowed)."""
+        """Raise unless ``names`` (e.g. a COCO category's list) are this set's, in order.
+
+        Spellings are compared after :func:`normalise_keypoint_name` (``"Right Shoulder"`` and
+        ``"Right-shoulder"`` are ``right_shoulder``); the set's declared aliases are accepted too.
+        """
         names = [str(n) for n in names]
         if len(names) != self.num_keypoints:
             raise VocabError(
                 f"{where}: lists {len(names)} keypoint names, but keypoint set {self.name} has "
                 f"{self.num_keypoints}"
             )
-        bad = [
-            (i, got, want)
-            for i, (got, want) in enumerate(zip(names, self.names))
-            if got != want and got not in self.aliases.get(want, ())
-        ]
+        bad = self._name_mismatches(names)
         if bad:
             shown = ", ".join(f"{i}: {g!r} (expected {w!r})" for i, g, w in bad[:5])
             raise VocabError(f"{where}: keypoint names differ from keypoint set {self.name}: {shown}")
@@ -146,7 +176,7 @@ class KeypointSet:
             "whole_name": self.whole_name,
             "num_keypoints": self.num_keypoints,
             "keypoints": list(self.names),
-            "sigmas": self.sigmas.tolist(),
+            "sigmas": None if self.sigmas is None else self.sigmas.tolist(),
             "parts": self.parts,
             "flip_pairs": [list(p) for p in self.flip_pairs],
             "skeleton": [list(p) for p in self.skeleton],
@@ -215,11 +245,13 @@ def keypoint_set_from_dict(d: dict, source: str = "<keypoint set>") -> KeypointS
     if "num_keypoints" in d and int(d["num_keypoints"]) != len(names):
         raise VocabError(f"{source}: num_keypoints is {d['num_keypoints']} but {len(names)} names are listed")
     sig = d.get("sigmas")
-    if not isinstance(sig, list) or len(sig) != len(names):
-        raise VocabError(f"{source}: 'sigmas' must list {len(names)} values (one per keypoint)")
-    sigmas = np.asarray(sig, dtype=np.float64)
-    if not (np.isfinite(sigmas).all() and (sigmas > 0).all()):
-        raise VocabError(f"{source}: 'sigmas' must be positive and finite")
+    sigmas = None
+    if sig is not None or "sigmas" not in d:  # an explicit null: the set declares no OKS sigmas
+        if not isinstance(sig, list) or len(sig) != len(names):
+            raise VocabError(f"{source}: 'sigmas' must list {len(names)} values (one per keypoint)")
+        sigmas = np.asarray(sig, dtype=np.float64)
+        if not (np.isfinite(sigmas).all() and (sigmas > 0).all()):
+            raise VocabError(f"{source}: 'sigmas' must be positive and finite")
     whole = str(d.get("whole_name") or "wholebody")
     parts: dict[str, list[int]] = {}
     for pname, ids in (d.get("parts") or {}).items():
@@ -242,6 +274,7 @@ def keypoint_set_from_dict(d: dict, source: str = "<keypoint set>") -> KeypointS
         whole_name=whole,
         source=str(d.get("source", source)),
         aliases={str(k): [str(a) for a in v] for k, v in (d.get("aliases") or {}).items()},
+        note=str(d.get("note") or ""),
     )
 
 
@@ -341,12 +374,11 @@ def label_set(spec) -> LabelSet:
     return label_set_from_dict(_read(path, "label set"), str(path))
 
 
-def keypoint_set_for_count(num_keypoints: int, where: str = "the data") -> KeypointSet:
-    """The built-in set read for a keypoint count when none is named (see ``DEFAULT_FOR_COUNT``)."""
-    if num_keypoints not in DEFAULT_FOR_COUNT:
-        known = ", ".join(f"{n} ({k})" for k, n in DEFAULT_FOR_COUNT.items())
-        raise VocabError(
-            f"{where}: no built-in keypoint set has {num_keypoints} keypoints (built in: {known}); "
-            "name a keypoint set JSON holding names, sigmas and parts"
-        )
-    return keypoint_set(DEFAULT_FOR_COUNT[num_keypoints])
+def normalise_keypoint_name(name: str) -> str:
+    """A keypoint name as the built-in sets spell it: lower case, spaces and hyphens as ``_``.
+
+    Example:
+        >>> normalise_keypoint_name("Right Shoulder"), normalise_keypoint_name("Upper-neck")
+        ('right_shoulder', 'upper_neck')
+    """
+    return re.sub(r"[\s\-]+", "_", str(name).strip().lower())

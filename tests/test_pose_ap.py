@@ -104,6 +104,8 @@ def test_results_with_bbox_use_box_area():
 def test_parts_of_keypoints308_and_builtin_meta():
     meta = load_meta(None)
     assert meta.num_keypoints == 308 and meta_for_count(308).name == meta.name
+    with pytest.raises(ValueError, match="aic14.*crowdpose14|crowdpose14.*aic14"):
+        meta_for_count(14)  # AI Challenger and CrowdPose both have 14: never chosen by the count
     assert sum(len(v) for v in meta.parts.values()) == 308
     coco = load_meta("coco17")
     assert coco.num_keypoints == 17 and coco.sigmas[0] == pytest.approx(0.026)
@@ -173,7 +175,9 @@ def test_cli_writes_json_per_part(tmp_path, capsys):
     assert run_pose_eval(args) == 0
     out = read_json(tmp_path / "out" / "m.json")
     assert list(out) == ["wholebody", "upper", "lower", "conventions"]
-    assert out["conventions"] == {"keypoint_set": "tiny", "whole_set": "wholebody"}
+    conv = out["conventions"]
+    assert (conv["keypoint_set"], conv["whole_set"]) == ("tiny", "wholebody")
+    assert conv["area"] == "the file's 'area'" and "iouType='keypoints')" in conv["evaluation"]
     assert list(out["wholebody"]) == list(STAT_NAMES)
     ref = xtcocotools_stats(*restrict_to_keypoints(gt, results, [3, 4, 5]), np.full(3, 0.05))
     assert _max_err(out["lower"], ref) <= 1e-6
@@ -246,35 +250,45 @@ def _cli(argv, capsys):
 
 
 @pytest.mark.xtcocotools
-def test_cli_no_area_switch_and_metadata_message(tmp_path, capsys):
-    """CrowdPose-style GT without 'area': rejected with a hint, evaluated with --no-area."""
+def test_cli_area_convention_from_the_file_and_metadata_message(tmp_path, capsys):
+    """A GT without 'area' (CrowdPose / AIC / PoseTrack18 style) is scored with 0.53 x box, as
+    xtcocotools' use_area=False, and says so; a GT where only some annotations have one is refused."""
     gt, results = make_keypoint_case(20, 17, seed=4, edge_cases=False)
     for a in gt["annotations"]:
         del a["area"]
     gt_p, res_p = _write(tmp_path, "gt.json", gt), _write(tmp_path, "res.json", results)
-    code, _, err = _cli(["--gt", str(gt_p), "--results", str(res_p)], capsys)
-    assert code == 1 and "no 'area'" in err and "--no-area" in err
     out_p = tmp_path / "m.json"
     code, out, _ = _cli(
-        ["--gt", str(gt_p), "--results", str(res_p), "--no-area", "--json", str(out_p)], capsys
+        ["--gt", str(gt_p), "--results", str(res_p), "--meta", "coco17", "--json", str(out_p)], capsys
     )
-    assert code == 0
-    assert "metadata: coco17 (17 keypoints, chosen by the GT's keypoint count" in out
+    assert code == 0 and "area: 0.53 x box w x h" in out
+    assert "metadata: coco17 (17 keypoints, from --meta)" in out
     ref = xtcocotools_stats(gt, results, load_meta("coco17").sigmas, use_area=False)
-    assert _max_err(read_json(out_p)["body"], ref) <= 1e-6  # COCO-17 is a body set, not whole-body
+    got = read_json(out_p)
+    assert _max_err(got["body"], ref) <= 1e-6  # COCO-17 is a body set, not whole-body
+    assert got["conventions"]["area"].startswith("0.53 x box")
+    gt["annotations"][0]["area"] = 100.0
+    _write(tmp_path, "gt.json", gt)
+    code, _, err = _cli(["--gt", str(gt_p), "--results", str(res_p), "--meta", "coco17"], capsys)
+    assert code == 1 and "annotations[1]" in err and "no 'area'" in err and "--no-area" in err
+    code, out, _ = _cli(["--gt", str(gt_p), "--results", str(res_p), "--meta", "coco17", "--no-area"], capsys)
+    assert code == 0 and "area: 0.53 x box" in out
 
 
-def test_cli_ambiguous_or_unknown_count_asks_for_meta(tmp_path, capsys, monkeypatch):
-    from evaluators.pose import metadata
-
+def test_cli_unknown_names_or_shared_count_asks_for_meta(tmp_path, capsys):
+    """17 keypoints named k0..k16 are no built-in set's: an error listing the 17-point sets and --meta,
+    never COCO-17 by the count; without names, a count several sets share is an error too."""
     gt, results = make_keypoint_case(4, 17, seed=4, edge_cases=False)
     gt_p, res_p = _write(tmp_path, "gt.json", gt), _write(tmp_path, "res.json", results)
-    monkeypatch.setitem(metadata.BUILTIN_COUNTS, "other17", 17)
     code, _, err = _cli(["--gt", str(gt_p), "--results", str(res_p)], capsys)
-    assert code == 1 and "ambiguous" in err and "--meta" in err
+    assert code == 1 and "are no built-in keypoint set's" in err and "--meta" in err
+    assert all(n in err for n in ("coco17", "posetrack18", "h36m17"))
+    nameless = {**gt, "categories": [{"id": c["id"], "name": c["name"]} for c in gt["categories"]]}
+    code, _, err = _cli(["--gt", str(_write(tmp_path, "n.json", nameless)), "--results", str(res_p)], capsys)
+    assert code == 1 and "lists no keypoint names" in err and "posetrack18" in err and "--meta" in err
     code, out, _ = _cli(["--gt", str(gt_p), "--results", str(res_p), "--meta", "coco17"], capsys)
     assert code == 0 and "from --meta" in out
-    empty = _write(tmp_path, "empty_gt.json", {**gt, "annotations": []})
+    empty = _write(tmp_path, "empty_gt.json", {**nameless, "annotations": []})
     code, _, err = _cli(["--gt", str(empty), "--results", str(res_p)], capsys)
     assert code == 1 and "no annotation" in err and "--meta" in err
     code, _, err = _cli(["--gt", str(gt_p), "--results", str(res_p), "--meta", "keypoints308"], capsys)
@@ -285,14 +299,19 @@ def test_cli_ambiguous_or_unknown_count_asks_for_meta(tmp_path, capsys, monkeypa
 def test_cli_results_not_a_file_and_gt_without_categories(tmp_path, capsys):
     gt, results = make_keypoint_case(4, 17, seed=4, edge_cases=False)
     gt_p, res_p = _write(tmp_path, "gt.json", gt), _write(tmp_path, "res.json", results)
-    code, _, err = _cli(["--gt", str(gt_p), "--results", "/dev/null"], capsys)
+    code, _, err = _cli(["--meta", "coco17", "--gt", str(gt_p), "--results", "/dev/null"], capsys)
     assert code == 1 and "/dev/null: not a regular file" in err and "no such file" not in err
-    code, _, err = _cli(["--gt", str(gt_p), "--results", str(tmp_path)], capsys)
+    code, _, err = _cli(["--meta", "coco17", "--gt", str(gt_p), "--results", str(tmp_path)], capsys)
     assert code == 1 and "is a directory" in err
-    code, _, err = _cli(["--gt", str(gt_p), "--results", str(_write(tmp_path, "e.json", ""))], capsys)
+    code, _, err = _cli(
+        ["--meta", "coco17", "--gt", str(gt_p), "--results", str(_write(tmp_path, "e.json", ""))], capsys
+    )
     assert code == 1 and "empty file" in err
     nocat = {k: v for k, v in gt.items() if k != "categories"}
-    code, _, err = _cli(["--gt", str(_write(tmp_path, "nocat.json", nocat)), "--results", str(res_p)], capsys)
+    code, _, err = _cli(
+        ["--meta", "coco17", "--gt", str(_write(tmp_path, "nocat.json", nocat)), "--results", str(res_p)],
+        capsys,
+    )
     assert code == 1 and "missing the 'categories' list" in err
     with pytest.raises(KeyError, match="categories"):  # the reference refuses such a GT too
         xtcocotools_stats(nocat, results, load_meta("coco17").sigmas)

@@ -139,6 +139,17 @@ def test_pose_with_bbox(photos, tmp_path):
     assert meta["bbox_xyxy"] == [60, 20, 200, 250] and len(meta["keypoints"]) == 308
 
 
+def test_pose_box_that_does_not_fit_the_image_names_the_image(photos, tmp_path, capsys):
+    """A 1e300 box (finite, so it parses) or one off the image: an error naming the image and the box."""
+    cfg = _config(tmp_path, "pose")
+    for box in ("0,0,1e300,1e300", "5000,5000,5100,5100"):
+        assert _run(photos["astronaut"], "--task", "pose", "--config", cfg, "--random-weights",
+                    "--bbox", box, "--no-flip-test", "--out", tmp_path / "out") == 1
+        err = capsys.readouterr().err
+        assert photos["astronaut"].name in err and "person box" in err and "does not fit" in err
+        assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
 def test_bad_inputs(photos, tmp_path, capsys):
     cfg = _config(tmp_path, "seg")
     assert _run(photos["astronaut"], "--task", "seg", "--config", cfg) == 1

@@ -48,6 +48,9 @@ def test_probe_pose_coco17_and_person_mask_seg_on_real_photos(tmp_path, capsys):
     assert seg["metrics"]["mIoU"] is not None and 0 <= seg["metrics"]["mIoU"] <= 100
     assert 0 <= pose["metrics"]["AP"] <= 1
     assert pose["metrics"]["num_samples"] == pose["dataset"]["num_samples"]
+    # the record says where the OKS area and the PCK / EPE box come from (COCO has areas and boxes)
+    assert pose["conventions"]["gt_area"] == "the split's 'area' (the source's own)"
+    assert pose["conventions"]["pck_box"].startswith("the annotation box")
     # 4 photos: far too few test images for an interval; said in the terminal and in every record
     err = capsys.readouterr().err
     for rec in (pose, seg):

@@ -17,10 +17,16 @@ REAL = Path(os.environ.get("SAPIENS2_SHARED", Path(__file__).resolve().parents[2
 
 def test_builtin_keypoint_sets_are_consistent():
     sizes = {"keypoints308": 308, "coco17": 17, "coco_wholebody133": 133, "mpii16": 16, "crowdpose14": 14,
-             "ochuman17": 17, "halpe136": 136}  # fmt: skip
+             "ochuman17": 17, "halpe136": 136, "aic14": 14, "h36m17": 17, "posetrack18": 17,
+             "humanart21": 21}  # fmt: skip
     assert set(vocab.keypoint_sets()) == set(sizes)
     for name, k in sizes.items():
         ks = vocab.keypoint_set(name)
+        if name == "h36m17":  # Human3.6M declares no OKS sigmas (mmpose's h36m.py: sigmas=[])
+            assert ks.sigmas is None
+            with pytest.raises(vocab.VocabError, match="h36m17 declares no OKS sigmas.*MPJPE"):
+                ks.require_sigmas()
+            continue
         assert ks.num_keypoints == k and ks.sigmas.shape == (k,) and (ks.sigmas > 0).all()
         assert all(0 <= i < k for p in ks.flip_pairs for i in p) and all(
             0 <= i < k for p in ks.skeleton for i in p

@@ -1,16 +1,16 @@
 """How the pose metrics react to keypoint error at the probe's crop size: a Gaussian noise sweep.
 
-Takes the probe's pose test split (the cached synthetic split of the default protocol, or
-``--data DIR``), builds the ground truth exactly as the probe does (``PoseTask.targets`` and
-``PoseTask.update_evaluator``: one crop = one image, keypoints in crop pixels, GT box around the
-visible keypoints, OKS area scaled into the crop), replaces the decoded predictions by the true
-keypoints plus isotropic Gaussian noise of ``sigma`` crop pixels per coordinate (all keypoint
-scores 1, seed fixed), and prints whole-body AP, body AP, PCK@0.05, PCK@0.1 and EPE per level, each
-with its 95% bootstrap interval over test images. A row ``UDP codec round trip`` decodes the target
-heatmaps themselves (what the ground-truth oracle reaches at best through the probe's codec), and a
-last row predicts the mean pose of the train
-split (per keypoint, in crop pixels) for every test crop: what a read-out learns from features
-that carry no information about the person, i.e. where random features should land.
+Takes the probe's pose test split (the cached synthetic split of the default protocol, or ``--data
+DIR``), builds the ground truth exactly as the probe does (``PoseTask.targets`` and
+``PoseTask.update_evaluator``: one crop = one image, keypoints in crop pixels, PCK / EPE box = the
+annotation box mapped into the crop where the sample has one, OKS area scaled into the crop),
+replaces the decoded predictions by the true keypoints plus isotropic Gaussian noise of ``sigma``
+crop pixels per coordinate (all keypoint scores 1, seed fixed), and prints whole-body AP, body AP,
+PCK@0.05, PCK@0.1 and EPE per level, each with its 95% bootstrap interval over test images. A row
+``UDP codec round trip`` decodes the target heatmaps themselves (what the ground-truth oracle
+reaches at best through the probe's codec), and a last row predicts the mean pose of the train split
+(per keypoint, in crop pixels) for every test crop: what a read-out learns from features that carry
+no information about the person, i.e. where random features should land.
 
 Usage:
     PYTHONPATH=. .venv/bin/python -m benchmarks.analysis.pose_noise_sweep [--data DIR] \

@@ -36,7 +36,9 @@ def register(sub) -> None:
         "import",
         help="make a split folder from a public dataset's files (manifests point at them, no copies)",
         description="Formats: COCO-style keypoint JSON (coco, coco-wholebody in either layout, crowdpose, "
-        "ochuman, halpe; person masks too when annotations have segmentation), mpii (mmpose's JSON), "
+        "ochuman, halpe, aic, mhp, humanart, humanart21, posetrack18; person masks too when annotations "
+        "have segmentation; no 'area' in the source: w * h * 0.53 of the box, recorded), mpii (mmpose's "
+        "JSON), "
         "coco-person-masks, and body-part PNG folders (lip, cihp, atr, pascal-person-part, parts). "
         "Recipes: sapiens2/datasets/README.md.",
     )

@@ -58,15 +58,17 @@ def register(sub) -> None:
     pose.add_argument("--results", required=True, help="COCO keypoint results JSON")
     pose.add_argument(
         "--meta",
-        help="keypoint metadata: built-in name (keypoints308, coco17) or JSON (names, sigmas, parts); "
-        "default: the built-in set with the GT's keypoint count (printed; an error when none or "
-        "several match)",
+        help="keypoint metadata: built-in name (keypoints308, coco17, aic14, ...) or JSON (names, sigmas, "
+        "parts); default: the GT's keypoint_set, else the built-in set whose names its "
+        "categories[].keypoints lists (printed; unknown names, or no names and a count several sets "
+        "share, are an error)",
     )
     pose.add_argument(
         "--no-area",
         action="store_true",
-        help="GT without 'area' (CrowdPose/AIC/PoseTrack style): OKS scale and size ranges from "
-        "0.53 x box area (xtcocotools use_area=False)",
+        help="OKS scale and size ranges from 0.53 x box area for every annotation (xtcocotools "
+        "use_area=False); without it: the file's 'area' when every annotation has one, 0.53 x box "
+        "when none has (CrowdPose/AIC/PoseTrack18), an error when only some have",
     )
     pose.add_argument(
         "--parts",

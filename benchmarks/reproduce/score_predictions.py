@@ -79,10 +79,11 @@ def score_pose(people: AnnotatedPeople, predictions, source="keypoints308") -> d
         "keypoint_map": {"source": src.name, "target": target.name, "mapped": int(mapping.mapped.sum()),
                          "rules": dict(Counter(r for r in mapping.rules if r != "unmapped")),
                          "unmapped": unmapped, "unmapped_policy": UNMAPPED_POLICY},
-        "ground_truth": {"file": str(Path(people.source)), "images": seen, "people": n},
+        "ground_truth": {"file": str(Path(people.source)), "images": seen, "people": n,
+                         "keypoint_set_from": people.keypoint_set_from, "area": people.area_source},
         "parts": parts,
         "evaluator_metrics": metrics,
-        "conventions": conventions,
+        "conventions": {**conventions, "gt_area": people.area_source},
     }
 
 
@@ -94,6 +95,8 @@ def summary_lines(score: dict) -> list[str]:
         f"{v['keypoint_set']} ({v['num_keypoints']} keypoints, its OKS sigmas and parts)",
         f"keypoints mapped {m['source']} -> {m['target']} (declared map): {m['mapped']} of "
         f"{v['num_keypoints']}",
+        f"keypoint set {v['keypoint_set']}: {gt.get('keypoint_set_from', '')}; "
+        f"person area: {gt.get('area', '')}",
     ]
     if m["unmapped"]:
         names = ", ".join(m["unmapped"][:3])

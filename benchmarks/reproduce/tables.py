@@ -305,6 +305,8 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
         evaluator.conventions["vocabulary_map"] = (
             f"model {pred_map.source} -> split {pred_map.target} (declared map)"
         )
+    if getattr(dataset, "area_source", None):  # where the GT areas (OKS scale) come from
+        evaluator.conventions["gt_area"] = dataset.area_source
     mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
     std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
 

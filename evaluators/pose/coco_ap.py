@@ -58,6 +58,8 @@ class KeypointGroundTruth:
         area: G areas (NaN where the annotation has none).
         bbox: G x 4 boxes (x, y, w, h).
         iscrowd: G bools.
+        num_keypoints: G ``num_keypoints`` fields as the file gives them (NaN where absent); only
+            CrowdPose's official evaluation reads them (``ignore_counts``).
     """
 
     image_ids: list
@@ -68,6 +70,7 @@ class KeypointGroundTruth:
     area: np.ndarray
     bbox: np.ndarray
     iscrowd: np.ndarray
+    num_keypoints: np.ndarray | None = None
 
 
 @dataclass
@@ -139,6 +142,7 @@ def evaluate_keypoints(
     area_ranges: dict[str, tuple[float, float]] | None = None,
     area_keypoint_ids: list[int] | np.ndarray | None = None,
     keep_matches: bool = False,
+    ignore_counts: np.ndarray | None = None,
 ) -> KeypointAPResult:
     """COCO keypoint AP/AR of ``dets`` against ``gt``.
 
@@ -158,6 +162,9 @@ def evaluate_keypoints(
         keep_matches: also return, per category, the ``all``-range matching outcome per image
             (:class:`CategoryMatches`, in ``matches[category_id]``), from which
             :mod:`evaluators.pose.ap_bootstrap` recomputes AP on resampled images.
+        ignore_counts: G per-GT counts that decide "no labelled keypoint" instead of the labelled
+            keypoints: xtcocotools' ``keypoints_crowd`` reads CrowdPose's ``num_keypoints`` (which
+            counts visible joints only). None: the labelled (v > 0) keypoints.
 
     Returns:
         A :class:`KeypointAPResult`.
@@ -184,7 +191,8 @@ def evaluate_keypoints(
     else:
         gt_scale = bbox_area
     gt_range_area = np.where(np.isnan(gt.area) | (not use_area), bbox_area, gt.area)
-    gt_ignore = gt.iscrowd.astype(bool) | ~g_lab.any(1)
+    has_kpts = g_lab.any(1) if ignore_counts is None else np.asarray(ignore_counts) > 0
+    gt_ignore = gt.iscrowd.astype(bool) | ~has_kpts
 
     if dets.area is not None:
         det_area = dets.area

@@ -204,7 +204,7 @@ def _check_len(values: Any, num_keypoints: int | None, src: str, rec: str) -> in
 
 
 def load_coco_gt(
-    obj_or_path: Any, num_keypoints: int | None = None, use_area: bool = True
+    obj_or_path: Any, num_keypoints: int | None = None, use_area: bool = True, source: str | None = None
 ) -> tuple[KeypointGroundTruth, int]:
     """Read a COCO keypoint ground-truth dataset.
 
@@ -212,6 +212,7 @@ def load_coco_gt(
         obj_or_path: path of the JSON file or the loaded dict.
         num_keypoints: expected K (None: taken from the first annotation).
         use_area: require an ``area`` on every annotation (what ``use_area=True`` needs).
+        source: the name errors give a loaded dict (default ``<COCO keypoint ground truth>``).
 
     Returns:
         ``(ground truth arrays, K)``. Annotations of images not listed in ``images`` are skipped,
@@ -219,7 +220,7 @@ def load_coco_gt(
         ``keypoints``, the rest in ``foot_kpts``, ``face_kpts``, ``lefthand_kpts``,
         ``righthand_kpts``) is read as its 133 keypoints in the flattened order.
     """
-    data, src = _load(obj_or_path, "COCO keypoint ground truth", "gt")
+    data, src = _load(obj_or_path, "COCO keypoint ground truth", "gt", source)
     if not isinstance(data, dict):
         raise ValueError(f"{src}: a COCO ground truth must be a JSON object, got {type(data).__name__}")
     for key in ("images", "annotations"):
@@ -258,7 +259,7 @@ def load_coco_gt(
             f"{src}: COCO-WholeBody split layout ({', '.join(WHOLEBODY_SPLIT_FIELDS)} next to 'keypoints'): "
             f"133 keypoints, but {num_keypoints} were expected (use the coco_wholebody133 keypoint set)"
         )
-    img, cat, areas, boxes, crowd, kps, kept = [], [], [], [], [], [], []
+    img, cat, areas, boxes, crowd, kps, kept, counts = [], [], [], [], [], [], [], []
     for i, ann in enumerate(anns):
         try:
             iid, kp = ann["image_id"], ann["keypoints"]
@@ -291,6 +292,9 @@ def load_coco_gt(
         areas.append(area)
         boxes.append(bbox)
         crowd.append(ann.get("iscrowd", 0))
+        count = ann.get("num_keypoints")
+        numeric = isinstance(count, (int, float)) and not isinstance(count, bool)
+        counts.append(float(count) if numeric else np.nan)
         kps.append(kp)
         kept.append(i)
     k = k_expected or 0
@@ -307,6 +311,7 @@ def load_coco_gt(
         area=_number_batch(areas, "area", src, kept_name, allow_nan=not use_area),
         bbox=_bbox_batch(boxes, src, kept_name),
         iscrowd=np.array([bool(c) for c in crowd], dtype=bool),
+        num_keypoints=np.array(counts, dtype=np.float64),
     )
     return gt, k
 

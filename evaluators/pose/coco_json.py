@@ -35,8 +35,9 @@ import numpy as np
 # COCO-WholeBody's distributed layout: body in ``keypoints``, the other parts in these fields
 WHOLEBODY_SPLIT_FIELDS = ("foot_kpts", "face_kpts", "lefthand_kpts", "righthand_kpts")
 KEYPOINT_FIELDS = ("keypoints", *WHOLEBODY_SPLIT_FIELDS)
-GT_FIELDS = ("id", "image_id", "category_id", "iscrowd", "area", "bbox", *KEYPOINT_FIELDS)
-IMAGE_FIELDS = ("id",)
+GT_FIELDS = ("id", "image_id", "category_id", "iscrowd", "area", "bbox", "num_keypoints", *KEYPOINT_FIELDS)
+IMAGE_FIELDS = ("id", "crowdIndex")  # CrowdPose's crowd index splits its images into easy / medium / hard
+TOP_FIELDS = ("keypoint_set", "area_source")  # what ``data import`` writes beside the COCO lists
 RESULT_FIELDS = ("image_id", "category_id", "score", "bbox", *KEYPOINT_FIELDS)
 _MISSING = object()
 
@@ -108,9 +109,10 @@ def _lean(doc, kind: str, sj) -> Any:
         value = doc.get(key, _MISSING)
         if value is not _MISSING:
             out[key] = _records(value, fields, sj)
-    cats = doc.get("categories", _MISSING)
-    if cats is not _MISSING:
-        out["categories"] = _plain(cats, sj)
+    for key in ("categories", *TOP_FIELDS):
+        value = doc.get(key, _MISSING)
+        if value is not _MISSING:
+            out[key] = _plain(value, sj)
     return out
 
 

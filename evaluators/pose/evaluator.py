@@ -31,6 +31,7 @@ from evaluators.metric_decl import FieldValue, MetricDecl, count_decl
 from evaluators.pose.ap_bootstrap import resampled_ap
 from evaluators.pose.coco_ap import STAT_NAMES, evaluate_keypoints, evaluate_parts
 from evaluators.pose.coco_io import load_coco_gt, load_coco_results, read_json_file
+from evaluators.pose.crowd import CROWD_STAT_NAMES, crowd_index_of, evaluate_crowd
 from evaluators.pose.instances import coco_gt_from_records, instance_records
 from evaluators.pose.metadata import KeypointMeta, load_meta
 from evaluators.pose.pck import (
@@ -99,6 +100,11 @@ class PoseEvaluator(Evaluator):
         MetricDecl("PCKh/{pckh_group.key}", "PCKh {pckh_group.label} %", True, "fraction", 100.0,
                    shown=False, requires="has_head_sizes"),
         count_decl("pck_degenerate_boxes"),
+        # CrowdPose's official statistics (xtcocotools keypoints_crowd, evaluators.pose.crowd), only for
+        # crowdpose14 against a GT file whose images carry crowdIndex (a CrowdPose GT): easy / medium /
+        # hard by crowd index stand where COCO's area ranges would mislead a CrowdPose reader
+        MetricDecl("crowdpose/{crowd.key}", "CrowdPose {crowd.label} %", True, "fraction", 100.0,
+                   shown=False, requires="is_crowdpose"),
     )
 
     def __init__(
@@ -159,7 +165,16 @@ class PoseEvaluator(Evaluator):
             "pck": tuple(FieldValue(str(t), str(t)) for t in PCK_THRESHOLDS),
             "pckh": tuple(FieldValue(str(t), str(t)) for t in PCKH_THRESHOLDS),
             "pckh_group": tuple(FieldValue(g, g) for g in PCKH_GROUPS),
+            "crowd": tuple(FieldValue(s, s) for s in CROWD_STAT_NAMES),
         }
+
+    @property
+    def is_crowdpose(self) -> bool:
+        """CrowdPose-14 against a GT whose images all carry ``crowdIndex``: its official stats computed."""
+        if self.meta.name != "crowdpose14" or self.gt_source is None:
+            return False
+        images = self.coco_gt().get("images") or []
+        return bool(images) and all(isinstance(im, dict) and "crowdIndex" in im for im in images)
 
     @property
     def has_head_sizes(self) -> bool:
@@ -302,6 +317,12 @@ class PoseEvaluator(Evaluator):
             out.update(pck_metrics_by_keypoint(point[0].sum(0), self.meta.groups()))
             out["pck_degenerate_boxes"] = float(point[1])
             out.update(pckh_of_instances(self._instances(), self.meta.names))
+        if self.is_crowdpose:
+            data = self.coco_gt()
+            gt, k = load_coco_gt(data, self.meta.num_keypoints, use_area=self.use_area)
+            dets = load_coco_results(self.coco_results(), gt, k)
+            crowd = evaluate_crowd(gt, dets, self.meta.sigmas, crowd_index_of(data, gt, "GT"), self.use_area)
+            out.update({f"crowdpose/{name}": value for name, value in crowd.items()})
         out["num_samples"] = float(len(self._records) + len(self._unindexed))
         out["conventions"] = dict(self.conventions)
         return out

@@ -4,7 +4,8 @@ A metadata JSON file holds ``{"name": str, "keypoints": [names] or [{"name": ...
 "parts": {"body": [ids], ...}}`` (``flip_pairs``, ``whole_name`` optional). ``keypoints308.json`` of
 the reference data has this form. The built-in sets are those of the vocabulary registry
 (:mod:`sapiens2.vocab`: keypoints308, coco17, coco_wholebody133, mpii16, crowdpose14, ochuman17,
-halpe136); this module only adapts them for the evaluators.
+halpe136, aic14, posetrack18, humanart21; h36m17 declares no OKS sigmas and is refused here); this
+module only adapts them for the evaluators.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from sapiens2 import vocab
+from sapiens2.vocab_match import keypoint_set_of_file
 
 # How a detection's area (OKS-AP area ranges) is taken when results carry no box.
 DETECTION_AREA_CONVENTIONS = ("body", "part")
@@ -73,7 +75,7 @@ class KeypointMeta:
 
 def _from_set(ks: vocab.KeypointSet) -> KeypointMeta:
     return KeypointMeta(
-        ks.name, list(ks.names), ks.sigmas.copy(), {k: list(v) for k, v in ks.parts.items()},
+        ks.name, list(ks.names), ks.require_sigmas().copy(), {k: list(v) for k, v in ks.parts.items()},
         list(ks.flip_pairs), ks.whole_name,
     )
 
@@ -90,30 +92,22 @@ def load_meta(path_or_name: str | Path | dict | None) -> KeypointMeta:
     return _from_set(vocab.keypoint_set(path_or_name))
 
 
-# the set chosen for a GT's keypoint count when none is named (one per count)
-BUILTIN_COUNTS = {name: k for k, name in vocab.DEFAULT_FOR_COUNT.items()}
+def meta_of_file(names, num_keypoints: int | None, where: str = "the GT") -> tuple[KeypointMeta, str]:
+    """The built-in metadata of a COCO-style file, from its listed keypoint names (never by count alone).
+
+    See :func:`sapiens2.vocab_match.keypoint_set_of_file`; returns ``(meta, how it was chosen)``.
+
+    Raises:
+        ValueError: unknown names, a count several built-in sets share, a set without OKS sigmas.
+    """
+    ks, how = keypoint_set_of_file(names, num_keypoints, where)
+    return _from_set(ks), how
 
 
 def meta_for_count(num_keypoints: int, where: str = "the GT") -> KeypointMeta:
-    """The one built-in metadata chosen for ``num_keypoints`` keypoints (``BUILTIN_COUNTS``).
-
-    Args:
-        num_keypoints: the GT's keypoint count.
-        where: what holds that count (for messages).
+    """The one built-in metadata with ``num_keypoints`` keypoints (for files that list no names).
 
     Raises:
-        ValueError: no built-in set, or more than one, has that count (pass ``--meta``).
+        ValueError: no built-in set, or several that score differently, have that count (pass ``--meta``).
     """
-    names = [n for n, k in BUILTIN_COUNTS.items() if k == num_keypoints]
-    if len(names) > 1:
-        raise ValueError(
-            f"{where}: {num_keypoints} keypoints is ambiguous (built-in sets {names} all have it); "
-            "pass --meta NAME or a metadata JSON"
-        )
-    if not names:
-        known = ", ".join(f"{n} ({k})" for n, k in BUILTIN_COUNTS.items())
-        raise ValueError(
-            f"{where}: no built-in keypoint metadata has {num_keypoints} keypoints (built in: {known}); "
-            "pass --meta with a metadata JSON holding names, sigmas and parts"
-        )
-    return load_meta(names[0])
+    return meta_of_file(None, num_keypoints, where)[0]

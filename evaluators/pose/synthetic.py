@@ -120,10 +120,8 @@ def make_keypoint_case(
             )
     order = rng.permutation(len(results))
     results = [results[i] for i in order]
-    cats = [
-        {"id": c, "name": f"person{c}", "keypoints": [f"k{i}" for i in range(num_keypoints)]}
-        for c in categories
-    ]
+    names = _names_for(num_keypoints)
+    cats = [{"id": c, "name": f"person{c}", "keypoints": list(names)} for c in categories]
     return {"images": images, "annotations": anns, "categories": cats}, results
 
 
@@ -181,6 +179,14 @@ def to_wholebody_fields(gt: dict, results: list[dict], parts: dict[str, list[int
         split(ann)
         ann["num_keypoints"] = int((np.asarray(ann["keypoints"]).reshape(-1, 3)[:, 2] > 0).sum())
     return gt, [split(copy.deepcopy(r)) for r in results]
+
+
+def _names_for(num_keypoints: int) -> list[str]:
+    """The names of the one built-in set of that count (so the file is read as it), else ``k0, k1, ...``."""
+    from sapiens2.vocab_match import builtin_sets_with_count
+
+    sets = builtin_sets_with_count(num_keypoints)
+    return list(sets[0].names) if len(sets) == 1 else [f"k{i}" for i in range(num_keypoints)]
 
 
 def xtcocotools_stats(

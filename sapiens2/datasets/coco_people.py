@@ -3,8 +3,14 @@
 Reads any layout the COCO-style importers read (:mod:`sapiens2.datasets.importers`): flat ``keypoints`` of
 one keypoint set, or COCO-WholeBody's distributed layout (``keypoints`` + ``foot_kpts``, ``face_kpts``,
 ``lefthand_kpts``, ``righthand_kpts``), read as its 133 keypoints, never as 17. The keypoint set is the
-one named (``vocabulary``), else the built-in set of the file's keypoint count
-(:data:`sapiens2.vocab.DEFAULT_FOR_COUNT`); a count that disagrees with the named set is an error.
+one named (``vocabulary``), else the file's ``keypoint_set`` (what ``data import`` writes), else the
+built-in set whose names the file's ``categories[].keypoints`` lists
+(:func:`sapiens2.vocab_match.keypoint_set_of_file`: never chosen by the count when sets share it); a count
+that disagrees with the named set is an error.
+
+A person's area (the OKS scale) is the file's ``area`` when every annotation has one, ``0.53 x`` its
+box area when none has (xtcocotools ``use_area=False``, mmpose's convention for CrowdPose, AI
+Challenger, PoseTrack18); a file where only some have one is an error. ``area_source`` says which.
 
 The people of an image are its annotations that are not crowd regions and label at least one keypoint,
 in file order: the pose reader's rule (:class:`sapiens2.datasets.pose.PoseTopdownDataset`,
@@ -34,12 +40,14 @@ import numpy as np
 
 from sapiens2.utils_io import read_json
 from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set
-from sapiens2.vocab import keypoint_set_for_count as set_for_count
+from sapiens2.vocab_match import keypoint_set_of_file
 
 from .importers import _flat_keypoints, check_category_keypoints
 from .io import DatasetError
 
 _LISTS = ("images", "annotations")
+AREA_FROM_FILE = "the file's 'area'"
+AREA_FROM_BOX = "0.53 x box w x h (the file has no 'area'; xtcocotools use_area=False, mmpose)"
 
 
 @dataclass(frozen=True)
@@ -69,11 +77,16 @@ class AnnotatedImage:
 
 @dataclass(frozen=True)
 class AnnotatedPeople:
-    """The people of every image of a COCO keypoint file, in one keypoint set."""
+    """The people of every image of a COCO keypoint file, in one keypoint set.
+
+    ``keypoint_set_from`` says how the set was chosen, ``area_source`` where the people's areas come from.
+    """
 
     source: Path
     keypoint_set: KeypointSet
     images: dict[str, list[AnnotatedImage]]
+    keypoint_set_from: str = ""
+    area_source: str = AREA_FROM_FILE
 
     def image(self, path: str | os.PathLike) -> AnnotatedImage:
         """The file's image named like ``path`` (its last component).
@@ -102,17 +115,23 @@ class AnnotatedPeople:
         return found[0]
 
 
-def _file_keypoint_set(data: dict, src: Path, vocabulary) -> KeypointSet:
+def _file_keypoint_set(data: dict, src: Path, vocabulary) -> tuple[KeypointSet, str]:
     anns = data["annotations"]
     split = any(isinstance(a, dict) and any(f in a for f in WHOLEBODY_SPLIT_SIZES if f != "keypoints")
                 for a in anns)
     first = next((a for a in anns if isinstance(a, dict) and isinstance(a.get("keypoints"), list)), None)
     count = 133 if split else (len(first["keypoints"]) // 3 if first is not None else None)
+    how = "named by --vocabulary"
     try:
+        if vocabulary is None and data.get("keypoint_set") is not None:
+            vocabulary, how = data["keypoint_set"], "named by the file's keypoint_set"
         if vocabulary is None:
-            if count is None:
-                raise DatasetError(f"{src}: no annotation with 'keypoints': the keypoint set is unknown")
-            return set_for_count(count, str(src))
+            cats = [c for c in data.get("categories") or [] if isinstance(c, dict)]
+            listed = [c["keypoints"] for c in cats if isinstance(c.get("keypoints"), list)]
+            names = next((n for n in listed if n), None)
+            if split and names is not None and len(names) == 17:
+                names = None  # COCO-WholeBody lists its 17 body points; its layout says 133
+            return keypoint_set_of_file(names, count, str(src))
         ks = keypoint_set(vocabulary)
     except VocabError as e:
         raise DatasetError(str(e)) from None
@@ -122,7 +141,18 @@ def _file_keypoint_set(data: dict, src: Path, vocabulary) -> KeypointSet:
             f"{src}: {layout}{count} keypoints per annotation, but the vocabulary {ks.name} has "
             f"{ks.num_keypoints}"
         )
-    return ks
+    return ks, how
+
+
+def _uses_file_area(anns: list, src: Path) -> bool:
+    """True when every annotation has an ``area``, False when none has; an error when only some have."""
+    missing = [i for i, a in enumerate(anns) if isinstance(a, dict) and a.get("area") is None]
+    if not missing or len(missing) == len(anns):
+        return not missing
+    raise DatasetError(
+        f"{src}: annotations[{missing[0]}] has no 'area' while others have one: the OKS scale would mix "
+        "the file's areas with 0.53 x box areas; give every annotation an 'area' or none"
+    )
 
 
 def read_people(path: str | os.PathLike, vocabulary=None) -> AnnotatedPeople:
@@ -141,8 +171,9 @@ def read_people(path: str | os.PathLike, vocabulary=None) -> AnnotatedPeople:
     data = read_json(src)
     if not isinstance(data, dict) or not all(isinstance(data.get(k), list) for k in _LISTS):
         raise DatasetError(f"{src}: a COCO keypoint file needs 'images' and 'annotations' lists")
-    ks = _file_keypoint_set(data, src, vocabulary)
+    ks, how = _file_keypoint_set(data, src, vocabulary)
     check_category_keypoints(data.get("categories") or [], ks, src)
+    file_area = _uses_file_area(data["annotations"], src)
     people: dict[object, list[Person]] = {}
     for i, ann in enumerate(data["annotations"]):
         rec = f"{src}: annotations[{i}] (id {ann.get('id', '?') if isinstance(ann, dict) else '?'})"
@@ -157,7 +188,11 @@ def read_people(path: str | os.PathLike, vocabulary=None) -> AnnotatedPeople:
         if not ok or not (box[2] > 0 and box[3] > 0):
             raise DatasetError(f"{rec}: 'bbox' must be [x, y, w, h] with a positive size, got {box!r}")
         x, y, w, h = (float(v) for v in box)
-        area = float(ann.get("area", w * h))
+        area = ann.get("area") if file_area else 0.53 * w * h
+        numeric = isinstance(area, (int, float)) and not isinstance(area, bool)
+        if not (numeric and math.isfinite(area) and area > 0):
+            raise DatasetError(f"{rec}: 'area' must be a positive number, got {area!r}")
+        area = float(area)
         people.setdefault(ann["image_id"], []).append(Person(ann.get("id", i), (x, y, w, h), kps, area))
     images: dict[str, list[AnnotatedImage]] = {}
     for i, im in enumerate(data["images"]):
@@ -166,4 +201,4 @@ def read_people(path: str | os.PathLike, vocabulary=None) -> AnnotatedPeople:
         hw = (int(im["height"]), int(im["width"])) if "height" in im and "width" in im else None
         entry = AnnotatedImage(im["id"], str(im["file_name"]), hw, tuple(people.get(im["id"], ())))
         images.setdefault(Path(str(im["file_name"])).name, []).append(entry)
-    return AnnotatedPeople(src, ks, images)
+    return AnnotatedPeople(src, ks, images, how, AREA_FROM_FILE if file_area else AREA_FROM_BOX)

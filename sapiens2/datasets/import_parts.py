@@ -75,11 +75,25 @@ def _png(arr: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+EXIF_ORIENTATION = 0x0112
+_TRANSPOSING = (5, 6, 7, 8)  # EXIF orientations that swap width and height
+
+
 def _image_hw(path: str) -> tuple[int, int]:
+    """(H, W) of the image as the readers see it: upright, its EXIF Orientation applied."""
+    return _image_hw_and_orientation(path)[0]
+
+
+def _image_hw_and_orientation(path: str) -> tuple[tuple[int, int], int]:
     from PIL import Image
 
     with Image.open(path) as im:
-        return im.size[1], im.size[0]
+        w, h = im.size
+        try:
+            orientation = int(im.getexif().get(EXIF_ORIENTATION, 1))
+        except (TypeError, ValueError):
+            orientation = 1
+    return ((w, h) if orientation in _TRANSPOSING else (h, w)), orientation
 
 
 def coco_person_masks(coco: dict, src: Path) -> tuple[dict, dict[str, bytes]]:
@@ -92,11 +106,16 @@ def coco_person_masks(coco: dict, src: Path) -> tuple[dict, dict[str, bytes]]:
         anns = by_image.get(im["id"], [])
         if not any("segmentation" in a for a in anns):
             continue  # no mask annotated on this image: not in the seg split
-        h, w = _image_hw(im["file_name"])
+        (h, w), orientation = _image_hw_and_orientation(im["file_name"])
         if ("height" in im and int(im["height"]) != h) or ("width" in im and int(im["width"]) != w):
+            turned = (
+                f" upright (its EXIF Orientation {orientation} turns the stored {w} x {h} frame; annotations "
+                "are read in the displayed frame, as every reader shows the image)"
+                if orientation in _TRANSPOSING else ""
+            )
             raise DatasetError(
-                f"{src}: image id {im['id']}: the JSON says {im.get('height')} x {im.get('width')}, "
-                f"the file {im['file_name']} is {h} x {w}"
+                f"{src}: image id {im['id']}: the JSON says {im.get('height')} x {im.get('width')} (H x W), "
+                f"the file {im['file_name']} is {h} x {w}{turned}"
             )
         label = np.zeros((h, w), np.uint8)
         crowd = np.zeros((h, w), bool)

@@ -10,10 +10,19 @@ renamed into place, so ``DIR`` is either complete or absent; an existing ``DIR``
 
 Formats (``FORMATS``): ``coco`` (COCO-17 keypoints, plus person masks when annotations carry
 ``segmentation``), ``coco-wholebody`` (both layouts, written as the flattened 133), ``crowdpose``,
-``ochuman``, ``halpe`` (COCO-style files of those sets), ``mpii`` (mmpose's MPII JSON, optional
+``ochuman``, ``halpe``, ``aic`` (AI Challenger), ``mhp`` (MHP: MPII's 16 names and sigmas),
+``humanart`` (Human-Art's COCO-17 ``keypoints``), ``humanart21`` (its ``keypoints_21``),
+``posetrack18`` (COCO-style files of those sets; keypoint names are compared up to spelling, so
+AI Challenger's ``"Right Shoulder"`` is ``right_shoulder``), ``mpii`` (mmpose's MPII JSON, optional
 head boxes for PCKh), ``coco-person-masks`` (masks only), and the body-part PNG folders ``lip``,
 ``cihp``, ``atr``, ``pascal-person-part`` and ``parts`` (any label set) in
 :mod:`sapiens2.datasets.import_parts`.
+
+Area: an annotation's ``area`` is the source's; a source without any (CrowdPose, AI Challenger,
+PoseTrack18) gets ``w * h * 0.53`` of its box, the official convention of those sets (xtcocotools
+``use_area=False``, mmpose's ``BaseCocoStyleDataset``); a source where only some annotations have
+one is an error. The pose manifest and ``split.json`` say which (``area_source``). CrowdPose's
+``num_keypoints`` (its visible joints, which its official evaluation reads) and ``crowdIndex`` are kept.
 """
 
 from __future__ import annotations
@@ -25,7 +34,6 @@ from pathlib import Path
 
 import numpy as np
 
-from sapiens2.datasets.import_parts import PART_LAYOUTS, coco_person_masks, part_folder_manifest
 from sapiens2.utils_io import default_mode, read_json, write_json_atomic
 from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set
 
@@ -39,8 +47,15 @@ COCO_STYLE = {
     "crowdpose": "crowdpose14",
     "ochuman": "ochuman17",
     "halpe": "halpe136",
+    "aic": "aic14",
+    "mhp": "mpii16",  # MHP's 16 keypoints: MPII's names and sigmas (mmpose's mhp.py)
+    "humanart": "coco17",  # Human-Art's `keypoints`: COCO-17's names and sigmas (mmpose's humanart.py)
+    "humanart21": "humanart21",
+    "posetrack18": "posetrack18",
 }
-MPII_PIXEL_STD = 200.0  # MPII's scale unit: scale x 200 = person height in pixels
+KEYPOINT_FIELD = {"humanart21": "keypoints_21"}  # formats whose keypoints are in another field
+AREA_FROM_SOURCE = "the source's 'area'"
+AREA_FROM_BOX = "w * h * 0.53 of the box (the source has no 'area'; xtcocotools use_area=False, mmpose)"
 
 
 def _vocab_entry(ks: KeypointSet, given) -> str | dict:
@@ -61,22 +76,41 @@ def _image_path(images_dir: Path, file_name: str, where: str) -> Path:
 
 
 def check_category_keypoints(categories, ks: KeypointSet, src) -> None:
-    """The keypoint names each COCO category lists are ``ks``'s (WholeBody lists its 17 body points only).
+    """The keypoint names each COCO category lists are ``ks``'s (WholeBody lists its 17 body points only,
+    Human-Art its 17 COCO points beside the 21 of ``keypoints_21``: those are checked as ``ks``'s first 17).
 
     Raises:
         DatasetError: a category names other keypoints (naming the file and the category).
     """
     for c in categories:
         names = c.get("keypoints") if isinstance(c, dict) else None
-        if names and not (ks.num_keypoints == 133 and len(names) == 17):  # WholeBody lists the body only
+        if names:
             try:
+                if ks.num_keypoints in (133, 21) and len(names) == 17:
+                    head = keypoint_set({"dataset_name": ks.name, "keypoints": list(ks.names[:17]),
+                                         "sigmas": [1.0] * 17})  # fmt: skip
+                    head.check_names(names, f"{src}: category {c.get('id')}")
+                    continue
                 ks.check_names(names, f"{src}: category {c.get('id')}")
             except VocabError as e:
                 raise DatasetError(str(e)) from None
 
 
-def _flat_keypoints(ann: dict, ks: KeypointSet, where: str) -> list[float]:
-    """The annotation's K x 3 keypoints, flattening COCO-WholeBody's split layout."""
+def _numbers(values, what: str, where: str) -> np.ndarray:
+    """``values`` as float64 when it is a list of finite numbers; else an error naming the record."""
+    arr = np.asarray(values) if isinstance(values, list) else np.asarray([None])
+    if arr.ndim != 1 or arr.dtype.kind not in "iuf":
+        bad = next((v for v in values if isinstance(v, bool) or not isinstance(v, (int, float))), values) \
+            if isinstance(values, list) else values
+        raise DatasetError(f"{where}: {what} must hold numbers, got {bad!r} ({type(bad).__name__})")
+    arr = arr.astype(np.float64)
+    if not np.isfinite(arr).all():
+        raise DatasetError(f"{where}: {what} holds NaN or Inf")
+    return arr
+
+
+def _flat_keypoints(ann: dict, ks: KeypointSet, where: str, field: str = "keypoints") -> list[float]:
+    """The annotation's K x 3 keypoints (from ``field``), flattening COCO-WholeBody's split layout."""
     split = [f for f in WHOLEBODY_SPLIT_SIZES if f != "keypoints" and f in ann]
     if split:
         if ks.num_keypoints != 133:
@@ -92,23 +126,24 @@ def _flat_keypoints(ann: dict, ks: KeypointSet, where: str) -> list[float]:
                 raise DatasetError(
                     f"{where}: COCO-WholeBody split layout needs {field!r} with {3 * k} values, got {n}"
                 )
-            out.extend(float(v) for v in vals)
+            out.extend(_numbers(vals, repr(field), where).tolist())
         return out
-    vals = ann.get("keypoints")
+    vals = ann.get(field)
     if not isinstance(vals, list) or len(vals) != 3 * ks.num_keypoints:
         n = len(vals) if isinstance(vals, list) else "no"
         raise DatasetError(
-            f"{where}: 'keypoints' has {n} values, expected {3 * ks.num_keypoints} "
+            f"{where}: {field!r} has {n} values, expected {3 * ks.num_keypoints} "
             f"({ks.num_keypoints} keypoints of {ks.name} x 3)"
         )
-    arr = np.asarray(vals, dtype=np.float64)
-    if not np.isfinite(arr).all():
-        raise DatasetError(f"{where}: keypoints hold NaN or Inf")
-    return arr.tolist()
+    return _numbers(vals, repr(field), where).tolist()
 
 
-def read_coco_keypoints(src: Path, images_dir: Path, ks: KeypointSet) -> dict:
-    """A checked COCO keypoint dict with flat K-keypoint annotations and absolute image paths."""
+def read_coco_keypoints(src: Path, images_dir: Path, ks: KeypointSet, field: str = "keypoints") -> dict:
+    """A checked COCO keypoint dict with flat K-keypoint annotations and absolute image paths.
+
+    ``field``: the annotations' keypoint field (Human-Art's 21 are in ``keypoints_21``). The dict's
+    ``area_source`` says where the areas come from (see the module docstring).
+    """
     data = read_json(src)
     if (
         not isinstance(data, dict)
@@ -126,8 +161,16 @@ def read_coco_keypoints(src: Path, images_dir: Path, ks: KeypointSet) -> dict:
             raise DatasetError(f"{src}: images[{i}]: duplicate image id {im['id']!r}")
         seen.add(im["id"])
         path = _image_path(images_dir, im["file_name"], f"{src}: image id {im['id']}")
-        images.append({k: im[k] for k in ("id", "height", "width") if k in im} | {"file_name": str(path)})
+        keep = ("id", "height", "width", "crowdIndex")
+        images.append({k: im[k] for k in keep if k in im} | {"file_name": str(path)})
     anns, ann_ids = [], set()
+    with_area = [isinstance(a, dict) and a.get("area") is not None for a in data["annotations"]]
+    if any(with_area) and not all(with_area):
+        i = with_area.index(False)
+        raise DatasetError(
+            f"{src}: annotations[{i}] has no 'area' while others have one: the OKS scale would mix the "
+            "source's areas with 0.53 x box areas; give every annotation an 'area' or none"
+        )
     for i, ann in enumerate(data["annotations"]):
         where = f"{src}: annotations[{i}] (id {ann.get('id', '?') if isinstance(ann, dict) else '?'})"
         if not isinstance(ann, dict) or any(k not in ann for k in ("id", "image_id", "bbox")):
@@ -138,8 +181,9 @@ def read_coco_keypoints(src: Path, images_dir: Path, ks: KeypointSet) -> dict:
             raise DatasetError(f"{where}: duplicate annotation id")
         ann_ids.add(ann["id"])
         bbox = ann["bbox"]
-        if not isinstance(bbox, list) or len(bbox) != 4 or not all(np.isfinite(np.asarray(bbox, float))):
+        if not isinstance(bbox, list) or len(bbox) != 4:
             raise DatasetError(f"{where}: 'bbox' must be [x, y, w, h], got {bbox!r}")
+        bbox = _numbers(bbox, "'bbox' [x, y, w, h]", where).tolist()
         out = {
             k: ann[k]
             for k in (
@@ -155,13 +199,20 @@ def read_coco_keypoints(src: Path, images_dir: Path, ks: KeypointSet) -> dict:
             )
             if k in ann
         }
-        out["keypoints"] = _flat_keypoints(ann, ks, where)
-        out["num_keypoints"] = int((np.asarray(out["keypoints"]).reshape(-1, 3)[:, 2] > 0).sum())
+        out["bbox"] = bbox
+        out["keypoints"] = _flat_keypoints(ann, ks, where, field)
+        count = ann.get("num_keypoints")  # CrowdPose counts its visible joints only: kept as the source says
+        if isinstance(count, bool) or not isinstance(count, int):
+            out["num_keypoints"] = int((np.asarray(out["keypoints"]).reshape(-1, 3)[:, 2] > 0).sum())
         out.setdefault("category_id", cats[0].get("id", 1))
         out.setdefault("iscrowd", 0)
-        out.setdefault("area", float(bbox[2]) * float(bbox[3]))
+        if out.get("area") is None:
+            out["area"] = bbox[2] * bbox[3] * 0.53  # xtcocotools' product order: the same float
+        else:
+            out["area"] = float(_numbers([out["area"]], "'area'", where)[0])
         anns.append(out)
-    return {"images": images, "annotations": anns, "categories": cats}
+    source = AREA_FROM_SOURCE if all(with_area) else AREA_FROM_BOX
+    return {"images": images, "annotations": anns, "categories": cats, "area_source": source}
 
 
 def read_coco_person_instances(src: Path, images_dir: Path) -> dict:
@@ -200,74 +251,12 @@ def _pose_manifest(coco: dict, ks: KeypointSet, entry) -> dict:
     anns = [{k: v for k, v in a.items() if k != "segmentation"} for a in coco["annotations"]]
     return {
         "keypoint_set": entry,
+        "area_source": coco.get("area_source", AREA_FROM_SOURCE),
         "images": coco["images"],
         "annotations": anns,
         "categories": [{"id": cat_id, "name": "person", "keypoints": list(ks.names),
                         "skeleton": [list(p) for p in ks.skeleton]}],
     }  # fmt: skip
-
-
-def read_mpii(src: Path, images_dir: Path, headboxes: Path | None = None) -> dict:
-    """mmpose's MPII JSON (``image, center, scale, joints, joints_vis``) as a COCO keypoint dict.
-
-    MPII's annotations are 1-based (MATLAB): joints and centres become 0-based image pixels. The
-    person box is mmpose's: a square of side ``scale * 200`` around the centre moved down by
-    ``15 * scale`` pixels. ``headboxes`` (MPII's ``mpii_gt_val.mat``, ``headboxes_src`` 2 x 2 x N,
-    one per record in order) adds each annotation's ``head_size`` (0.6 x head-box diagonal) for PCKh.
-    """
-    recs = read_json(src)
-    if not isinstance(recs, list) or not recs:
-        raise DatasetError(f"{src}: mmpose's MPII JSON is a non-empty list of records")
-    heads = None
-    if headboxes is not None:
-        from scipy.io import loadmat
-
-        try:
-            boxes = np.asarray(loadmat(str(headboxes))["headboxes_src"], dtype=np.float64)
-        except (OSError, KeyError, ValueError) as e:
-            raise DatasetError(f"{headboxes}: cannot read 'headboxes_src' from the .mat file ({e})") from None
-        if boxes.shape[:2] != (2, 2) or boxes.shape[2] != len(recs):
-            raise DatasetError(
-                f"{headboxes}: headboxes_src is {boxes.shape}, expected 2 x 2 x {len(recs)} (one per record)"
-            )
-        heads = 0.6 * np.linalg.norm(boxes[1] - boxes[0], axis=0)
-    images: dict[str, dict] = {}
-    anns = []
-    for i, r in enumerate(recs):
-        where = f"{src}: record {i} ({r.get('image', '?') if isinstance(r, dict) else '?'})"
-        if not isinstance(r, dict) or any(
-            k not in r for k in ("image", "center", "scale", "joints", "joints_vis")
-        ):
-            raise DatasetError(f"{where}: needs 'image', 'center', 'scale', 'joints', 'joints_vis'")
-        joints = np.asarray(r["joints"], dtype=np.float64)
-        vis = np.asarray(r["joints_vis"], dtype=np.float64).reshape(-1)
-        if joints.shape != (16, 2) or vis.shape != (16,):
-            raise DatasetError(f"{where}: expected 16 joints (16 x 2) and 16 joints_vis, got {joints.shape}")
-        if r["image"] not in images:
-            path = _image_path(images_dir, r["image"], where)
-            images[r["image"]] = {"id": len(images) + 1, "file_name": str(path)}
-        side = float(r["scale"]) * MPII_PIXEL_STD
-        cx, cy = (float(v) for v in r["center"])
-        cy += 15.0 * float(r["scale"])
-        cx, cy = cx - 1.0, cy - 1.0
-        kps = np.zeros((16, 3))
-        lab = vis > 0
-        kps[lab, :2] = joints[lab] - 1.0
-        kps[lab, 2] = 2
-        ann = {"id": i + 1, "image_id": images[r["image"]]["id"], "category_id": 1, "iscrowd": 0,
-               "bbox": [cx - side / 2, cy - side / 2, side, side], "area": side * side * 0.53,
-               "keypoints": kps.reshape(-1).tolist()}  # fmt: skip
-        if heads is not None:
-            ann["head_size"] = float(heads[i])
-        anns.append(ann)
-    stems = [Path(name).stem for name in images]
-    if all(st.isdigit() for st in stems) and len({int(st) for st in stems}) == len(stems):
-        ids = {i["id"]: int(st) for i, st in zip(images.values(), stems)}  # MPII's numeric names as ids
-        for im in images.values():
-            im["id"] = ids[im["id"]]
-        for ann in anns:
-            ann["image_id"] = ids[ann["image_id"]]
-    return {"images": list(images.values()), "annotations": anns, "categories": [{"id": 1, "name": "person"}]}
 
 
 def write_split(
@@ -336,6 +325,9 @@ def import_dataset(
         label_set: label set of a part-PNG dataset (default: the layout's).
         overwrite: replace an earlier split at ``out``.
     """
+    from .import_mpii import read_mpii
+    from .import_parts import PART_LAYOUTS, coco_person_masks, part_folder_manifest
+
     src = Path(src)
     if fmt in PART_LAYOUTS:
         manifest, entry = part_folder_manifest(fmt, src, images, labels, label_set)
@@ -355,8 +347,10 @@ def import_dataset(
         coco = read_coco_person_instances(src, images_dir)
     else:
         ks = keypoint_set(keypoints or COCO_STYLE.get(fmt, "coco17"))
-        coco = read_coco_keypoints(src, images_dir, ks)
+        coco = read_coco_keypoints(src, images_dir, ks, KEYPOINT_FIELD.get(fmt, "keypoints"))
     manifests, files, extra = {}, {}, ({"keypoint_set": ks.name} if ks else {})
+    if ks is not None:
+        extra["area_source"] = coco.get("area_source", AREA_FROM_SOURCE)
     if ks is not None:
         manifests["pose"] = _pose_manifest(coco, ks, _vocab_entry(ks, keypoints))
     has_seg = any("segmentation" in a for a in coco["annotations"])

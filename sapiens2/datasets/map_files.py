@@ -97,7 +97,17 @@ def read_seg_prediction(path: str | os.PathLike, num_classes: int | None = None,
                     f"{where(path, record)}: logits have {arr.shape[0]} channels, expected {num_classes}"
                 )
             return arr.astype(np.float32), False
-    return read_label(path, num_classes, ignore_index, record, "seg prediction"), True
+    labels = read_label(path, num_classes, ignore_index, record, "seg prediction")
+    if num_classes is not None and ignore_index is not None and not 0 <= ignore_index < num_classes:
+        hit = labels == ignore_index  # the GT's "not scored" value: no class a model can predict
+        if hit.any():
+            r, c = (int(v) for v in np.argwhere(hit)[0])
+            raise DatasetError(
+                f"{where(path, record)}: seg prediction holds the value {ignore_index} (the GT's ignore "
+                f"index) at {int(hit.sum())} pixel(s), first at row {r}, column {c}; a prediction must name "
+                f"a class 0..{num_classes - 1} at every pixel"
+            )
+    return labels, True
 
 
 def read_mask(path: str | os.PathLike, record=None) -> np.ndarray:

@@ -19,6 +19,7 @@ from torch.utils.data import Dataset
 from sapiens2.registry import DATASETS, TRANSFORMS
 from sapiens2.utils_io import read_json
 from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set
+from sapiens2.vocab_match import keypoint_set_of_file
 
 from .base import to_chw
 from .io import DatasetError, read_rgb, where
@@ -113,6 +114,13 @@ class TopdownAffineUDP:
         return results
 
 
+_BOX_AREA = "w * h * 0.53 of the box (no 'area'; xtcocotools use_area=False)"
+
+
+def _box_area(bbox) -> float:
+    return float(bbox[2]) * float(bbox[3]) * 0.53
+
+
 @DATASETS.register_module()
 class PoseTopdownDataset(Dataset):
     """COCO-style keypoints (308 by default) read as top-down crops.
@@ -127,8 +135,15 @@ class PoseTopdownDataset(Dataset):
         skip_empty: drop crowd annotations and those with no labelled keypoint.
         check_files: check at construction that every image exists.
         keypoint_set: the vocabulary (name, JSON path or dict); default: the JSON's top-level
-            ``keypoint_set`` (what ``data import`` writes), else the 308 set, or, with only
-            ``num_keypoints``, a set of that many unnamed keypoints.
+            ``keypoint_set`` (what ``data import`` writes), else the built-in set whose names its
+            ``categories[].keypoints`` lists (:func:`sapiens2.vocab_match.keypoint_set_of_file`, never a
+            set chosen by the count), else the 308 set (a file of another count is then an error
+            asking to declare its set), or, with only ``num_keypoints``, a set of that many unnamed
+            keypoints.
+
+    ``area_source`` (also each sample's): where ``area`` comes from: the JSON's ``area_source`` (what
+    ``data import`` writes), else its ``area`` fields, with ``w * h * 0.53`` of the box for an
+    annotation without one (xtcocotools' ``use_area=False`` convention).
 
     Sample keys: ``index``, ``id`` (``"<image_id>_<ann_id>"``), ``image_id``, ``ann_id``, ``image``
     (3 x h x w crop, float32 [0, 1]), ``keypoints`` (K x 2, crop pixels), ``visibility`` (K,
@@ -163,11 +178,18 @@ class PoseTopdownDataset(Dataset):
         ):
             raise DatasetError(f"{self.ann_file}: COCO JSON needs 'images' and 'annotations' lists")
         self.coco = coco
-        self.keypoint_set = self._keypoint_set(keypoint_set, coco.get("keypoint_set"), num_keypoints)
+        declared = coco.get("keypoint_set")
+        if keypoint_set is None and declared is None and num_keypoints is None:
+            declared = self._listed_set(coco)
+        self.keypoint_set = self._keypoint_set(keypoint_set, declared, num_keypoints)
+        with_area = [isinstance(a, dict) and a.get("area") is not None for a in coco["annotations"]]
+        self.area_source = str(coco.get("area_source") or (
+            "the file's 'area'" if all(with_area) else _BOX_AREA if not any(with_area)
+            else f"the file's 'area'; {_BOX_AREA} where an annotation has none"))
         self.num_keypoints = self.keypoint_set.num_keypoints
         self._hint = (
             ""
-            if keypoint_set is not None or coco.get("keypoint_set") is not None
+            if keypoint_set is not None or declared is not None
             else '; the JSON names no "keypoint_set" (sapiens2-bench data import writes one), so it is read '
             "as keypoints308: declare it or pass keypoint_set="
         )
@@ -201,6 +223,19 @@ class PoseTopdownDataset(Dataset):
             if skip_empty and (ann.get("iscrowd", 0) or not (kps[:, 2] > 0).any()):
                 continue
             self.anns.append(ann)
+
+    def _listed_set(self, coco: dict) -> KeypointSet | None:
+        """The built-in set whose names the categories list (None: they list none)."""
+        cats = [c for c in coco.get("categories") or [] if isinstance(c, dict)]
+        listed = [c["keypoints"] for c in cats if isinstance(c.get("keypoints"), list)]
+        names = next((n for n in listed if n), None)
+        if names is None or any(f in a for a in coco["annotations"][:1] if isinstance(a, dict)
+                                for f in WHOLEBODY_SPLIT_SIZES if f != "keypoints"):
+            return None  # nothing listed, or COCO-WholeBody's layout (it lists its 17 body names only)
+        try:
+            return keypoint_set_of_file(names, None, str(self.ann_file))[0]
+        except VocabError:
+            return None  # names of no built-in set: the 308 default, whose count and names are then checked
 
     def _keypoint_set(self, given, declared, num_keypoints) -> KeypointSet:
         spec = given if given is not None else declared
@@ -291,7 +326,9 @@ class PoseTopdownDataset(Dataset):
             "keypoints_image": torch.from_numpy(kps[:, :2].astype(np.float32)),
             "bbox": torch.tensor([float(v) for v in ann["bbox"]], dtype=torch.float32),
             "bbox_score": float(ann.get("score", 1.0)),
-            "area": float(ann.get("area", float(ann["bbox"][2]) * float(ann["bbox"][3]))),
+            # no area: 0.53 x box, the convention of the sets without one (xtcocotools use_area=False)
+            "area": float(ann["area"]) if ann.get("area") is not None else _box_area(ann["bbox"]),
+            "area_source": self.area_source,
             "crop": crop,
             "image_path": str(path),
             "orig_size": (int(img.shape[0]), int(img.shape[1])),

@@ -6,7 +6,12 @@ sigmas and per-part AP / PCK / EPE over its declared parts.
 
 Heatmaps are at stride ``output_stride`` (4) of the crop; keypoints are decoded with
 ``sapiens2.codecs.udp.udp_decode`` into crop pixels and scored with the COCO keypoint AP engine in
-crop coordinates (one crop = one image; the OKS area is the GT area scaled into the crop).
+crop coordinates (one crop = one image; the OKS area is the GT area scaled into the crop). The GT
+area is the split's (``data import`` writes the source's ``area``, or ``w * h * 0.53`` of the box for
+sets without one; the record's ``conventions["gt_area"]`` says which). PCK / EPE are normalised by
+the annotation box mapped into the crop (mmpose's convention); only a sample without a box (or
+without its crop affine) falls back to the extent of its labelled keypoints, and
+``conventions["pck_box"]`` says which was used.
 """
 
 from __future__ import annotations
@@ -78,7 +83,7 @@ class PoseTask(ProbeTask):
     def targets(self, samples):
         h, w = self.protocol.input_size
         hh, hw = self.heatmap_size((h, w))
-        heatmaps, weights, kpts, vis, areas = [], [], [], [], []
+        heatmaps, weights, kpts, vis, areas, boxes = [], [], [], [], [], []
         for s in samples:
             k = np.asarray(s["keypoints"], np.float32).reshape(-1, 2)
             v = (np.asarray(s["visibility"], np.float32).reshape(-1) > 0).astype(np.float32)
@@ -93,7 +98,12 @@ class PoseTask(ProbeTask):
             kpts.append(torch.from_numpy(k))
             vis.append(torch.from_numpy(v))
             areas.append(_area_in_crop(s, k, v))
+            boxes.append(_box_in_crop(s))
+        # where each area comes from, as a number: targets may be made in loader worker processes
+        from_box = [float("0.53" in str(s.get("area_source") or "")) for s in samples]
         return {
+            "area_from_box": torch.tensor(from_box, dtype=torch.float64),
+            "box": torch.tensor([b if b is not None else [np.nan] * 4 for b in boxes], dtype=torch.float64),
             "heatmaps": torch.stack(heatmaps),
             "weights": torch.stack(weights),
             "keypoints": torch.stack(kpts),
@@ -122,7 +132,19 @@ class PoseTask(ProbeTask):
         far = torch.full_like(gt_xy, float("inf"))
         lo = torch.where(vis[..., None], gt_xy, far).amin(1)
         hi = torch.where(vis[..., None], gt_xy, -far).amax(1)
-        boxes = torch.where(vis.any(1, keepdim=True), torch.cat([lo, hi - lo], 1), torch.zeros(len(vis), 4))
+        extent = torch.where(vis.any(1, keepdim=True), torch.cat([lo, hi - lo], 1), torch.zeros(len(vis), 4))
+        nan = torch.full_like(extent, float("nan"))
+        box = torch.as_tensor(tgt["box"]).float().cpu() if "box" in tgt else nan
+        boxes = torch.where(torch.isfinite(box).all(1, keepdim=True), box, extent)
+        finite = torch.isfinite(box).all(1)
+        sources = {
+            "pck_box": {PCK_BOX_ANNOTATION if bool(f) else PCK_BOX_EXTENT for f in finite},
+            "gt_area": {AREA_FROM_BOX if float(v) == 1.0 else AREA_FROM_FILE
+                        for v in torch.as_tensor(tgt.get("area_from_box", torch.zeros(len(finite))))},
+        }  # fmt: skip
+        for key, values in sources.items():
+            seen = set(evaluator.conventions.get(key, "").split(" | ")) - {""}
+            evaluator.conventions[key] = " | ".join(sorted(seen | values))
         ids = torch.as_tensor(index).tolist()
         evaluator.update(
             kpts,
@@ -140,6 +162,24 @@ class PoseTask(ProbeTask):
     @property
     def oracle_patch(self):
         return self.settings.output_stride
+
+
+AREA_FROM_FILE = "the split's 'area' (the source's own)"
+AREA_FROM_BOX = "w * h * 0.53 of the box (the source has no 'area'; xtcocotools use_area=False)"
+PCK_BOX_ANNOTATION = "the annotation box mapped into the crop (mmpose's PCK / EPE normaliser)"
+PCK_BOX_EXTENT = "the extent of the labelled keypoints (the sample has no annotation box or crop affine)"
+
+
+def _box_in_crop(s: dict) -> list[float] | None:
+    """The sample's annotation box (x, y, w, h) in crop pixels: its corners through the crop affine."""
+    crop = s.get("crop") or {}
+    if s.get("bbox") is None or crop.get("affine") is None:
+        return None
+    x, y, w, h = (float(v) for v in np.asarray(s["bbox"], np.float64).reshape(4))
+    a = np.asarray(crop["affine"], np.float64).reshape(2, 3)
+    corners = np.array([[x, y, 1.0], [x + w, y, 1.0], [x, y + h, 1.0], [x + w, y + h, 1.0]]) @ a.T
+    lo, hi = corners.min(0), corners.max(0)
+    return [float(lo[0]), float(lo[1]), float(hi[0] - lo[0]), float(hi[1] - lo[1])]
 
 
 def _area_in_crop(s: dict, k: np.ndarray, v: np.ndarray) -> float:
