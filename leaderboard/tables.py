@@ -23,7 +23,15 @@ from leaderboard.catalog import (
     is_nonfinite_count,
 )
 from leaderboard.merge import dataset_labels, dedupe_records, model_name_key
-from leaderboard.rowinfo import REFERENCE_KINDS, record_intervals, record_provenance
+from leaderboard.rowinfo import REFERENCE_KINDS, UNRANKED_KINDS, record_intervals, record_provenance
+from leaderboard.standing import (
+    all_zero_note,
+    gap_closed,
+    is_small_n,
+    ranks,
+    small_n_note,
+    zero_interval_note,
+)
 from sapiens2.records.view import Record, record_views
 from sapiens2.tasks import task_names
 
@@ -156,8 +164,11 @@ class GroupTable:
         task: task name.
         protocol_key: grouping key (see ``leaderboard.paper.protocol_key``).
         rows: wide frame, one row per (source, model, dataset); metric columns hold display values;
-            ``kind`` (``leaderboard.rowinfo``), ``rank`` (1 = best by the task's headline metric, among
-            measured rows other than the oracle; NaN otherwise) and the provenance columns.
+            ``kind`` (``leaderboard.rowinfo``), ``rank`` (by the task's headline metric, among measured
+            rows other than the references: 1 + the rows better beyond both intervals, so rows that no
+            interval separates share one, :mod:`leaderboard.standing`; NaN otherwise), ``gap`` (the
+            share of the floor-to-oracle gap closed on the headline; NaN without both) and the
+            provenance columns.
         std: same shape as the metric columns of ``rows`` with the std over seeds (display units).
         metric_columns: (record key, label, higher_is_better) of the shown metric columns.
         delta_columns: (label of the delta column, metric label) pairs.
@@ -189,8 +200,8 @@ class GroupTable:
         return f"t-{safe}"[:80]
 
     def ranked(self) -> pd.Series:
-        """Boolean mask of the rows that are ranked (measured, not the oracle ceiling)."""
-        return (self.rows["source"] == "reproduced") & ~self.rows["kind"].isin(REFERENCE_KINDS)
+        """Mask of the rows that are ranked (measured; not the ceiling, floor or a reference system)."""
+        return (self.rows["source"] == "reproduced") & ~self.rows["kind"].isin(UNRANKED_KINDS)
 
 
 def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = None) -> list[GroupTable]:
@@ -266,12 +277,17 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
                                                                  kind="stable").index
     rows = rows.loc[order].reset_index(drop=True)
     frames = {k: f.loc[order].reset_index(drop=True) for k, f in frames.items()}
-    reference = rows["kind"].isin(REFERENCE_KINDS)
-    ranked = (rows["source"] == "reproduced") & ~reference & rows[first.label].notna()
-    rank_by = rows[first.label].where(ranked)
-    rows["rank"] = rank_by.rank(method="min", ascending=not first.higher_is_better)
+    ranked = (rows["source"] == "reproduced") & ~rows["kind"].isin(UNRANKED_KINDS) & rows[first.label].notna()
+    rk = ranks(rows[first.label].where(ranked).tolist(), frames["ci_low"][first.label].tolist(),
+               frames["ci_high"][first.label].tolist(), first.higher_is_better)
+    rows["rank"] = [np.nan if r is None else float(r) for r in rk]
+    measured = rows["source"] == "reproduced"
+    ref = {k: rows.loc[measured & (rows["kind"] == k), first.label].dropna() for k in ("floor", "oracle")}
+    rows["gap"] = [np.nan if not (len(ref["floor"]) and len(ref["oracle"])) or not m else
+                   (gap_closed(v, ref["floor"].iloc[0], ref["oracle"].iloc[0]) or np.nan)
+                   for v, m in zip(rows[first.label], measured)]
     datasets = sorted(rows["dataset"].unique())
-    notes = []
+    notes = _standing_notes(rows, frames, specs, task, ranked & measured)
     if len(datasets) > 1:
         notes.append("rows come from different test sets (" + "; ".join(datasets)
                      + "): deltas compare a model with its reported number, not like for like")
@@ -282,6 +298,28 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
                 f"{r['model']} ({r[s.label]:g})" for _, r in bad.iterrows()))
     return GroupTable(task, pkey, rows, frames["std"], [(s.key, s.label, s.higher_is_better) for s in specs],
                       deltas, datasets, notes, frames["ci_low"], frames["ci_high"])
+
+
+def _standing_notes(rows: pd.DataFrame, frames: dict, specs: list[MetricSpec], task: str,
+                    ranked: pd.Series) -> list[str]:
+    """Why a table's numbers look odd: small n, a column that is 0 for every ranked row, a [0, 0] interval."""
+    from leaderboard.catalog import metric_note
+
+    notes = []
+    small = [n for n, m in zip(rows["n"], rows["source"] == "reproduced") if m and is_small_n(n)]
+    if small:
+        notes.append(small_n_note(small))
+    for s in specs:
+        if is_nonfinite_count(s.key):
+            continue
+        col = rows.loc[ranked, s.label].dropna()
+        if len(col) and (col == 0).all():
+            notes.append(all_zero_note(s.label, len(col), rows.loc[col.index, "n"], metric_note(task, s.key)))
+            continue
+        zero = (frames["ci_low"][s.label] == 0) & (frames["ci_high"][s.label] == 0)
+        if zero.any():
+            notes.append(zero_interval_note(s.label, list(rows.loc[zero, "model"])))
+    return notes
 
 
 def paper_tables(reported: pd.DataFrame) -> list[GroupTable]:
