@@ -122,11 +122,13 @@ def gap_text(share: float | None) -> str:
     """A share of the gap in percent (``-`` for none).
 
     Example:
-        >>> gap_text(0.2213), gap_text(0.0031), gap_text(-0.05), gap_text(None)
-        ('22.1%', '0.31%', '-5.0%', '-')
+        >>> gap_text(0.2213), gap_text(0.0031), gap_text(-0.05), gap_text(1.0), gap_text(None)
+        ('22.1%', '0.31%', '-5.0%', '100%', '-')
     """
     if share is None:
         return "-"
+    if share in (0.0, 1.0):  # the floor and the ceiling themselves
+        return f"{100 * share:.0f}%"
     pct = 100 * share
     return f"{pct:.2f}%" if abs(pct) < 1 else f"{pct:.1f}%"
 
