@@ -198,7 +198,8 @@ def test_paper_tables_protocol_panel_and_markdown(site):
         assert f">{knob}</td>" in panel and f">{value}</td>" in panel, knob
     md = paths["markdown"].read_text(encoding="utf-8")
     assert md.index("## Summary") < md.index("## Protocols") < md.index("## seg") < md.index("## The paper")
-    assert "| model | kind | seg: mIoU % ↑ | normal: mean deg ↓ |" in md and r"\[38.50, 41.25\] (rank 1 · n=12 small)" in md
+    assert "| model | kind | seg: mIoU % ↑ | normal: mean deg ↓ |" in md
+    assert r"\[38.50, 41.25\] (rank 1 · n=12 small)" in md
     assert "### Summary — probe v3 quick" in md
     assert "*gt-oracle (ceiling)*" in md and "n/a" in md and "`tasks.seg.loss` = ce" in md
 

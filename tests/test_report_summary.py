@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from leaderboard.protocols import protocol_infos
 from leaderboard.report_view import seeds_text, table_view
-from leaderboard.summary_view import summary_views
 from leaderboard.results import make_record
+from leaderboard.summary_view import summary_views
 from leaderboard.tables import group_tables, records_to_frame
 from sapiens2.records.integrity import protocol_id
 
