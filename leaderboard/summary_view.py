@@ -246,6 +246,7 @@ def verdict_view(table_id: str, keys: pd.DataFrame, tasks: list[str], verdicts: 
     mine = [v for v in verdicts if v["a"] in kinds and v["b"] in kinds and v["task"] in tasks]
     if not mine:
         return None
+    tasks = [t for t in tasks if any(v["task"] == t for v in mine)]
     cols = [Column("model", "t")] + [Column(t, "t verdict") for t in tasks]
     rows, notes = [], []
     zero = False
