@@ -118,13 +118,13 @@ def build_site(
         reported = load_paper_results()
         ours = set(zip(long["task"], long["protocol_key"]))
         reported = reported[[pair in ours for pair in zip(reported["task"], reported["protocol_key"])]]
-    tables: list[GroupTable] = group_tables(combine(long, reported), notes)
-    printed = paper_tables(load_paper_results(as_printed=True)) if include_paper else []
-    breakdowns = record_breakdowns(records)
-    infos = protocol_infos(records, protocol_names)
     # the comparisons name record models; the tables show them as rows (``name (random init)``)
     shown_as = {(r.task, r.protocol.id or "", r.model.name): model_name_key(r)[0] for r in records}
     folded = folded_comparisons(comparisons, shown_as)
+    tables: list[GroupTable] = group_tables(combine(long, reported), notes, folded)
+    printed = paper_tables(load_paper_results(as_printed=True)) if include_paper else []
+    breakdowns = record_breakdowns(records)
+    infos = protocol_infos(records, protocol_names)
     out = Path(out)
     views = []
     for t in tables:

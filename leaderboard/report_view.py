@@ -29,13 +29,15 @@ def fmt(value, signed: bool = False) -> str:
     """Format a display value compactly (``-`` for missing).
 
     Example:
-        >>> fmt(41.234), fmt(0.0123), fmt(float("nan")), fmt(2.5, signed=True)
-        ('41.23', '0.012', '-', '+2.50')
+        >>> fmt(41.234), fmt(0.0123), fmt(float("nan")), fmt(2.5, signed=True), fmt(2.2e-06)
+        ('41.23', '0.012', '-', '+2.50', '2.2e-06')
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     v = float(value)
     a = abs(v)
+    if 0 < a < 1e-4:  # a ceiling's near-zero error: two significant digits, never a bare 0.0000
+        return f"{v:+.2g}" if signed else f"{v:.2g}"
     digits = 1 if a >= 100 else 2 if a >= 1 or a == 0 else 3 if a >= 0.01 else 4
     return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
 
@@ -170,7 +172,8 @@ def table_view(t: GroupTable, info: ProtocolInfo, figures=(), breakdowns=()) -> 
         (ceiling if r["kind"] in REFERENCE_KINDS else rows).append(row)
     title = f"{t.paper_table}: {t.task}" if paper else f"{t.task} — {info.label}"
     notes = list(t.notes)
-    if not paper and ((t.rows["rank"] == 1) & (t.rows["kind"] == "random-init")).any():
+    first = set(t.rows.loc[t.rows["rank"] == 1, "kind"]) if not paper else set()
+    if "random-init" in first and "pretrained" not in first:  # a shared first place needs no excuse
         notes.append(random_first_note([f"rank 1 by {t.task}'s headline"]))
     return TableView(t.table_id, title, cols, rows, ceiling, info, list(t.datasets), notes,
                      [(label, note) for label, _, note in metrics if note], list(figures), list(breakdowns))

@@ -93,6 +93,28 @@ def ranks(values: Sequence, lows: Sequence, highs: Sequence, higher_is_better: b
     return out
 
 
+def paired_winners(models: Sequence[str], verdicts, task: str, protocol_key: str | None = None
+                   ) -> dict[tuple[int, int], int | None]:
+    """``{(i, j): winner}`` for :func:`ranks`: the paired comparisons of rows ``i`` and ``j``.
+
+    Args:
+        models: the rows' display names.
+        verdicts: folded comparisons (``task, protocol_id, a, b, winner``; names as displayed).
+        task: the table's task.
+        protocol_key: the table's protocol key (``probe:<id>``); None: every comparison of the task.
+    """
+    index = {m: i for i, m in enumerate(models)}
+    out: dict[tuple[int, int], int | None] = {}
+    for v in verdicts or []:
+        if v["task"] != task or v["a"] not in index or v["b"] not in index:
+            continue
+        if protocol_key is not None and protocol_key != f"probe:{v['protocol_id']}":
+            continue
+        i, j = index[v["a"]], index[v["b"]]
+        out[(i, j)] = {"a": i, "b": j}.get(v["winner"])
+    return out
+
+
 def rank_text(rank_list: Sequence[int | None]) -> list[str]:
     """Ranks as text: a rank that several rows share reads ``=k``; none ``-``.
 
@@ -127,8 +149,10 @@ def gap_text(share: float | None) -> str:
     """
     if share is None:
         return "-"
-    if share in (0.0, 1.0):  # the floor and the ceiling themselves
-        return f"{100 * share:.0f}%"
+    if share == 0.0:  # the floor itself (-0.0 too: a value equal to the floor)
+        return "0%"
+    if share == 1.0:
+        return "100%"
     pct = 100 * share
     return f"{pct:.2f}%" if abs(pct) < 1 else f"{pct:.1f}%"
 
@@ -144,10 +168,13 @@ def small_n_note(ns) -> str:
     return SMALL_N_NOTE.format(limit=SMALL_N, ns=shown)
 
 
-def all_zero_note(label: str, n_rows: int, ns, declared: str = "") -> str:
-    """Why a column reads 0 for every ranked row (``declared``: the metric's declared note, if any)."""
+def all_zero_note(labels, n_rows: int, ns, declared: str = "") -> str:
+    """Why columns read 0 for every ranked row (``labels``: one column or several; ``declared``: the
+    metrics' declared notes, if any)."""
+    labels = [labels] if isinstance(labels, str) else list(labels)
     n = ", ".join(str(int(x)) for x in sorted({int(x) for x in ns if not _missing(x)})) or "unknown"
-    text = (f"{label} is 0 for every one of the {n_rows} measured row(s) (n = {n} test samples): a "
+    what = labels[0] + " is" if len(labels) == 1 else ", ".join(labels[:-1]) + f" and {labels[-1]} are"
+    text = (f"{what} 0 for every one of the {n_rows} measured row(s) (n = {n} test samples): a "
             "measured 0, not a missing value, and a column that cannot order these rows; compare them on "
             "the task's other columns.")
     return f"{text} {declared}" if declared else text

@@ -24,6 +24,7 @@ from leaderboard.standing import (
     gap_closed,
     gap_text,
     is_small_n,
+    paired_winners,
     rank_text,
     ranks,
     small_n_note,
@@ -108,25 +109,17 @@ def _lookup(g: pd.DataFrame, keys: pd.DataFrame, task: str, spec) -> list[dict |
     return out
 
 
-def _paired(keys: pd.DataFrame, verdicts: list[dict], task: str) -> dict[tuple[int, int], int | None]:
-    index = {m: i for i, m in enumerate(keys["model"])}
-    out = {}
-    for v in verdicts:
-        if v["task"] == task and v["a"] in index and v["b"] in index:
-            i, j = index[v["a"]], index[v["b"]]
-            out[(i, j)] = {"a": i, "b": j}.get(v["winner"])
-    return out
-
-
 def _column_cells(keys, hits, task: str, spec, ranked, paired, notes) -> list[Cell]:
     """The value cells of one column: value, interval, rank and n; notes for a zero column or interval."""
     label = f"{task}: {spec.label}"
     rk = ranks([h["value"] if h and ranked[i] else None for i, h in enumerate(hits)],
                [h["low"] if h else None for h in hits], [h["high"] if h else None for h in hits],
                spec.higher_is_better, paired)
-    n_ranked = sum(r is not None for r in rk)
-    texts = rank_text(rk)
     distinct = len({r for r in rk if r is not None}) > 1
+    # a column whose ranked values are all equal (pose AP 0 for every row) has nothing to rank
+    n_ranked = sum(r is not None for r in rk) if len({h["value"] for i, h in enumerate(hits)
+                                                       if h and ranked[i]}) > 1 else 0
+    texts = rank_text(rk)
     cells = []
     for i, h in enumerate(hits):
         if h is None:
@@ -192,15 +185,20 @@ def _summary_table(n: int, fam: tuple, pkeys: list[str], g: pd.DataFrame, specs,
         hits = _lookup(g, keys, t, spec)
         label = f"{t}: {spec.label}"
         head = spec.key == summary_metrics(t)[0].key
-        cells = _column_cells(keys, hits, t, spec, ranked, _paired(keys, verdicts, t) if head else {}, notes)
+        paired = paired_winners(list(keys["model"]), verdicts, t) if head else {}
+        cells = _column_cells(keys, hits, t, spec, ranked, paired, notes)
         cols.append(Column(f"{label} {'↑' if spec.higher_is_better else '↓'}", "", spec.higher_is_better,
                            metric_note(t, spec.key)))
         columns.append(cells)
         small += [int(h["n"]) for h in hits if h and is_small_n(h["n"])]
-        if any("best" in c.cls and keys.at[i, "kind"] == "random-init" for i, c in enumerate(cells)):
+        first = {keys.at[i, "kind"] for i, c in enumerate(cells) if "best" in c.cls}
+        if "random-init" in first and "pretrained" not in first:  # a shared first place needs no excuse
             random_first.append(t)
         gap = _gap_cells(keys, hits) if head else None
-        if gap is not None:
+        if gap is None:  # on a phone's cards a value without a gap beside it takes the whole line
+            for c in cells:
+                c.cls = f"{c.cls} solo".strip()
+        else:
             cols.append(Column(f"{t}: gap closed", "gap", True))
             columns.append(gap)
     rows, ceiling = [], []

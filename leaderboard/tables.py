@@ -28,6 +28,7 @@ from leaderboard.standing import (
     all_zero_note,
     gap_closed,
     is_small_n,
+    paired_winners,
     ranks,
     small_n_note,
     zero_interval_note,
@@ -204,12 +205,15 @@ class GroupTable:
         return (self.rows["source"] == "reproduced") & ~self.rows["kind"].isin(UNRANKED_KINDS)
 
 
-def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = None) -> list[GroupTable]:
+def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = None,
+                 verdicts: list[dict] | None = None) -> list[GroupTable]:
     """Split the long frame into one ``GroupTable`` per (task, protocol_key), tasks in canonical order.
 
     Args:
         long: the long frame (``records_to_frame`` / ``combine``).
         notes: ``(task, protocol_key, text)`` notes (from ``records_to_frame``) added to their table.
+        verdicts: paired comparisons (:func:`leaderboard.comparisons.folded_comparisons`): they decide
+            the headline ranks of the pairs they cover.
     """
     tables = []
     if not len(long):
@@ -221,7 +225,7 @@ def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = 
     order = sorted(groups.groups, key=lambda k: (TASK_ORDER.index(k[0]) if k[0] in TASK_ORDER else 99,
                                                  k[1] not in ours, _protocol_rank(k[1]), k[1]))
     for task, pkey in order:
-        table = _wide(task, pkey, groups.get_group((task, pkey)))
+        table = _wide(task, pkey, groups.get_group((task, pkey)), verdicts)
         table.notes += [text for t, k, text in notes or [] if (t, k) == (task, pkey)]
         tables.append(table)
     return tables
@@ -231,7 +235,7 @@ def _protocol_rank(pkey: str) -> int:
     return 0 if pkey == "eval" else 1 if pkey.startswith("probe:") else 2
 
 
-def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
+def _wide(task: str, pkey: str, g: pd.DataFrame, verdicts: list[dict] | None = None) -> GroupTable:
     present = set(g["metric"])
     specs = [s for s in TASK_METRICS.get(task, []) if s.key in present]
     nonfinite = [MetricSpec(m, m, False) for m in sorted(present) if is_nonfinite_count(m)]
@@ -279,13 +283,15 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
     frames = {k: f.loc[order].reset_index(drop=True) for k, f in frames.items()}
     ranked = (rows["source"] == "reproduced") & ~rows["kind"].isin(UNRANKED_KINDS) & rows[first.label].notna()
     rk = ranks(rows[first.label].where(ranked).tolist(), frames["ci_low"][first.label].tolist(),
-               frames["ci_high"][first.label].tolist(), first.higher_is_better)
+               frames["ci_high"][first.label].tolist(), first.higher_is_better,
+               paired_winners(list(rows["model"]), verdicts, task, pkey) if first.key == head else None)
     rows["rank"] = [np.nan if r is None else float(r) for r in rk]
     measured = rows["source"] == "reproduced"
     ref = {k: rows.loc[measured & (rows["kind"] == k), first.label].dropna() for k in ("floor", "oracle")}
-    rows["gap"] = [np.nan if not (len(ref["floor"]) and len(ref["oracle"])) or not m else
-                   (gap_closed(v, ref["floor"].iloc[0], ref["oracle"].iloc[0]) or np.nan)
-                   for v, m in zip(rows[first.label], measured)]
+    both = len(ref["floor"]) and len(ref["oracle"])
+    shares = [gap_closed(v, ref["floor"].iloc[0], ref["oracle"].iloc[0]) if both and m else None
+              for v, m in zip(rows[first.label], measured)]
+    rows["gap"] = [np.nan if x is None else x for x in shares]
     datasets = sorted(rows["dataset"].unique())
     notes = _standing_notes(rows, frames, specs, task, ranked & measured)
     if len(datasets) > 1:
@@ -309,16 +315,21 @@ def _standing_notes(rows: pd.DataFrame, frames: dict, specs: list[MetricSpec], t
     small = [n for n, m in zip(rows["n"], rows["source"] == "reproduced") if m and is_small_n(n)]
     if small:
         notes.append(small_n_note(small))
+    zeros, declared = [], []
     for s in specs:
         if is_nonfinite_count(s.key):
             continue
         col = rows.loc[ranked, s.label].dropna()
         if len(col) and (col == 0).all():
-            notes.append(all_zero_note(s.label, len(col), rows.loc[col.index, "n"], metric_note(task, s.key)))
+            zeros.append(s.label)
+            declared.append(metric_note(task, s.key))
             continue
         zero = (frames["ci_low"][s.label] == 0) & (frames["ci_high"][s.label] == 0)
         if zero.any():
             notes.append(zero_interval_note(s.label, list(rows.loc[zero, "model"])))
+    if zeros:
+        notes.insert(int(bool(small)), all_zero_note(zeros, int(ranked.sum()), rows.loc[ranked, "n"],
+                                                     " ".join(d for d in declared if d)))
     return notes
 
 

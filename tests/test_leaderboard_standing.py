@@ -164,10 +164,30 @@ def test_terminal_table_puts_the_ceiling_first_and_the_floor_second():
             _seg("gt-oracle", 60.0, **ORACLE)]
     lines = summary_table(recs, ["seg"]).splitlines()
     assert [ln.split()[0] for ln in lines[1:5]] == ["gt-oracle", "floor", "zeta", "alpha"]
-    assert lines[0].split() == ["backbone", "seg", "mIoU", "%", "↑", "[95%", "CI]", "gap", "closed"]
+    assert lines[0].split() == ["backbone", "seg", "mIoU", "%", "↑", "gap"]
     assert lines[3].split()[-1] == "25.0%" and lines[4].split()[-1] == "50.0%"
     assert "n (test images): seg 96" in lines
     small = summary_table([_seg("a", 3.0, n=4)], ["seg"])
-    assert "SMALL n (4 < 30 test images)" in small and "gap closed" not in small
+    assert "SMALL n (4 < 30 test images)" in small and "gap" not in small
     pose = summary_table([_rec("a", "pose", {"EPE": 80.0}, {"EPE": [75.0, 85.0]})], ["pose"])
-    assert "pose EPE px ↓ [95% CI]" in pose and "pixels of the 1024x768 top-down crop" in pose
+    assert "pose EPE px ↓" in pose and "pixels of the 1024x768 top-down crop" in pose
+
+
+def test_task_tables_rank_with_the_paired_verdicts_and_give_the_floor_its_zero_gap():
+    recs = [_seg("m", 5.91, weights="m.safetensors"), _seg("m-random", 5.90), _seg("floor", 5.0, **FLOOR),
+            _seg("gt-oracle", 60.0, **ORACLE)]
+    names = {("seg", PID, "m-random"): "m-random (random init)"}
+    folded = folded_comparisons([_comparison("m", "m-random", "a")], names)
+    (t,) = group_tables(records_to_frame(recs), verdicts=folded)
+    rank = dict(zip(t.rows["model"], t.rows["rank"]))
+    assert rank["m"] == 1 and rank["m-random (random init)"] == 2  # the summary's ranks exactly
+    gap = dict(zip(t.rows["model"], t.rows["gap"]))
+    assert gap["floor"] == 0.0 and gap["gt-oracle"] == 1.0 and gap["m"] == pytest.approx(0.91 / 55)
+    (plain,) = group_tables(records_to_frame(recs))
+    assert list(plain.rows.loc[plain.rows["model"].str.startswith("m"), "rank"]) == [1, 1]
+    # several all-zero columns: one note naming them all
+    pose = [_rec(m, "pose", {"EPE": e, "AP": 0.0, "AR": 0.0}, {"EPE": [e - 5, e + 5]}, n=140)
+            for m, e in (("a", 80.0), ("b", 82.0))]
+    (t,) = group_tables(records_to_frame(pose))
+    (note,) = [n for n in t.notes if "0 for every" in n]
+    assert note.startswith("AP % and AR % are 0 for every one of the 2 measured row(s)")

@@ -17,13 +17,14 @@ Example:
     ...             "intervals": {"n": 96, "bounds": {"mIoU": [value - 0.3, value + 0.3]}}}
     >>> recs = [rec("pixels", 4.4), rec("gt-oracle", 60.0, "GroundTruthOracle"), rec("floor", 4.0)]
     >>> print(summary_table(recs, tasks=["seg"]))
-    backbone             seg mIoU % ↑ [95% CI]  gap closed
-    gt-oracle (ceiling)  60.0 [59.7, 60.3]      100%
-    floor                4.00 [3.70, 4.30]      0%
-    pixels               4.40 [4.10, 4.70]      0.71%
+    backbone             seg mIoU % ↑       gap
+    gt-oracle (ceiling)  60.0 [59.7, 60.3]  100%
+    floor                4.00 [3.70, 4.30]  0%
+    pixels               4.40 [4.10, 4.70]  0.71%
+    each cell: value [95% interval]
     n (test images): seg 96
     protocol ids: seg probe-v4-abc
-    gap closed: (value - floor) / (ceiling - floor) of the headline, 0% at the floor, 100% at the ceiling
+    gap: the share of the floor-to-ceiling gap closed, 0% at the floor, 100% at the ceiling
 """
 
 from __future__ import annotations
@@ -94,9 +95,9 @@ def summary_table(records: list[Record], tasks) -> str:
     header = ["backbone"] + (["protocol"] if several else [])
     for t in tasks:
         spec = PROBE_HEADLINE[t]
-        header.append(f"{t} {spec.label} {'↑' if spec.higher_is_better else '↓'} [95% CI]")
+        header.append(f"{t} {spec.label} {'↑' if spec.higher_is_better else '↓'}")
         if t in gap_tasks:
-            header.append("gap closed")
+            header.append("gap")
     table = [header]
     ns: dict[str, set[int]] = {t: set() for t in tasks}
     for model, pids in rows:
@@ -136,7 +137,7 @@ def _task_cells(task: str, rec: RecordView | None, refs: dict, pid: str | None, 
 
 def _footer(tasks, ns: dict[str, set[int]], ids: dict[str, set[str]], several: bool, gap_tasks) -> list[str]:
     """The lines under the table: n per task (flagged when small), protocol ids, units and the gap."""
-    out = []
+    out = ["each cell: value [95% interval]"]
     counts = [f"{t} {'/'.join(map(str, sorted(ns[t])))}" for t in tasks if ns[t]]
     if counts:
         out.append("n (test images): " + ", ".join(counts))
@@ -149,6 +150,5 @@ def _footer(tasks, ns: dict[str, set[int]], ids: dict[str, set[str]], several: b
     notes = [metric_note(t, PROBE_HEADLINE[t].key) for t in tasks]
     out += [f"units: {note}" for note in dict.fromkeys(n for n in notes if n)]
     if gap_tasks:
-        out.append("gap closed: (value - floor) / (ceiling - floor) of the headline, 0% at the floor, "
-                   "100% at the ceiling")
+        out.append("gap: the share of the floor-to-ceiling gap closed, 0% at the floor, 100% at the ceiling")
     return out
