@@ -190,5 +190,6 @@ ZERO_DIFFERENCE_NOTE = (
     "A difference of exactly 0 with the interval [0, 0] means the two backbones' per-image values are "
     "identical on every test image: they made the same predictions. Against the floor that is the "
     "read-out keeping the floor (its penalty search found that the features added nothing on held-out "
-    "images), not a failed comparison."
+    "images: such a record's config.shortcut.alpha reads 'inf (train prior: the floor)'), not a failed "
+    "comparison."
 )

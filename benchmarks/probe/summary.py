@@ -126,13 +126,21 @@ def _task_cells(task: str, rec: RecordView | None, refs: dict, pid: str | None, 
     if n is not None:
         ns[task].add(int(n))
     value = rec.metric(spec.key)
-    cells = [format_interval(spec, value, iv and (iv.lo, iv.hi))]
+    cells = [_value_text(spec, value, iv and (iv.lo, iv.hi))]
     if with_gap:
         floor, oracle = refs.get(("floor", pid, task)), refs.get(("oracle", pid, task))
         share = None if floor is None or oracle is None else gap_closed(
             value, floor.metric(spec.key), oracle.metric(spec.key))
         cells.append(gap_text(share))
     return cells
+
+
+def _value_text(spec, value, bounds) -> str:
+    """``value [low, high]``; a near-zero value (the ceiling's error) in two significant digits."""
+    if value is None or not 0 < abs(value * spec.scale) < 1e-3:
+        return format_interval(spec, value, bounds)
+    text = f"{value * spec.scale:.2g}"
+    return text + (f" [{bounds[0] * spec.scale:.2g}, {bounds[1] * spec.scale:.2g}]" if bounds else "")
 
 
 def _footer(tasks, ns: dict[str, set[int]], ids: dict[str, set[str]], several: bool, gap_tasks) -> list[str]:
