@@ -269,8 +269,9 @@ def verdict_view(table_id: str, keys: pd.DataFrame, tasks: list[str], verdicts: 
                  "architecture untrained).")
     if zero:
         notes.append(ZERO_DIFFERENCE_NOTE)
-    if small:
-        notes.append(small_n_note(small))
+    if small:  # the summary above says it in full
+        notes.append(f"n < 30 here: verdicts on so few test images are tentative (n = "
+                     f"{', '.join(map(str, sorted(set(small))))}).")
     return TableView(f"{table_id}-verdicts", "Paired verdicts", cols, rows, notes=notes)
 
 
