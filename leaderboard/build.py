@@ -18,14 +18,15 @@ from pathlib import Path
 import pandas as pd
 
 from leaderboard.breakdowns import display_breakdowns, record_breakdowns
-from leaderboard.comparisons import comparisons_view
-from leaderboard.merge import dedupe_records
+from leaderboard.comparisons import comparisons_view, folded_comparisons
+from leaderboard.merge import dedupe_records, model_name_key
 from leaderboard.paper import load_paper_results
 from leaderboard.plots import Figure, figures_for
 from leaderboard.protocols import protocol_infos
 from leaderboard.report_html import build_html
 from leaderboard.report_md import build_markdown
-from leaderboard.report_view import banner, breakdown_view, paper_views, summary_views, table_view
+from leaderboard.report_view import banner, breakdown_view, paper_views, table_view
+from leaderboard.summary_view import summary_views
 from leaderboard.tables import GroupTable, combine, group_tables, paper_tables, records_to_frame
 from sapiens2.errors import BenchError
 from sapiens2.records.results import load_records
@@ -117,7 +118,10 @@ def build_site(
         reported = load_paper_results()
         ours = set(zip(long["task"], long["protocol_key"]))
         reported = reported[[pair in ours for pair in zip(reported["task"], reported["protocol_key"])]]
-    tables: list[GroupTable] = group_tables(combine(long, reported), notes)
+    # the comparisons name record models; the tables show them as rows (``name (random init)``)
+    shown_as = {(r.task, r.protocol.id or "", r.model.name): model_name_key(r)[0] for r in records}
+    folded = folded_comparisons(comparisons, shown_as)
+    tables: list[GroupTable] = group_tables(combine(long, reported), notes, folded)
     printed = paper_tables(load_paper_results(as_printed=True)) if include_paper else []
     breakdowns = record_breakdowns(records)
     infos = protocol_infos(records, protocol_names)
@@ -142,7 +146,7 @@ def build_site(
         "n_records": len(records),
         "inputs": inputs,
         "banner": banner(long),
-        "summaries": summary_views(long, infos),
+        "summaries": summary_views(long, infos, folded),
         "sections": sections,
         "paper": paper,
         "protocols": protocols,

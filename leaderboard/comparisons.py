@@ -17,6 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
+
+from leaderboard.standing import SMALL_N, ZERO_DIFFERENCE_NOTE, is_small_n, small_n_note
 
 # Each comparison is sealed like a record: the SHA-256 of its other fields, which include the record
 # hashes of the two records it was made from (``record_hash_a``, ``record_hash_b``).
@@ -70,9 +73,46 @@ def comparison_rows(comparisons) -> list[dict[str, str]]:
             missing = [f"display.{k}" for k in DISPLAY if k not in shown]
         if missing:
             raise ValueError(f"comparisons[{i}]: missing {missing} (a paired comparison has {list(KEYS)})")
+        verdict = str(c["verdict"]) + (" (identical predictions: see the note)" if _zero(c) else "")
+        n = str(c["n"]) + (" (small n)" if is_small_n(c["n"]) else "")
         rows.append({"task": str(c["task"]), "a": str(c["a"]), "b": str(c["b"]),
-                     **{k: str(shown[k]) for k in DISPLAY}, "n": str(c["n"]), "verdict": str(c["verdict"])})
+                     **{k: str(shown[k]) for k in DISPLAY}, "n": n, "verdict": verdict})
     return rows
+
+
+def _zero(c: dict) -> bool:
+    """True for a difference of exactly 0 with the interval [0, 0] (the same predictions)."""
+    return c.get("difference") == 0 and c.get("low") == 0 and c.get("high") == 0
+
+
+def folded_comparisons(comparisons, display_names: Mapping[tuple[str, str, str], str] | None = None
+                       ) -> list[dict]:
+    """The comparisons that the summary folds in (ranks and the verdict table), in display names.
+
+    Only comparisons that say which protocol they were made under and who won (``protocol_id`` and
+    ``winner``, as the probe's paired bootstrap writes them) are folded; the others stay in the
+    comparison table alone.
+
+    Args:
+        comparisons: the comparison dicts.
+        display_names: ``(task, protocol id, record model name) -> display name`` of the rows (a
+            random-init backbone is shown as ``name (random init)``); names not in it stay as they are.
+
+    Returns:
+        ``{"task", "protocol_id", "a", "b", "winner", "verdict", "difference", "level", "zero"}`` per
+        comparison, ``difference`` the display text of A - B with its interval.
+    """
+    names = display_names or {}
+    out = []
+    for c in comparisons or []:
+        if not isinstance(c, dict) or "winner" not in c or "protocol_id" not in c:
+            continue
+        key = (str(c["task"]), str(c["protocol_id"]))
+        out.append({"task": key[0], "protocol_id": key[1], "a": names.get((*key, c["a"]), c["a"]),
+                    "b": names.get((*key, c["b"]), c["b"]), "winner": c["winner"],
+                    "verdict": str(c["verdict"]), "level": float(c["level"]),
+                    "difference": str((c.get("display") or {}).get("difference", "")), "zero": _zero(c)})
+    return out
 
 
 def comparisons_view(comparisons) -> dict | None:
@@ -82,5 +122,12 @@ def comparisons_view(comparisons) -> dict | None:
         return None
     levels = sorted({float(c["level"]) for c in comparisons})
     pct = "/".join(f"{100 * v:g}" for v in levels)
+    notes = []
+    if any(_zero(c) for c in comparisons):
+        notes.append(ZERO_DIFFERENCE_NOTE)
+    small = sorted({int(c["n"]) for c in comparisons if isinstance(c.get("n"), int) and c["n"] < SMALL_N})
+    if small:
+        notes.append(small_n_note(small))
     return {"columns": [label for _, label in COLUMNS], "fields": [k for k, _ in COLUMNS], "rows": rows,
+            "notes": notes,
             "title": f"Paired comparisons ({pct}% paired bootstrap of the difference, same test images)"}

@@ -45,7 +45,7 @@ def md_escape(text) -> str:
 
 
 def _cell(c) -> str:
-    return md_escape(c.text + (f" {c.ci}" if c.ci else ""))
+    return md_escape(c.text + (f" {c.ci}" if c.ci else "") + (f" ({c.sub})" if c.sub else ""))
 
 
 def table_markdown(tv: TableView) -> str:
@@ -68,6 +68,9 @@ def _section(tv: TableView, figures_dir: str | None) -> list[str]:
         out.append(f"Protocol: {md_escape(p.label)}" + (f" `{p.short_hash}`" if p.short_hash else "")
                    + (f" — {md_escape(p.description)}" if p.description else "") + "  ")
     out += ["Datasets: " + ", ".join(md_escape(d) for d in tv.datasets), "", table_markdown(tv)]
+    if tv.verdicts is not None:
+        out += [f"{md_escape(tv.verdicts.title)}:", "", table_markdown(tv.verdicts)]
+        out += [f"- {md_escape(note)}" for note in tv.verdicts.notes] + [""]
     for label, note in tv.metric_notes:
         out.append(f"- † **{md_escape(label)}**: {md_escape(note)}")
     for note in tv.notes:
@@ -109,10 +112,13 @@ def build_markdown(page: dict, figures_dir: str | None = None) -> str:
         out += _section(sv, None)
     if not page["summaries"]:
         out += ["No measured results.", ""]
-    out += ["Each cell: the task's headline metric (pose: the probe's EPE and the official AP; units: px "
-            "pixels, deg degrees, cm centimetres, % percent), its interval in brackets where the record has "
-            "one, and n (test samples). Numbers of different protocols and label sets are never in one "
-            "table; the ceiling and floor rows are references, never ranked.", ""]
+    out += ["Each cell: the task's headline metric (pose: the probe's EPE in pixels of the 1024x768 crop, "
+            "and the official AP; units: px pixels, deg degrees, cm centimetres, % percent), its interval in "
+            "brackets, its rank and n (test samples). A rank is 1 + the number of rows better beyond both "
+            "intervals (or the paired interval where the two were compared paired): rows no interval "
+            "separates share it (=1). gap closed: (value - floor) / (ceiling - floor), 0% at the floor, "
+            "100% at the ceiling. Numbers of different protocols and label sets are never in one table; the "
+            "ceiling and floor rows (first) are references, never ranked, and so is a reference system.", ""]
     if page.get("comparisons"):
         cv = page["comparisons"]
         out += [f"## {md_escape(cv['title'])}", ""]
@@ -121,6 +127,7 @@ def build_markdown(page: dict, figures_dir: str | None = None) -> str:
         out += ["| " + " | ".join(md_escape(r[k]) for k in cv["fields"]) + " |" for r in cv["rows"]]
         out += ["", "A - B: the difference of the metric, with the percentile interval of the differences "
                 "over the same resampled test images for both backbones.", ""]
+        out += [f"- Note: {md_escape(note)}" for note in cv.get("notes", [])] + [""]
     out += ["## Protocols", ""]
     for p in page["protocols"]:
         out.append(f"<details><summary>{md_escape(p.label)}" + (f" {p.short_hash}" if p.short_hash else "")

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from leaderboard.catalog import board_tasks, metric_note, summary_metrics
+from leaderboard.catalog import metric_note
 from leaderboard.protocols import ProtocolInfo, paper_protocol_info
 from leaderboard.rowinfo import KIND_LABELS, REFERENCE_KINDS, SOURCE_LABELS, has_pretrained_row
+from leaderboard.standing import gap_text, is_small_n, rank_text, ranks
 from leaderboard.tables import GroupTable
 
 NO_PRETRAINED = (
@@ -28,13 +29,15 @@ def fmt(value, signed: bool = False) -> str:
     """Format a display value compactly (``-`` for missing).
 
     Example:
-        >>> fmt(41.234), fmt(0.0123), fmt(float("nan")), fmt(2.5, signed=True)
-        ('41.23', '0.012', '-', '+2.50')
+        >>> fmt(41.234), fmt(0.0123), fmt(float("nan")), fmt(2.5, signed=True), fmt(2.2e-06)
+        ('41.23', '0.012', '-', '+2.50', '2.2e-06')
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     v = float(value)
     a = abs(v)
+    if 0 < a < 1e-4:  # a ceiling's near-zero error: two significant digits, never a bare 0.0000
+        return f"{v:+.2g}" if signed else f"{v:.2g}"
     digits = 1 if a >= 100 else 2 if a >= 1 or a == 0 else 3 if a >= 0.01 else 4
     return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
 
@@ -57,13 +60,15 @@ def _missing(v) -> bool:
 
 @dataclass
 class Cell:
-    """One table cell: shown text, sort key, CSS classes, interval text and a tooltip."""
+    """One table cell: shown text, sort key, CSS classes, interval text, a tooltip and a last line
+    (rank and n)."""
 
     text: str
     v: str = ""
     cls: str = ""
     ci: str = ""
     title: str = ""
+    sub: str = ""
 
 
 @dataclass
@@ -97,6 +102,7 @@ class TableView:
     metric_notes: list[tuple[str, str]] = field(default_factory=list)
     figures: list = field(default_factory=list)
     breakdowns: list[TableView] = field(default_factory=list)
+    verdicts: TableView | None = None
 
 
 def _value_cell(v, sd, lo, hi, desc, best: bool) -> Cell:
@@ -105,12 +111,18 @@ def _value_cell(v, sd, lo, hi, desc, best: bool) -> Cell:
     return Cell(text, _num(v), "best" if best else "", ci, desc if ci else "")
 
 
+def _bounds(frame: pd.DataFrame, label: str, n: int) -> list:
+    return frame[label].tolist() if label in frame else [None] * n
+
+
 def table_view(t: GroupTable, info: ProtocolInfo, figures=(), breakdowns=()) -> TableView:
     """A leaderboard (or paper) table as cells: oracle rows apart (ceiling), best marks on ranked rows."""
     paper = bool(t.paper_table)
     metrics = [(label, hib, metric_note(t.task, key)) for key, label, hib in t.metric_columns]
+    gap = not paper and "gap" in t.rows and t.rows["gap"].notna().any()
     cols = [Column("model", "t")] + ([] if paper else [Column("source", "t"), Column("kind", "t"),
                                                        Column("rank", "", False)])
+    cols += [Column("gap closed", "gap", True)] if gap else []
     cols += [Column("params"), Column("dataset", "t")] + ([] if paper else [Column("seeds", "t")])
     cols += [Column(label, "", hib, note) for label, hib, note in metrics]
     cols += [Column(d) for d, _ in t.delta_columns]
@@ -118,11 +130,13 @@ def table_view(t: GroupTable, info: ProtocolInfo, figures=(), breakdowns=()) -> 
         cols += [Column("n", "", None), Column("commit", "t"), Column("weights sha256", "t"),
                  Column("date", "t")]
     ranked = t.ranked()
-    best = {}
+    best = {}  # per column, the rows ranked first (shared where intervals do not separate them)
     for label, hib, _ in metrics:
-        col = t.rows.loc[ranked, label].dropna()
-        if col.nunique() > 1:  # a tie of every row marks nothing
-            best[label] = col.max() if hib else col.min()
+        rk = ranks(t.rows[label].where(ranked).tolist(), _bounds(t.ci_low, label, len(t.rows)),
+                   _bounds(t.ci_high, label, len(t.rows)), hib)
+        if len({r for r in rk if r is not None}) > 1:  # a tie of every row marks nothing
+            best[label] = {i for i, r in enumerate(rk) if r == 1}
+    rank_texts = rank_text([None if _missing(r) else int(r) for r in t.rows["rank"]]) if not paper else []
     rows, ceiling = [], []
     for i, r in t.rows.iterrows():
         source = SOURCE_LABELS.get(r["source"], r["source"]) + (f" ({r['table']})" if r["table"] else "")
@@ -130,13 +144,16 @@ def table_view(t: GroupTable, info: ProtocolInfo, figures=(), breakdowns=()) -> 
         if not paper:
             rank = "" if _missing(r["rank"]) else str(int(r["rank"]))
             kind = KIND_LABELS.get(r["kind"], r["kind"])
-            cells += [Cell(source, source, "t"), Cell(kind, r["kind"], "t kind"), Cell(rank or "-", rank)]
+            cells += [Cell(source, source, "t"), Cell(kind, r["kind"], "t kind"), Cell(rank_texts[i], rank)]
+            if gap:
+                share = None if _missing(r["gap"]) else float(r["gap"])
+                cells.append(Cell(gap_text(share), _num(share), "gap"))
         cells += [Cell(fmt_params(r["params"]), _num(r["params"])), Cell(r["dataset"], r["dataset"], "t")]
         if not paper:
             cells.append(Cell(seeds_text(r["seeds"]), r["seeds"], "t"))
         for label, _, _ in metrics:
             v = r[label]
-            is_best = bool(ranked[i]) and label in best and not _missing(v) and v == best[label]
+            is_best = bool(ranked[i]) and i in best.get(label, ())
             lo = t.ci_low.at[i, label] if label in t.ci_low else None
             hi = t.ci_high.at[i, label] if label in t.ci_high else None
             cells.append(_value_cell(v, t.std.at[i, label], lo, hi, r["ci_desc"], is_best))
@@ -146,14 +163,17 @@ def table_view(t: GroupTable, info: ProtocolInfo, figures=(), breakdowns=()) -> 
             cells.append(Cell(fmt(v, signed=True), _num(v), cls))
         if not paper:
             n = "" if _missing(r["n"]) else str(int(r["n"]))
-            cells += [Cell(n or "-", n), Cell(r["commit"] or "-", r["commit"], "t mono"),
+            small = is_small_n(r["n"])
+            cells += [Cell((n or "-") + (" (small n)" if small else ""), n, "small" if small else ""),
+                      Cell(r["commit"] or "-", r["commit"], "t mono"),
                       Cell(r["weights_sha"] or "-", r["weights_sha"], "t mono", title=r["weights"]),
                       Cell(r["created"] or "-", r["created"], "t")]
         row = Row(r["model"], r["kind"], cells, f"{r['source']} k-{r['kind']}")
         (ceiling if r["kind"] in REFERENCE_KINDS else rows).append(row)
     title = f"{t.paper_table}: {t.task}" if paper else f"{t.task} — {info.label}"
     notes = list(t.notes)
-    if not paper and ((t.rows["rank"] == 1) & (t.rows["kind"] == "random-init")).any():
+    first = set(t.rows.loc[t.rows["rank"] == 1, "kind"]) if not paper else set()
+    if "random-init" in first and "pretrained" not in first:  # a shared first place needs no excuse
         notes.append(random_first_note([f"rank 1 by {t.task}'s headline"]))
     return TableView(t.table_id, title, cols, rows, ceiling, info, list(t.datasets), notes,
                      [(label, note) for label, _, note in metrics if note], list(figures), list(breakdowns))
@@ -184,10 +204,6 @@ RANDOM_FIRST = (
     "random twin (the paired comparisons), not with another architecture's random row."
 )
 
-#: summary row order within a table: the references first, then measured rows by what they are
-_KIND_ORDER = ["oracle", "floor", "pretrained", "unknown", "random-init", "weight-free", "reference"]
-
-
 def seeds_text(seeds: str) -> str:
     """The seeds cell: how many seeds and which (a bare ``0`` reads like a count of none).
 
@@ -204,117 +220,6 @@ def seeds_text(seeds: str) -> str:
 def random_first_note(where: list[str]) -> str:
     """The note shown with a table where a random-init row ranks first (``where``: its columns)."""
     return RANDOM_FIRST.format(where=", ".join(where))
-
-
-def _families(mine: pd.DataFrame, infos: dict[str, ProtocolInfo]) -> dict[tuple, list[str]]:
-    """Protocol keys grouped into summary tables: one per protocol kind and name.
-
-    A probe protocol has one id per task (each task's knobs hashed apart), so the tasks of one named
-    protocol share a table; two keys of one task never do (they are split by key). A reference
-    system's protocol (MediaPipe's 2-class person/background seg, its shared-keypoint pose) has a name
-    of its own, hence a table of its own.
-    """
-    fams: dict[tuple, list[str]] = {}
-    for pk in dict.fromkeys(mine["protocol_key"]):
-        info = infos.get(pk)
-        fams.setdefault((pk.partition(":")[0], info.label if info else pk), []).append(pk)
-    out: dict[tuple, list[str]] = {}
-    for fam, pkeys in fams.items():
-        tasks = mine[mine["protocol_key"].isin(pkeys)].drop_duplicates(["task", "protocol_key"])["task"]
-        if tasks.is_unique:
-            out[fam] = pkeys
-        else:
-            out.update({(*fam, pk): [pk] for pk in pkeys})
-    return out
-
-
-def summary_views(long: pd.DataFrame, infos: dict[str, ProtocolInfo]) -> list[TableView]:
-    """One summary per protocol (and so label set): model x task headlines, measured rows only.
-
-    Numbers of different protocols never share a column: the probe's 29-class seg mIoU and a reference
-    system's 2-class person/background mIoU are in different tables. Each value carries its interval
-    and n; the reference rows (ceiling, floor) are apart and never bolded; a table whose best row on
-    some column is a random initialisation says why that can happen (:data:`RANDOM_FIRST`).
-    """
-    mine = long[long["source"] == "reproduced"]
-    tasks = [t for t in board_tasks() if summary_metrics(t)]  # the table now, and tasks records declare
-    views = []
-    for n, (fam, pkeys) in enumerate(_families(mine, infos).items()):
-        g = mine[mine["protocol_key"].isin(pkeys)]
-        specs = [(t, spec) for t in tasks for spec in summary_metrics(t)
-                 if ((g["task"] == t) & (g["metric"] == spec.key)).any()]
-        views.append(_summary_table(n, fam, pkeys, g, specs, infos))
-    # measured backbones first; tables of reference systems alone (MediaPipe) after them
-    return sorted(views, key=lambda v: not v.rows or all(r.kind == "reference" for r in v.rows))
-
-
-def _summary_table(n: int, fam: tuple, pkeys: list[str], g: pd.DataFrame, specs, infos) -> TableView:
-    cols = [Column("model", "t"), Column("kind", "t")]
-    multi_ds = g["dataset"].nunique() > 1
-    if multi_ds:
-        cols.append(Column("dataset", "t"))
-    cols += [Column(f"{t}: {spec.label} {'↑' if spec.higher_is_better else '↓'}", "", spec.higher_is_better)
-             for t, spec in specs]
-    keys = g.drop_duplicates(["model_key", "dataset"])
-    keys = keys.assign(_k=keys["kind"].map(lambda k: _KIND_ORDER.index(k) if k in _KIND_ORDER else 9))
-    keys = keys.sort_values(["_k", "model"], kind="stable")
-    values: dict[tuple, float] = {}
-    built = []
-    for _, k in keys.iterrows():
-        mg = g[(g["model_key"] == k["model_key"]) & (g["dataset"] == k["dataset"])]
-        kind = KIND_LABELS.get(k["kind"], k["kind"])
-        cells = [Cell(k["model"], k["model"], "t"), Cell(kind, k["kind"], "t kind")]
-        if multi_ds:
-            cells.append(Cell(k["dataset"], k["dataset"], "t"))
-        for j, (t, spec) in enumerate(specs):
-            hit = mg[(mg["task"] == t) & (mg["metric"] == spec.key)]
-            if not len(hit):
-                cells.append(Cell("-", ""))
-                continue
-            h, s = hit.iloc[0], spec.scale
-            cell = _value_cell(h["value"] * s, h["std"] * s, h["ci_low"] * s, h["ci_high"] * s, h["ci_desc"],
-                               False)
-            if not _missing(h["n"]):
-                cell.title = (cell.title + "; " if cell.title else "") + f"n = {int(h['n'])} test samples"
-                cell.ci = (cell.ci + " " if cell.ci else "") + f"n={int(h['n'])}"
-            if k["kind"] not in REFERENCE_KINDS and not _missing(h["value"]):
-                values[(len(built), j)] = h["value"] * s
-            cells.append(cell)
-        built.append((k, cells))
-    first = len(cols) - len(specs)
-    random_first = []
-    for j, (t, spec) in enumerate(specs):
-        col = {i: v for (i, jj), v in values.items() if jj == j}
-        if len(set(col.values())) < 2:  # a tie of every row marks nothing
-            continue
-        best = max(col.values()) if spec.higher_is_better else min(col.values())
-        for i, v in col.items():
-            if v == best:
-                built[i][1][first + j].cls = "best"
-                if built[i][0]["kind"] == "random-init" and t not in random_first:
-                    random_first.append(t)
-    rows, ceiling = [], []
-    for k, cells in built:
-        (ceiling if k["kind"] in REFERENCE_KINDS else rows).append(
-            Row(k["model"], k["kind"], cells, f"reproduced k-{k['kind']}"))
-    info = infos.get(pkeys[0])
-    label = fam[1] if len(fam) == 2 else f"{fam[1]} [{fam[2].partition(':')[2]}]"  # one name, two keys
-    notes = []
-    if len(pkeys) > 1 or (info and info.key.startswith("probe:")):
-        ids = sorted({(t, pk) for t, pk in zip(g["task"], g["protocol_key"])},
-                     key=lambda x: _task_index(x[0]))
-        notes.append("Protocol ids (one per task): "
-                     + "; ".join(f"{t} {pk.partition(':')[2]}" for t, pk in ids))
-    if random_first:
-        notes.append(random_first_note(random_first))
-    safe = "".join(c if c.isalnum() else "-" for c in label)[:40]
-    return TableView(f"summary-{n}-{safe}", f"Summary — {label}", cols, rows, ceiling,
-                     info if len(pkeys) == 1 else None, sorted(g["dataset"].unique()), notes)
-
-
-def _task_index(task: str) -> int:
-    names = list(board_tasks())
-    return names.index(task) if task in names else len(names)
 
 
 def banner(long: pd.DataFrame) -> str | None:

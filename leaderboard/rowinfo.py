@@ -32,6 +32,8 @@ FLOOR_NAMES = ("floor",)
 FLOOR_BACKBONES = ("FeatureFreeFloor",)
 #: kinds shown as reference rows (never ranked or bolded)
 REFERENCE_KINDS = ("oracle", "floor")
+#: kinds never ranked: the reference rows and external reference systems (shown for orientation)
+UNRANKED_KINDS = (*REFERENCE_KINDS, "reference")
 
 #: display label of each kind (the "kind" column of every table)
 KIND_LABELS = {

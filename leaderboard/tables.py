@@ -25,7 +25,16 @@ from leaderboard.catalog import (
 )
 from leaderboard.merge import dataset_labels, dedupe_records, model_name_key
 from leaderboard.paper import MAPPED_TABLES
-from leaderboard.rowinfo import REFERENCE_KINDS, record_intervals, record_provenance
+from leaderboard.rowinfo import REFERENCE_KINDS, UNRANKED_KINDS, record_intervals, record_provenance
+from leaderboard.standing import (
+    all_zero_note,
+    gap_closed,
+    is_small_n,
+    paired_winners,
+    ranks,
+    small_n_note,
+    zero_interval_note,
+)
 from sapiens2.records.view import Record, record_views
 
 LONG_COLUMNS = [
@@ -162,8 +171,11 @@ class GroupTable:
         task: task name.
         protocol_key: grouping key (see ``leaderboard.paper.protocol_key``).
         rows: wide frame, one row per (source, model, dataset); metric columns hold display values;
-            ``kind`` (``leaderboard.rowinfo``), ``rank`` (1 = best by the task's headline metric, among
-            measured rows other than the oracle; NaN otherwise) and the provenance columns.
+            ``kind`` (``leaderboard.rowinfo``), ``rank`` (by the task's headline metric, among measured
+            rows other than the references: 1 + the rows better beyond both intervals, so rows that no
+            interval separates share one, :mod:`leaderboard.standing`; NaN otherwise), ``gap`` (the
+            share of the floor-to-oracle gap closed on the headline; NaN without both) and the
+            provenance columns.
         std: same shape as the metric columns of ``rows`` with the std over seeds (display units).
         metric_columns: (record key, label, higher_is_better) of the shown metric columns.
         delta_columns: (label of the delta column, metric label) pairs.
@@ -195,16 +207,19 @@ class GroupTable:
         return f"t-{safe}"[:80]
 
     def ranked(self) -> pd.Series:
-        """Boolean mask of the rows that are ranked (measured, not the oracle ceiling)."""
-        return (self.rows["source"] == "reproduced") & ~self.rows["kind"].isin(REFERENCE_KINDS)
+        """Mask of the rows that are ranked (measured; not the ceiling, floor or a reference system)."""
+        return (self.rows["source"] == "reproduced") & ~self.rows["kind"].isin(UNRANKED_KINDS)
 
 
-def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = None) -> list[GroupTable]:
+def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = None,
+                 verdicts: list[dict] | None = None) -> list[GroupTable]:
     """Split the long frame into one ``GroupTable`` per (task, protocol_key), tasks in canonical order.
 
     Args:
         long: the long frame (``records_to_frame`` / ``combine``).
         notes: ``(task, protocol_key, text)`` notes (from ``records_to_frame``) added to their table.
+        verdicts: paired comparisons (:func:`leaderboard.comparisons.folded_comparisons`): they decide
+            the headline ranks of the pairs they cover.
     """
     tables = []
     if not len(long):
@@ -216,7 +231,7 @@ def group_tables(long: pd.DataFrame, notes: list[tuple[str, str, str]] | None = 
     order = sorted(groups.groups,
                    key=lambda k: (_task_rank(k[0]), k[1] not in ours, _protocol_rank(k[1]), k[1]))
     for task, pkey in order:
-        table = _wide(task, pkey, groups.get_group((task, pkey)))
+        table = _wide(task, pkey, groups.get_group((task, pkey)), verdicts)
         table.notes += [text for t, k, text in notes or [] if (t, k) == (task, pkey)]
         tables.append(table)
     return tables
@@ -226,7 +241,7 @@ def _protocol_rank(pkey: str) -> int:
     return 0 if pkey == "eval" else 1 if pkey.startswith("probe:") else 2
 
 
-def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
+def _wide(task: str, pkey: str, g: pd.DataFrame, verdicts: list[dict] | None = None) -> GroupTable:
     present = set(g["metric"])
     specs = [s for s in TASK_METRICS.get(task, []) if s.key in present]
     nonfinite = [MetricSpec(m, m, False) for m in sorted(present) if is_nonfinite_count(m)]
@@ -272,12 +287,19 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
                                                                  kind="stable").index
     rows = rows.loc[order].reset_index(drop=True)
     frames = {k: f.loc[order].reset_index(drop=True) for k, f in frames.items()}
-    reference = rows["kind"].isin(REFERENCE_KINDS)
-    ranked = (rows["source"] == "reproduced") & ~reference & rows[first.label].notna()
-    rank_by = rows[first.label].where(ranked)
-    rows["rank"] = rank_by.rank(method="min", ascending=not first.higher_is_better)
+    ranked = (rows["source"] == "reproduced") & ~rows["kind"].isin(UNRANKED_KINDS) & rows[first.label].notna()
+    rk = ranks(rows[first.label].where(ranked).tolist(), frames["ci_low"][first.label].tolist(),
+               frames["ci_high"][first.label].tolist(), first.higher_is_better,
+               paired_winners(list(rows["model"]), verdicts, task, pkey) if first.key == head else None)
+    rows["rank"] = [np.nan if r is None else float(r) for r in rk]
+    measured = rows["source"] == "reproduced"
+    ref = {k: rows.loc[measured & (rows["kind"] == k), first.label].dropna() for k in ("floor", "oracle")}
+    both = len(ref["floor"]) and len(ref["oracle"])
+    shares = [gap_closed(v, ref["floor"].iloc[0], ref["oracle"].iloc[0]) if both and m else None
+              for v, m in zip(rows[first.label], measured)]
+    rows["gap"] = [np.nan if x is None else x for x in shares]
     datasets = sorted(rows["dataset"].unique())
-    notes = []
+    notes = _standing_notes(rows, frames, specs, task, ranked & measured)
     if len(datasets) > 1:
         notes.append("rows come from different test sets (" + "; ".join(datasets)
                      + "): deltas compare a model with its reported number, not like for like")
@@ -288,6 +310,33 @@ def _wide(task: str, pkey: str, g: pd.DataFrame) -> GroupTable:
                 f"{r['model']} ({r[s.label]:g})" for _, r in bad.iterrows()))
     return GroupTable(task, pkey, rows, frames["std"], [(s.key, s.label, s.higher_is_better) for s in specs],
                       deltas, datasets, notes, frames["ci_low"], frames["ci_high"])
+
+
+def _standing_notes(rows: pd.DataFrame, frames: dict, specs: list[MetricSpec], task: str,
+                    ranked: pd.Series) -> list[str]:
+    """Why a table's numbers look odd: small n, a column that is 0 for every ranked row, a [0, 0] interval."""
+    from leaderboard.catalog import metric_note
+
+    notes = []
+    small = [n for n, m in zip(rows["n"], rows["source"] == "reproduced") if m and is_small_n(n)]
+    if small:
+        notes.append(small_n_note(small))
+    zeros, declared = [], []
+    for s in specs:
+        if is_nonfinite_count(s.key):
+            continue
+        col = rows.loc[ranked, s.label].dropna()
+        if len(col) and (col == 0).all():
+            zeros.append(s.label)
+            declared.append(metric_note(task, s.key))
+            continue
+        zero = (frames["ci_low"][s.label] == 0) & (frames["ci_high"][s.label] == 0)
+        if zero.any():
+            notes.append(zero_interval_note(s.label, list(rows.loc[zero, "model"])))
+    if zeros:
+        notes.insert(int(bool(small)), all_zero_note(zeros, int(ranked.sum()), rows.loc[ranked, "n"],
+                                                     " ".join(d for d in declared if d)))
+    return notes
 
 
 def paper_tables(reported: pd.DataFrame) -> list[GroupTable]:

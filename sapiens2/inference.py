@@ -353,7 +353,9 @@ def _predict_people(model, rgb, task: str, boxes, source: str, padding: float, f
     preds = [predict_array(model, rgb, task, box, padding, flip_test) for box in boxes]
     picture = rgb
     for p in preds:
-        picture = vis.draw_pose(picture, p.array[:, :2], p.array[:, 2], bbox=p.meta["bbox_xyxy"])
+        picture = vis.draw_pose(picture, p.array[:, :2], p.array[:, 2], bbox=p.meta["bbox_xyxy"],
+                                legend=False)
+    picture = vis.with_pose_legend(picture, [p.array[:, 2] for p in preds], 0.3, True)
     array = np.stack([p.array for p in preds])
     meta = {k: preds[0].meta[k] for k in ("image_size_hw", "input_size_hw")}
     meta.update(bbox_source=source, bbox_padding=padding, keypoints=array.tolist(),

@@ -34,6 +34,7 @@ MODELS = [("gt-oracle", "none", "GroundTruthOracle", None, 0.95),
           (HOSTILE, "random(seed=0)", "x", 5_000_000, 0.30)]
 pytestmark = pytest.mark.chromium
 TABLE = "t-pose-probe-p1"
+SUMMARY_ROWS = "#summary table.lb:not([id$=-verdicts]) tbody tr"  # the summaries' rows, not their verdicts'
 W, H = 1400, 900
 PHONE = (390, 844)
 REFERENCE = ("mediapipe-selfie-segmentation (0.10.21)", 85.0)  # a 2-class person/background mIoU
@@ -45,6 +46,15 @@ COMPARISONS = [{"task": t, "a": PAIR[0], "b": PAIR[1], "n": 96, "level": 0.95,
                 "display": {"metric": f"{t} headline, % of range (lower is better)", "value_a": "14.38",
                             "value_b": "15.02", "difference": "-0.634 [-0.774, -0.484]"}}
                for t in ("pose", "seg", "normal", "pointmap", "albedo")]
+# the main job's pairs, folded into each summary's verdict table: every backbone against the floor and
+# the random-init twin (here sapiens2_0.1b's twin is the random dinov2_small row, for the test's sake)
+VERDICTS = [{"task": t, "a": a, "b": b, "n": 40, "level": 0.95, "protocol_id": "p1", "winner": w,
+             "verdict": f"{dict(a=a, b=b)[w]} better beyond the 95% interval" if w else "within the interval",
+             "difference": d, "low": d, "high": d if w is None else d + 1.0,
+             "display": {"metric": f"{t} headline", "value_a": "1", "value_b": "1", "difference": f"{d}"}}
+            for t in ("seg", "normal", "pointmap", "albedo")
+            for a, b, w, d in (("sapiens2_0.1b", "floor", "a", 0.5),
+                               ("sapiens2_0.1b", "dinov2_small", "b", -6.0), ("pixels", "floor", None, 0.0))]
 
 
 def _metrics(task: str, q: float) -> dict:
@@ -71,7 +81,7 @@ def site(tmp_path_factory):
                     "albedo": "mae"}[task]
             value = metrics.get(head, metrics.get("summary", {}).get(head, q))
             intervals = {"level": 0.95, "method": "bootstrap", "resamples": 1000, "seed": 0, "n": 40,
-                         "bounds": {head: [0.9 * value, 1.1 * value]}}
+                         "bounds": {head: [0.99 * value, 1.01 * value]}}
             rec = make_record(
                 model={"name": model, "params": params, "weights": weights, "backbone": backbone},
                 task=task, dataset={"name": "synth", "split": "test", "content_hash": None,
@@ -89,7 +99,7 @@ def site(tmp_path_factory):
         config={"system": "mediapipe", "task": "seg"}, seeds=[0])
     write_record(root / "results" / "mediapipe-seg.json", rec)
     return build_site([root / "results"], root / "site", include_paper=True,
-                      protocol_names={"p1": "probe v1 (test)"}, comparisons=COMPARISONS)["html"]
+                      protocol_names={"p1": "probe v1 (test)"}, comparisons=COMPARISONS + VERDICTS)["html"]
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +131,7 @@ def test_summary_above_the_fold_and_page_fits_the_window(page, tmp_path):
     assert 0 <= summary["top"] and summary["bottom"] <= H, f"summary table not above the fold: {summary}"
     first_table = page.evaluate("document.querySelector('table').id")
     assert first_table.startswith("summary-")
-    models = page.evaluate("Array.from(document.querySelectorAll('#summary tbody tr'))"
+    models = page.evaluate(f"Array.from(document.querySelectorAll('{SUMMARY_ROWS}'))"
                            ".map(r => r.getAttribute('data-model'))")
     expected = [m + (" (random init)" if w.startswith("random") else "") for m, w, *_ in MODELS]
     assert sorted(models) == sorted(expected + [REFERENCE[0]])
@@ -161,7 +171,7 @@ def test_filter_hides_rows_in_every_table(page, tmp_path):
                           ".filter(r => r.offsetParent !== null).map(r => r.getAttribute('data-model'))")
     assert shown and all("sapiens2" in m.lower() for m in shown), shown
     assert "sapiens2_0.1b (random init)" in shown and len(shown) < total
-    assert page.evaluate("document.querySelectorAll('#summary tbody tr:not([hidden])').length") == 1
+    assert page.evaluate(f"document.querySelectorAll('{SUMMARY_ROWS}:not([hidden])').length") == 1
     assert "rows match" in page.evaluate("document.getElementById('filter-count').textContent")
     page.evaluate("window.scrollTo(0, 0)")
     _check_png(page.screenshot(tmp_path / "3-filtered.png"), W, H)
@@ -190,7 +200,7 @@ def test_hostile_model_name_stays_text(page):
     assert page.evaluate("window.__pwned === undefined")
     assert page.evaluate("document.querySelectorAll('script').length") == 1
     assert page.evaluate("document.querySelectorAll('table b').length") == 0
-    names = page.evaluate("Array.from(document.querySelectorAll('#summary tbody tr td:first-child'))"
+    names = page.evaluate(f"Array.from(document.querySelectorAll('{SUMMARY_ROWS} td:first-child'))"
                           ".map(td => td.textContent)")
     assert HOSTILE + " (random init)" in names
 
@@ -230,9 +240,11 @@ def _summaries(b) -> list[dict]:
     """Each summary table: its title, header, and per body the rows as [model, [cell text], [cell class]]."""
     return b.evaluate("""Array.from(document.querySelectorAll('#summary section.sum')).map(s => ({
         title: s.querySelector('h3').textContent,
-        head: Array.from(s.querySelectorAll('thead th')).map(th => th.firstChild.textContent),
+        head: Array.from(s.querySelector('table.lb').querySelectorAll('thead th'))
+            .map(th => th.firstChild.textContent),
         notes: Array.from(s.querySelectorAll('ul.notes li')).map(li => li.textContent),
-        bodies: Object.fromEntries(Array.from(s.querySelectorAll('tbody')).map(tb => [tb.className,
+        bodies: Object.fromEntries(Array.from(s.querySelector('table.lb').querySelectorAll('tbody'))
+            .map(tb => [tb.className,
             Array.from(tb.rows).map(r => [r.getAttribute('data-model'),
                 Array.from(r.cells).map(c => c.firstChild ? c.firstChild.textContent : ''),
                 Array.from(r.cells).map(c => c.className)])]))}))""")
@@ -275,7 +287,7 @@ def test_summary_per_protocol_verdict_in_view_no_mid_word_break(browser, site, t
         cells = browser.evaluate("Array.from(document.querySelectorAll('#comparisons-table tr'))"
                                  ".map(r => JSON.parse(JSON.stringify(r.cells[arguments[0]]"
                                  ".getBoundingClientRect())))", verdict)
-        assert len(cells) == 1 + len(COMPARISONS)
+        assert len(cells) == 1 + len(COMPARISONS) + len(VERDICTS)
         if width == W:
             for r in cells:
                 assert r["right"] <= min(box["right"], width) + 0.5, f"verdict cut off: {r} vs {box}"
@@ -316,3 +328,49 @@ def _check_png(path, width, height, exact=True):
         os.makedirs(keep, exist_ok=True)
         shutil.copy(path, keep)
     print(f"screenshot: {path} ({w}x{h}, {len(data)} bytes)")
+
+
+VERDICT_TABLE = "#summary table[id$='-verdicts']"
+
+
+@pytest.mark.parametrize("size", [(W, H), PHONE], ids=["1400x900", "390x844"])
+def test_summary_ranks_gap_and_verdicts_fit_the_screen(browser, site, tmp_path, size):
+    """The first table says rank and gap closed; its verdict table is on screen without sideways scrolling
+    (on a phone both are cards: one block per backbone, each value beside its column's name)."""
+    width, height = size
+    browser.resize(width, height)
+    try:
+        browser.open(site.as_uri())
+        probe = _summaries(browser)[0]
+        assert "seg: gap closed" in probe["head"]
+        assert browser.evaluate("document.documentElement.scrollWidth") <= width, "page wider than the window"
+        subs = browser.evaluate("Array.from(document.querySelectorAll('#summary section.sum')[0]"
+                                ".querySelectorAll('tbody.ranked td span.sub')).map(s => s.textContent)")
+        assert any(s.startswith("rank ") for s in subs), subs
+        rows = browser.evaluate(f"Array.from(document.querySelectorAll(\"{VERDICT_TABLE} tbody tr\"))"
+                                ".map(r => [r.getAttribute('data-model'), Array.from(r.cells).map(c => "
+                                "c.textContent)])")
+        assert [m for m, _ in rows] == ["sapiens2_0.1b (random init)", "pixels"]
+        assert rows[0][1][1:] == ["▲ floor▼ twin"] * 4
+        assert rows[1][1][1:] == ["= floor (identical)"] * 4  # exactly 0 [0, 0]: the same predictions
+        browser.evaluate(f"document.querySelector(\"{VERDICT_TABLE}\").scrollIntoView()")
+        for r in browser.evaluate(f"Array.from(document.querySelectorAll(\"{VERDICT_TABLE} td\"))"
+                                  ".map(td => JSON.parse(JSON.stringify(td.getBoundingClientRect())))"):
+            assert r["left"] >= 0 and r["right"] <= width + 0.5, f"a verdict is off-screen at {width}: {r}"
+        assert browser.evaluate(f"document.querySelector(\"{VERDICT_TABLE}\").closest('.scroll')"
+                                f".scrollWidth <= document.querySelector(\"{VERDICT_TABLE}\")"
+                                ".closest('.scroll').clientWidth + 1"), "the verdict table scrolls sideways"
+        cards = browser.evaluate("getComputedStyle(document.querySelector('#summary thead')).display")
+        assert (cards == "none") == (width == PHONE[0]), cards  # cards on the phone only
+        if width == PHONE[0]:  # each value stands beside its column's name, inside the screen
+            label = browser.evaluate("getComputedStyle(document.querySelector('#summary tbody.ranked "
+                                     "td:nth-child(3)'), '::before').content")
+            assert "pose" in label, label
+            for r in browser.evaluate("Array.from(document.querySelectorAll('#summary td'))"
+                                      ".map(td => JSON.parse(JSON.stringify(td.getBoundingClientRect())))"):
+                assert r["right"] <= width + 0.5, f"a summary cell is off-screen: {r}"
+        _check_png(browser.screenshot(tmp_path / f"6-verdicts-{width}x{height}.png"), width, height)
+        browser.evaluate("window.scrollTo(0, 0)")
+        _check_png(browser.screenshot(tmp_path / f"6-summary-top-{width}x{height}.png"), width, height)
+    finally:
+        browser.resize(W, H)

@@ -127,10 +127,11 @@ def test_summary_first_with_intervals_n_and_kinds(site):
     rows = {r[0]["data-model"]: r[1] for r in body["ranked"]}
     assert set(rows) == {"sapiens2_0.4b", "pixels"}
     seg = head.index("seg: mIoU % ↑")
-    assert rows["sapiens2_0.4b"][seg][1] == "40.00[38.50, 41.25] n=12"  # value, interval, n
-    assert rows["sapiens2_0.4b"][seg][0] == "best"  # the best measured row is bolded
-    assert rows["pixels"][seg][1] == "4.00n=12"  # no interval: the value and n alone
-    assert rows["pixels"][head.index("normal: mean deg ↓")][0] == ""  # a lone value is no "best"
+    # value, interval, rank and n (12 < 30 test samples: flagged small)
+    assert rows["sapiens2_0.4b"][seg][1] == "40.00[38.50, 41.25]rank 1 · n=12 small"
+    assert {"best", "small"} <= set(rows["sapiens2_0.4b"][seg][0].split())  # the best measured row is bolded
+    assert rows["pixels"][seg][1] == "4.00rank 2 · n=12 small"  # no interval: its value alone ranks it
+    assert "best" not in rows["pixels"][head.index("normal: mean deg ↓")][0]  # a lone value is no "best"
     assert rows["sapiens2_0.4b"][1][1] == "pretrained" and rows["pixels"][1][1] == "weight-free"
     assert "random-init row ranks first" not in page  # a pretrained row ranks first: no note
     assert "no-pretrained" not in page  # a pretrained row exists: no banner
@@ -154,7 +155,7 @@ def test_task_table_ceiling_sources_provenance_notes(site):
     ours = ranked["sapiens2_0.4b"]
     col = t["head"].index
     assert ours[col("source")] == "measured" and ours[col("rank")] == "1"
-    assert ours[col("weights sha256")] == "ab" * 6 and ours[col("n")] == "12"
+    assert ours[col("weights sha256")] == "ab" * 6 and ours[col("n")] == "12 (small n)"
     assert ours[col("date")] == recs[1]["created_utc"][:10]
     prov = recs[1]["provenance"]
     commit = (prov["git_commit"] or "")[:10] + ("+dirty" if prov["git_commit"] and prov["git_dirty"] else "")
@@ -197,7 +198,8 @@ def test_paper_tables_protocol_panel_and_markdown(site):
         assert f">{knob}</td>" in panel and f">{value}</td>" in panel, knob
     md = paths["markdown"].read_text(encoding="utf-8")
     assert md.index("## Summary") < md.index("## Protocols") < md.index("## seg") < md.index("## The paper")
-    assert "| model | kind | seg: mIoU % ↑ | normal: mean deg ↓ |" in md and r"\[38.50, 41.25\] n=12" in md
+    assert "| model | kind | seg: mIoU % ↑ | normal: mean deg ↓ |" in md
+    assert r"\[38.50, 41.25\] (rank 1 · n=12 small)" in md
     assert "### Summary — probe v3 quick" in md
     assert "*gt-oracle (ceiling)*" in md and "n/a" in md and "`tasks.seg.loss` = ce" in md
 

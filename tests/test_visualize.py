@@ -84,3 +84,26 @@ def test_contact_sheet_raw_column_and_legends(split, tmp_path):
     for t in (0.0, 1.0):
         end = (np.asarray(colormaps[DEPTH_CMAP](t)[:3]) * 255).astype(int)
         assert _has_colour(row, end, tol=16)
+
+
+def test_pose_picture_has_a_legend_of_its_link_colours_and_counts():
+    from sapiens2.reference import keypoints308
+
+    image = np.full((240, 180, 3), 90, np.uint8)
+    rng = np.random.default_rng(0)
+    keypoints = rng.uniform(20, 160, (308, 2))
+    scores = np.where(np.arange(308) < 100, 0.9, 0.1)  # 100 keypoints drawn
+    picture = vis.draw_pose(image, keypoints, scores, bbox=(5, 5, 175, 235))
+    assert picture.shape[0] == 240 and picture.shape[1] > 180 + 40
+    panel = picture[:, 180:]
+    link_colours = {tuple(link["color"]) for link in keypoints308()["skeleton"]}
+    entries = dict((c, n) for n, c in vis.pose_legend_entries())
+    assert set(entries) == link_colours  # every link colour is explained, nothing else
+    for colour in link_colours:
+        assert _has_colour(panel, colour), f"link colour {colour} missing from the legend"
+    assert entries[(0, 255, 0)].startswith("left arm") and entries[(255, 128, 0)].startswith("right arm")
+    assert "forefinger (both hands)" in entries.values()
+    bare = vis.draw_pose(image, keypoints, scores, legend=False)
+    assert bare.shape == image.shape  # several people are drawn on one picture, then one legend
+    two = vis.with_pose_legend(bare, [scores, scores], 0.3, box=False)
+    assert two.shape[0] == 240 and two.shape[1] > 180

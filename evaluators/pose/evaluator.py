@@ -69,13 +69,19 @@ class PoseEvaluator(Evaluator):
     metrics = (
         # The probe's pose headline (sapiens2/tasks/pose.py): the official AP is nearly binary at the
         # probe's 256x192 crops, EPE is linear in the keypoint error (docs/probing.md).
-        MetricDecl("EPE", "EPE px", False, "px", bootstrapped=True, interval=True, headline_ok=True),
+        MetricDecl("EPE", "EPE px", False, "px", bootstrapped=True, interval=True, headline_ok=True, note=(
+                   "EPE px is the mean keypoint error in pixels of the 1024x768 top-down crop of the GT box "
+                   "(whatever the input size: error x 1024 / crop height).")),
         MetricDecl("PCK@0.1", "PCK@0.1 %", True, "fraction", 100.0, bootstrapped=True, interval=True),
         MetricDecl("PCK@0.05", "PCK@0.05 %", True, "fraction", 100.0, bootstrapped=True, interval=True),
         MetricDecl("AP", "AP %", True, "fraction", 100.0, bootstrapped=True, interval=True, headline_ok=True,
                    summary=True, name="wholebody/AP", aliases=("mAP",), note=(
                        "AP % is COCO OKS AP over all 308 keypoints unless the protocol says otherwise (a "
-                       "reference system's protocol can score a shared subset: never compare the two).")),
+                       "reference system's protocol can score a shared subset: never compare the two). "
+                       "It counts a detection only at an object keypoint similarity of 0.5 or more (each "
+                       "keypoint's error against a tolerance of a few percent of the person's size, tightest "
+                       "on face and hands): predictions off by tens of pixels of the 1024x768 crop reach "
+                       "none, so AP is 0 however far apart such rows are; compare them on EPE.")),
         MetricDecl("AR", "AR %", True, "fraction", 100.0, headline_ok=True, name="wholebody/AR",
                    aliases=("mAR",)),
         MetricDecl("AP .5", "AP50 %", True, "fraction", 100.0, name="wholebody/AP .5"),

@@ -18,8 +18,8 @@ RANDOM_BANNER = "RANDOM WEIGHTS - NOT A TRAINED MODEL"
 
 
 def draw_pose(image: np.ndarray, keypoints: np.ndarray, scores: np.ndarray, score_thr: float = 0.3,
-              bbox: tuple[float, float, float, float] | None = None) -> np.ndarray:
-    """Skeleton of the 308-keypoint vocabulary over ``image``.
+              bbox: tuple[float, float, float, float] | None = None, legend: bool = True) -> np.ndarray:
+    """Skeleton of the 308-keypoint vocabulary over ``image``, with its legend beside it.
 
     Args:
         image: H x W x 3 uint8 RGB.
@@ -27,9 +27,11 @@ def draw_pose(image: np.ndarray, keypoints: np.ndarray, scores: np.ndarray, scor
         scores: K confidences; keypoints below ``score_thr`` and their links are not drawn.
         score_thr: minimum score drawn.
         bbox: optional person box (x1, y1, x2, y2) to outline.
+        legend: put the legend panel (:func:`pose_legend_panel`) to the right; off to draw several people
+            on one picture, which then gets one legend (:func:`with_pose_legend`).
 
     Returns:
-        H x W x 3 uint8 picture.
+        H x W x 3 uint8 picture (wider by the legend panel when ``legend``).
     """
     import cv2
 
@@ -50,7 +52,64 @@ def draw_pose(image: np.ndarray, keypoints: np.ndarray, scores: np.ndarray, scor
     for i in np.flatnonzero(ok):
         color = tuple(int(c) for c in colors[i]) if i < len(colors) else (255, 0, 0)
         cv2.circle(out, tuple(map(int, pts[i])), radius, color, -1, cv2.LINE_AA)
-    return out
+    return with_pose_legend(out, [scores], score_thr, bbox is not None) if legend else out
+
+
+_FINGERS = ("thumb", "forefinger", "middle_finger", "ring_finger", "pinky")
+
+
+def _link_label(pairs: list[tuple[str, str]]) -> str:
+    """What the links of one colour join, in words, from their keypoint names (left/right, fingers)."""
+    fingers = [f.replace("_", " ") for f in _FINGERS if any(f in n for pair in pairs for n in pair)]
+    limbs = [pair for pair in pairs if not any(f in n for f in _FINGERS for n in pair)]
+    sides = {n.split("_", 1)[0] for pair in limbs for n in pair}
+    parts = []
+    if limbs:
+        parts.append(f"{sides.pop()} arm, leg, foot" if len(sides) == 1 and sides <= {"left", "right"}
+                     else "torso and head")
+    if fingers:
+        hands = {n.split("_", 1)[0] for pair in pairs if pair not in limbs for n in pair}
+        parts.append(", ".join(fingers) + (f" ({hands.pop()} hand)" if len(hands) == 1 else " (both hands)"))
+    return "; ".join(parts)
+
+
+def pose_legend_entries() -> list[tuple[str, tuple[int, int, int]]]:
+    """The skeleton's colours and what each joins (from the vocabulary's links and keypoint names).
+
+    Example:
+        >>> [name for name, _ in pose_legend_entries()][:2]
+        ['left arm, leg, foot; pinky (both hands)', 'right arm, leg, foot; thumb (both hands)']
+    """
+    from sapiens2.reference import keypoints308
+
+    vocab = keypoints308()
+    names = {kp["id"]: kp["name"] for kp in vocab["keypoints"]}
+    by_colour: dict[tuple[int, int, int], list[tuple[str, str]]] = {}
+    for link in vocab["skeleton"]:
+        a, b = link["link"]
+        by_colour.setdefault(tuple(int(c) for c in link["color"]), []).append((names[a], names[b]))
+    return [(_link_label(pairs), colour) for colour, pairs in by_colour.items()]
+
+
+def with_pose_legend(picture: np.ndarray, scores: list, score_thr: float, box: bool) -> np.ndarray:
+    """``picture`` with the pose legend beside it: link colours, keypoints drawn, the box.
+
+    Args:
+        picture: the drawn picture.
+        scores: each person's K keypoint scores.
+        score_thr: the score threshold the picture was drawn with.
+        box: whether person boxes were outlined.
+    """
+    from sapiens2.models.legends import beside, legend_panel
+
+    drawn = sum(int((np.asarray(s) >= score_thr).sum()) for s in scores)
+    total = sum(len(s) for s in scores)
+    entries = pose_legend_entries() + [("face keypoints (dots)", (200, 200, 0))]
+    if box:
+        entries.append(("person box (white)", (255, 255, 255)))
+    title = (f"{drawn} of {total} keypoints drawn\n(score >= {score_thr:g}); "
+             f"{len(scores)} {'person' if len(scores) == 1 else 'people'}\nlinks:")
+    return beside(picture, legend_panel(entries, picture.shape[0], title=title))
 
 
 def seg_palette() -> np.ndarray:
