@@ -1,0 +1,118 @@
+"""The docs' tables of ids, commands and measurements agree with the code (benchmarks/docs_tables.py).
+
+A changed protocol id, a new subcommand or a new measurement file fails here until the docs say it
+(`python -m benchmarks.docs_tables --write` regenerates the generated blocks). Every relative link
+of the README, the changelog and the docs leads to a file that exists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from benchmarks import docs_tables
+from benchmarks.results import MeasurementError, read_measurement, start_measurement, write_measurement
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKDOWN = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "benchmarks" / "results" / "README.md",
+            *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def test_generated_blocks_match_the_code():
+    assert docs_tables.stale_blocks() == [], "run: python -m benchmarks.docs_tables --write"
+
+
+def test_a_changed_protocol_id_makes_the_block_stale(tmp_path, monkeypatch):
+    path, make = docs_tables.BLOCKS["protocol-ids"]
+    text = path.read_text(encoding="utf-8")
+    some_id = re.search(r"probe-v\d+-[0-9a-f]{12}", docs_tables.current_block("protocol-ids")).group(0)
+    copy = tmp_path / "probing.md"
+    changed = some_id[:-1] + ("0" if some_id[-1] != "0" else "1")
+    copy.write_text(text.replace(some_id, changed), encoding="utf-8")
+    monkeypatch.setitem(docs_tables.BLOCKS, "protocol-ids", (copy, make))
+    assert docs_tables.stale_blocks() == ["protocol-ids"]
+    assert docs_tables.main([]) == 1
+    assert docs_tables.write_block("protocol-ids") is True
+    assert docs_tables.stale_blocks() == []
+
+
+def test_the_protocol_id_table_lists_every_task_and_protocol_the_code_has():
+    from benchmarks.probe.protocol import body_protocol, default_protocol, quick_protocol
+
+    block = docs_tables.current_block("protocol-ids")
+    for make in (default_protocol, quick_protocol, body_protocol):
+        for task, pid in make().protocol_ids().items():
+            assert f"`{pid}`" in block, (make.__name__, task)
+
+
+def test_a_missing_block_is_an_error_naming_the_file(tmp_path, monkeypatch):
+    copy = tmp_path / "x.md"
+    copy.write_text("no markers here\n")
+    monkeypatch.setitem(docs_tables.BLOCKS, "protocol-ids", (copy, docs_tables.protocol_ids_table))
+    with pytest.raises(ValueError, match=r"x\.md: no generated block 'protocol-ids'"):
+        docs_tables.current_block("protocol-ids")
+
+
+def _cli_commands() -> set[str]:
+    from benchmarks.cli.main import _subparsers, build_parser
+
+    return set(_subparsers(build_parser()).choices)
+
+
+def test_readme_command_table_lists_exactly_the_cli_subcommands():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `sapiens2-bench ([a-z-]+)", text, flags=re.MULTILINE))
+    assert listed == _cli_commands()
+
+
+def test_every_measurement_file_reads_and_names_its_provenance():
+    files = sorted((ROOT / "benchmarks" / "results").rglob("*.json"))
+    assert files
+    for path in files:
+        rec = read_measurement(path)
+        assert rec["commit_is"] in ("measured", "documented"), path
+        assert rec["name"] and rec["command"] and rec["date"] and rec["machine"], path
+
+
+def test_write_measurement_fills_in_provenance_and_reads_back(tmp_path):
+    started = start_measurement()
+    path = write_measurement(tmp_path / "a" / "m.json", "toy", {"seconds": [1.5, 2.0]}, started=started,
+                             notes="caveat")
+    rec = read_measurement(path)
+    assert rec["numbers"] == {"seconds": [1.5, 2.0]} and rec["notes"] == "caveat"
+    assert rec["commit_is"] == "measured" and rec["date"] == started["date"]
+    assert set(rec["load"]) == {"before", "after"} and len(rec["load"]["before"]) == 3
+    assert "logical CPUs" in rec["machine"] and "pytest" in rec["command"]
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_measurement_file_missing_a_field_is_named(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": "sapiens2-bench/measurement-1", "name": "x"}))
+    with pytest.raises(MeasurementError, match=r"bad\.json: missing field\(s\) command, commit"):
+        read_measurement(bad)
+    bad.write_text("[1, 2]")
+    with pytest.raises(MeasurementError, match="one JSON object"):
+        read_measurement(bad)
+
+
+@pytest.mark.parametrize("doc", MARKDOWN, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_lead_to_existing_files(doc):
+    text = doc.read_text(encoding="utf-8")
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        if not (doc.parent / target.split("#")[0]).exists():
+            broken.append(target)
+    assert broken == []
+
+
+def test_reference_docs_hold_no_dated_measurement():
+    dated = re.compile(r"20\d\d-\d\d-\d\d|\bload (about )?\d")
+    hits = [f"{p.name}:{i}" for p in sorted((ROOT / "docs").glob("*.md"))
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if dated.search(line)]
+    assert hits == [], "dated measurements belong in benchmarks/results/ (docs link to them)"
