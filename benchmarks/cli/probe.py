@@ -54,7 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(the flag `run` uses too; NAME=PATH with NAME the --backbone is accepted)",
     )
     p.add_argument("--checkpoint", default=None, metavar="PATH", help="deprecated alias of --weights")
-    p.add_argument("--tasks", default=",".join(task_names()), help="comma-separated tasks")
+    p.add_argument("--tasks", default=None,
+                   help="comma-separated tasks (default: every task whose ground truth the data has; "
+                   "the command names the ones it skips)")
     p.add_argument("--data", default=None, help="dataset folder (default: the embedded synthetic split)")
     p.add_argument("--out", default="results/probe", help="output folder")
     p.add_argument("--seeds", default="0", help="comma-separated decoder seeds")
@@ -110,6 +112,42 @@ def _weights(args) -> str | None:
     return path
 
 
+def data_tasks(data, protocol) -> tuple[list[str], list[str]]:
+    """(tasks the data folder has ground truth for, tasks it has none for), in task-table order.
+
+    A folder holding ``train``/``test`` split folders counts a task when both splits have it; a folder
+    that is one split (no sub-folders) counts its own tasks. A folder of neither layout is left to the
+    probe, which names what is missing: every task is returned.
+    """
+    from pathlib import Path
+
+    from sapiens2.datasets import available_tasks
+
+    root = Path(data)
+    if (root / "split.json").is_file():
+        folders = [root]
+    else:
+        folders = [root / s for s in (protocol.train_split, protocol.test_split)]
+        if not all((f / "split.json").is_file() for f in folders):
+            return list(task_names()), []
+    have = set.intersection(*(set(available_tasks(f)) for f in folders))
+    return [t for t in task_names() if t in have], [t for t in task_names() if t not in have]
+
+
+def _tasks(args, data, protocol, say: bool = True) -> str:
+    """``--tasks``, or the tasks the data has (saying which were skipped, and why, when ``say``)."""
+    if args.tasks:
+        return args.tasks
+    tasks, skipped = data_tasks(data, protocol)
+    if not tasks:
+        raise ValueError(f"--data {data}: no ground truth of any task ({', '.join(task_names())}); "
+                         "see sapiens2/datasets/README.md for the split layout")
+    if skipped and say:
+        print(f"probe: tasks {','.join(tasks)} (the data's; skipped, no ground truth in {data}: "
+              f"{','.join(skipped)}; --tasks chooses)", file=sys.stderr)
+    return ",".join(tasks)
+
+
 def list_backbones() -> str:
     """The ``--list-backbones`` table: name, family, parameters ("-": no weights) and weights."""
     from benchmarks.probe.backbones import backbone_table, format_params
@@ -151,9 +189,10 @@ def run(args) -> int:
     seeds = seed_list(str(args.seeds))  # before any work
     with dist_utils.process_group(args.device):
         data = args.data or default_data_dir(protocol, quick=args.quick)
+        tasks = _tasks(args, data, protocol, say=dist_utils.is_main())
         paths = run_probe(
             args.backbone,
-            args.tasks,
+            tasks,
             data,
             args.out,
             seeds=seeds,
