@@ -23,8 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "probe",
         help="probe a frozen backbone on the five dense tasks",
-        description="Fit a closed-form linear probe per task on frozen features (protocol v5: a per-pixel "
-        "train prior plus ridge, streamed batch by batch so memory does not grow with the images; the "
+        description="Fit a closed-form linear probe per task on frozen features (a per-pixel train "
+        "prior plus ridge, streamed batch by batch so memory does not grow with the images; the "
         "trained decoder body is the body_protocol() variant, via --protocol, its train split spilled to "
         "disk and read back by batch) and evaluate it on the test "
         "split with 95% bootstrap intervals; one result record per (backbone, task, seed) plus mean +- "

@@ -3,7 +3,7 @@
 With no arguments: render (or reuse) the default synthetic split (384 scenes), probe the default
 backbones (the shipped pretrained sapiens2_cpu_small and its MAE-only variant beside their
 random-init twin, dinov2_small, pixels and the ground-truth oracle) on all five tasks under the
-default probing protocol (v5: the linear read-out, floor nested), write one result record per (backbone,
+default probing protocol (the linear read-out with the floor nested), write one result record per (backbone,
 task, seed) with 95% bootstrap intervals, build the leaderboard (Markdown + self-contained HTML,
 with the paper's numbers marked reported), print the headline table (value [low, high] n=N per task)
 and where the report is. Every backbone X whose random-init twin ``X-random`` (or, for a shipped

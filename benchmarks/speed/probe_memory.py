@@ -3,7 +3,7 @@
 Each configuration (path x backbone x input size x scenes) runs in its own subprocess, so its peak
 RSS is its own (``os.wait4``'s ``ru_maxrss``); wall and CPU time are measured there too. Paths:
 ``stream`` is ``run_probe`` (the streamed spine: a batch of scenes at a time), ``memory`` is
-``run_probe(streamed=False)`` (whole splits in memory: v5's first path, the reference), ``forward``
+``run_probe(streamed=False)`` (whole splits in memory: the reference path), ``forward``
 is the bare backbone forward over the very images the probe reads (the scenes and the pose crops of
 both splits, read beforehand and not timed): the physical limit the probe's cost is measured
 against. Each runs the default protocol (the closed-form linear read-out) at the given input size,
