@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import shlex
-import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +29,6 @@ from typing import Any
 
 SCHEMA = "sapiens2-bench/measurement-1"
 REQUIRED_FIELDS = ("schema", "name", "command", "commit", "machine", "date", "load", "numbers")
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class MeasurementError(ValueError):
@@ -51,33 +49,22 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_description() -> str:
-    """The machine in one line: CPU model, logical CPUs, OS, Python and torch when loaded."""
-    parts = [
-        _cpu_model(),
-        f"{os.cpu_count()} logical CPUs",
-        f"{platform.system()} {platform.release()}",
-        f"Python {platform.python_version()}",
-    ]
+def machine_description(prov: dict) -> str:
+    """The machine in one line: CPU model, logical CPUs, platform, Python, torch (and its GPU, if any)."""
+    parts = [_cpu_model(), f"{os.cpu_count()} logical CPUs", prov["platform"], f"Python {prov['python']}",
+             f"torch {prov['torch_version']}"]
     torch = sys.modules.get("torch")
-    if torch is not None:
-        parts.append(f"torch {torch.__version__}")
-        if torch.cuda.is_available():
-            parts.append(torch.cuda.get_device_name(0))
+    if torch is not None and torch.cuda.is_available():
+        parts.append(torch.cuda.get_device_name(0))
     return ", ".join(parts)
 
 
-def git_commit(root: Path = _REPO_ROOT) -> str:
-    """The short commit hash of ``root``, with ``-dirty`` when tracked files changed; ``unknown``
-    outside a git checkout (an installed package)."""
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+def commit_of(prov: dict) -> str:
+    """The commit of the measured code from :func:`sapiens2.records.provenance.provenance`: 12 hex
+    digits, ``-dirty`` when tracked files had changes, ``unknown`` outside a git checkout."""
+    if not prov["git_commit"]:
         return "unknown"
-    return head + ("-dirty" if dirty else "")
+    return prov["git_commit"][:12] + ("-dirty" if prov["git_dirty"] else "")
 
 
 def start_measurement() -> dict:
@@ -98,14 +85,17 @@ def write_measurement(path, name: str, numbers: Any, *, started: dict | None = N
         notes: caveats worth keeping with the numbers.
         command: the command line (default: this process's ``sys.argv``).
     """
+    from sapiens2.records.provenance import provenance
+
     started = started or start_measurement()
+    prov = provenance()
     record = {
         "schema": SCHEMA,
         "name": name,
-        "command": command or shlex.join([Path(sys.executable).name, *sys.argv]),
-        "commit": git_commit(),
+        "command": command or shlex.join([Path(sys.executable).name, *prov["command"]]),
+        "commit": commit_of(prov),
         "commit_is": "measured",
-        "machine": machine_description(),
+        "machine": machine_description(prov),
         "date": started["date"],
         "load": {"before": started["load_before"], "after": _load_average()},
         "numbers": numbers,
