@@ -116,3 +116,57 @@ def test_reference_docs_hold_no_dated_measurement():
     hits = [f"{p.name}:{i}" for p in sorted((ROOT / "docs").glob("*.md"))
             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if dated.search(line)]
     assert hits == [], "dated measurements belong in benchmarks/results/ (docs link to them)"
+
+
+def _knob_table_rows() -> list[list[str]]:
+    text = (ROOT / "docs" / "probing.md").read_text(encoding="utf-8")
+    section = text.split("## The protocol (", 1)[1].split("\n### ", 1)[0]
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("|") and not line.startswith("|---")][1:]
+
+
+def test_probing_knob_table_defaults_are_the_code_defaults():
+    """Every `field=value` in the default column (but "with `field=...`", an alternative), and every
+    `tasks.<task>.<knob>` (value), is the default protocol's."""
+    import ast
+    import dataclasses
+
+    from benchmarks.probe.protocol import default_protocol
+
+    proto = default_protocol()
+    fields = {f.name for f in dataclasses.fields(proto)}
+
+    def same(doc_value, code_value):
+        doc = ast.literal_eval(doc_value)
+        return (list(doc) if isinstance(doc, tuple) else doc) == (
+            list(code_value) if isinstance(code_value, tuple) else code_value)
+
+    checked = []
+    for row in _knob_table_rows():
+        for m in re.finditer(r"`(\w+)=([^`]+)`", row[1]):
+            name, value = m.groups()
+            if name in fields and not row[1][:m.start()].endswith("with "):  # "with x=...": an alternative
+                assert same(value, getattr(proto, name)), (row[0], name, value, getattr(proto, name))
+                checked.append(name)
+        for task, knob, value in re.findall(r"`tasks\.(\w+)\.(\w+)` \(([^)]+)\)", " ".join(row)):
+            assert same(value, getattr(proto.tasks[task], knob)), (task, knob, value)
+            checked.append(f"{task}.{knob}")
+    assert len(checked) >= 8, checked
+
+
+def test_readme_extras_table_lists_exactly_the_declared_extras():
+    import tomllib
+
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("| extra | installs | needed for |", 1)[1].split("\n\n", 1)[0]
+    assert set(re.findall(r"^\| `([\w-]+)` \|", section, flags=re.MULTILINE)) == extras
+
+
+def test_leaderboard_doc_lists_exactly_the_reproducible_tables():
+    from benchmarks.cli.reproduce import TABLES
+
+    rows = [line for line in (ROOT / "docs" / "leaderboard.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| `table")]
+    listed = sorted(t for line in rows for t in re.findall(r"`(table\d)`", line.split(" | ")[0]))
+    assert listed == list(TABLES)
