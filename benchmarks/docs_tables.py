@@ -52,10 +52,22 @@ def results_index_table() -> str:
     return "\n".join(lines)
 
 
+def main_job_backbones() -> str:
+    """The main job's default backbones and those of ``--quick``."""
+    from benchmarks.mainjob import DEFAULT_BACKBONES, QUICK_BACKBONES
+
+    def names(backbones):
+        return ", ".join(f"`{b}`" for b in backbones)
+
+    return (f"- `sapiens2-bench run`: {names(DEFAULT_BACKBONES)}\n"
+            f"- `sapiens2-bench run --quick`: {names(QUICK_BACKBONES)}")
+
+
 # block name -> (file holding it, the function that makes its content)
 BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "protocol-ids": (ROOT / "docs" / "probing.md", protocol_ids_table),
     "results-index": (RESULTS_DIR / "README.md", results_index_table),
+    "main-job-backbones": (ROOT / "docs" / "leaderboard.md", main_job_backbones),
 }
 
 
