@@ -9,8 +9,7 @@ import shutil
 import pytest
 
 from benchmarks.cli.main import main
-from benchmarks.cli.probe import data_tasks
-from benchmarks.probe.protocol import quick_protocol
+from sapiens2.datasets import data_tasks
 from sapiens2.tasks import task_names
 
 
@@ -43,10 +42,9 @@ def test_probe_defaults_to_the_tasks_the_data_has(synth, tmp_path, capsys):
 def test_train_and_test_folders_count_a_task_only_when_both_have_it(synth, tmp_path):
     _keep_only(synth, {"seg", "normal", "albedo"}, tmp_path / "d" / "train")
     _keep_only(synth, {"seg", "albedo", "pose"}, tmp_path / "d" / "test")
-    have, skipped = data_tasks(tmp_path / "d", quick_protocol())
-    assert have == [t for t in task_names() if t in ("seg", "albedo")]
-    assert skipped == [t for t in task_names() if t not in ("seg", "albedo")]
-    assert data_tasks(synth, quick_protocol()) == (list(task_names()), [])
+    assert data_tasks(tmp_path / "d") == [t for t in task_names() if t in ("seg", "albedo")]
+    assert data_tasks(synth) == list(task_names())
+    assert data_tasks(tmp_path) is None  # neither layout: the readers say what is missing
 
 
 def test_data_without_any_task_is_an_error_naming_the_folder(synth, tmp_path, capsys):
@@ -54,3 +52,12 @@ def test_data_without_any_task_is_an_error_naming_the_folder(synth, tmp_path, ca
     code = main(["probe", "--backbone", "pixels", "--data", str(data), "--quick", "--out", str(tmp_path)])
     assert code == 1
     assert f"--data {data}: no ground truth of any task" in capsys.readouterr().err
+
+
+def test_run_with_data_defaults_to_its_tasks_too(synth, tmp_path, capsys):
+    data = _keep_only(synth, {"seg"}, tmp_path / "seg_only")
+    out = tmp_path / "o"
+    assert main(["run", "--quick", "--data", str(data), "--backbones", "floor,pixels", "--no-mediapipe",
+                 "--no-paper", "--out", str(out)]) == 0
+    assert f"run: tasks seg (the data's; skipped, no ground truth in {data}" in capsys.readouterr().err
+    assert {p.parent.name for p in (out / "results").rglob("seed0.json")} == {"seg"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmarks.mainjob import default_data_dir
+from benchmarks.mainjob import default_data_dir, tasks_of_data
 from sapiens2.tasks import task_names
 
 
@@ -112,40 +112,15 @@ def _weights(args) -> str | None:
     return path
 
 
-def data_tasks(data, protocol) -> tuple[list[str], list[str]]:
-    """(tasks the data folder has ground truth for, tasks it has none for), in task-table order.
-
-    A folder holding ``train``/``test`` split folders counts a task when both splits have it; a folder
-    that is one split (no sub-folders) counts its own tasks. A folder of neither layout is left to the
-    probe, which names what is missing: every task is returned.
-    """
-    from pathlib import Path
-
-    from sapiens2.datasets import available_tasks
-
-    root = Path(data)
-    if (root / "split.json").is_file():
-        folders = [root]
-    else:
-        folders = [root / s for s in (protocol.train_split, protocol.test_split)]
-        if not all((f / "split.json").is_file() for f in folders):
-            return list(task_names()), []
-    have = set.intersection(*(set(available_tasks(f)) for f in folders))
-    return [t for t in task_names() if t in have], [t for t in task_names() if t not in have]
-
-
 def _tasks(args, data, protocol, say: bool = True) -> str:
     """``--tasks``, or the tasks the data has (saying which were skipped, and why, when ``say``)."""
     if args.tasks:
         return args.tasks
-    tasks, skipped = data_tasks(data, protocol)
-    if not tasks:
-        raise ValueError(f"--data {data}: no ground truth of any task ({', '.join(task_names())}); "
-                         "see sapiens2/datasets/README.md for the split layout")
+    tasks, skipped = tasks_of_data(data, protocol)
     if skipped and say:
-        print(f"probe: tasks {','.join(tasks)} (the data's; skipped, no ground truth in {data}: "
-              f"{','.join(skipped)}; --tasks chooses)", file=sys.stderr)
-    return ",".join(tasks)
+        print(f"probe: tasks {tasks} (the data's; skipped, no ground truth in {data}: {','.join(skipped)}; "
+              "--tasks chooses)", file=sys.stderr)
+    return tasks
 
 
 def list_backbones() -> str:

@@ -22,6 +22,7 @@ takes ``--weights PATH``). Weight-free backbones (``pixels``) are labelled as su
 from __future__ import annotations
 
 import argparse
+import sys
 
 from benchmarks.mainjob import DEFAULT_BACKBONES, QUICK_BACKBONES, TASKS
 
@@ -34,7 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backbones", default=None,
                    help=f"comma-separated backbones (default {','.join(DEFAULT_BACKBONES)}; "
                         f"--quick: {','.join(QUICK_BACKBONES)})")
-    p.add_argument("--tasks", default=TASKS, help="comma-separated tasks")
+    p.add_argument("--tasks", default=None,
+                   help=f"comma-separated tasks (default {TASKS}; with --data: the tasks whose ground "
+                        "truth it has, naming the skipped ones)")
     p.add_argument("--seeds", default="0", help="comma-separated decoder seeds")
     p.add_argument("--data", default=None, help="dataset folder (default: the embedded synthetic split)")
     p.add_argument("--weights", action="append", default=[], metavar="NAME=PATH",
@@ -86,7 +89,16 @@ def run(args: argparse.Namespace) -> int:
     seeds = seed_list(str(args.seeds))  # before any work: names --seeds, refuses repeats
     default = QUICK_BACKBONES if args.quick else DEFAULT_BACKBONES
     names = [b.strip() for b in args.backbones.split(",") if b.strip()] if args.backbones else list(default)
-    job = run_main_job(args.out, quick=args.quick, backbones=names, tasks=args.tasks, seeds=seeds,
+    tasks = args.tasks or TASKS
+    if args.tasks is None and args.data is not None:
+        from benchmarks.mainjob import tasks_of_data
+        from benchmarks.probe.protocol import default_protocol, quick_protocol
+
+        tasks, skipped = tasks_of_data(args.data, quick_protocol() if args.quick else default_protocol())
+        if skipped:
+            print(f"run: tasks {tasks} (the data's; skipped, no ground truth in {args.data}: "
+                  f"{','.join(skipped)}; --tasks chooses)", file=sys.stderr)
+    job = run_main_job(args.out, quick=args.quick, backbones=names, tasks=tasks, seeds=seeds,
                        data=args.data, weights=parse_weights(args.weights), include=args.include,
                        compare=parse_compare(args.compare, names), include_paper=not args.no_paper,
                        mediapipe=not args.no_mediapipe, device=args.device,
