@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "adding_a_backbone.md"
 
@@ -38,6 +40,7 @@ def _commands(prefix: str) -> list[list[str]]:
     return [shlex.split(line)[1:] for line in lines if line.startswith(prefix)]
 
 
+@pytest.mark.slow  # two main jobs and two probes, each in a fresh process
 def test_the_walkthrough_runs_as_written(tmp_path):
     from sapiens2.datasets.synth import ensure_default_split
     from sapiens2.records.results import read_record
