@@ -170,3 +170,19 @@ def test_leaderboard_doc_lists_exactly_the_reproducible_tables():
             if line.startswith("| `table")]
     listed = sorted(t for line in rows for t in re.findall(r"`(table\d)`", line.split(" | ")[0]))
     assert listed == list(TABLES)
+
+
+def test_probing_backbone_table_names_backbones_the_probe_knows():
+    from benchmarks.probe.backbones import backbone_table
+
+    known = {r["name"] for r in backbone_table()}
+    text = (ROOT / "docs" / "probing.md").read_text(encoding="utf-8")
+    section = text.split("\n## Backbones\n", 1)[1].split("\n## ", 1)[0]
+    first_cells = [line.split("|")[1] for line in section.splitlines()
+                   if line.startswith("| `") and not line.startswith("| `package")]
+    names = []
+    for cell in first_cells:
+        found = re.findall(r"`([\w.-]+)`", cell)
+        plain = [n for n in found if not n.startswith("_")]
+        names += plain + [n + s for s in found if s.startswith("_") for n in plain]  # "(+ `_tiny`)"
+    assert len(names) >= 10 and [n for n in names if n not in known] == []
