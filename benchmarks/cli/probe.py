@@ -116,10 +116,9 @@ def _tasks(args, data, protocol, say: bool = True) -> str:
     """``--tasks``, or the tasks the data has (saying which were skipped, and why, when ``say``)."""
     if args.tasks:
         return args.tasks
-    tasks, skipped = tasks_of_data(data, protocol)
-    if skipped and say:
-        print(f"probe: tasks {tasks} (the data's; skipped, no ground truth in {data}: {','.join(skipped)}; "
-              "--tasks chooses)", file=sys.stderr)
+    tasks, note = tasks_of_data(data, protocol)
+    if note and say:
+        print(f"probe: {note}", file=sys.stderr)
     return tasks
 
 

@@ -94,10 +94,9 @@ def run(args: argparse.Namespace) -> int:
         from benchmarks.mainjob import tasks_of_data
         from benchmarks.probe.protocol import default_protocol, quick_protocol
 
-        tasks, skipped = tasks_of_data(args.data, quick_protocol() if args.quick else default_protocol())
-        if skipped:
-            print(f"run: tasks {tasks} (the data's; skipped, no ground truth in {args.data}: "
-                  f"{','.join(skipped)}; --tasks chooses)", file=sys.stderr)
+        tasks, note = tasks_of_data(args.data, quick_protocol() if args.quick else default_protocol())
+        if note:
+            print(f"run: {note}", file=sys.stderr)
     job = run_main_job(args.out, quick=args.quick, backbones=names, tasks=tasks, seeds=seeds,
                        data=args.data, weights=parse_weights(args.weights), include=args.include,
                        compare=parse_compare(args.compare, names), include_paper=not args.no_paper,
