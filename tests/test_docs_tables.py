@@ -186,3 +186,32 @@ def test_probing_backbone_table_names_backbones_the_probe_knows():
         plain = [n for n in found if not n.startswith("_")]
         names += plain + [n + s for s in found if s.startswith("_") for n in plain]  # "(+ `_tiny`)"
     assert len(names) >= 10 and [n for n in names if n not in known] == []
+
+
+def _expand_braces(key: str) -> list[str]:
+    m = re.search(r"\{([^}]*)\}", key)
+    if m is None:
+        return [key]
+    head, tail = key[:m.start()], key[m.end():]
+    return [k for part in m.group(1).split(",") for k in _expand_braces(head + part + tail)]
+
+
+def test_evaluator_metric_table_lists_metrics_the_evaluators_compute():
+    """Every key of docs/evaluators.md's metric table (its first `...` list per task, braces expanded,
+    `*` patterns aside) is a metric the task's default evaluator declares."""
+    from evaluators.registry import build_evaluator
+
+    text = (ROOT / "docs" / "evaluators.md").read_text(encoding="utf-8")
+    section = text.split("## Metric definitions", 1)[1].split("\n\n", 1)[0]
+    checked = 0
+    for line in section.splitlines()[3:]:
+        task, keys = (c.strip() for c in line.strip("|").split("|")[:2])
+        declared = {d.key for d in build_evaluator(task).declared_metrics()}
+        listed = re.search(r"`([^`]+)`", keys).group(1).split()  # the first group: the key list
+        for key in listed:
+            if "*" in key:
+                continue
+            for k in _expand_braces(key):
+                assert k in declared, (task, k)
+                checked += 1
+    assert checked >= 30
