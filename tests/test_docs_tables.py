@@ -113,7 +113,7 @@ def test_relative_links_lead_to_existing_files(doc):
 
 def test_reference_docs_hold_no_dated_measurement():
     dated = re.compile(r"20\d\d-\d\d-\d\d|\bload (about )?\d")
-    hits = [f"{p.name}:{i}" for p in sorted((ROOT / "docs").glob("*.md"))
+    hits = [f"{p.name}:{i}" for p in sorted((ROOT / "docs").rglob("*.md"))
             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if dated.search(line)]
     assert hits == [], "dated measurements belong in benchmarks/results/ (docs link to them)"
 
