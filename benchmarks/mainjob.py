@@ -42,6 +42,28 @@ def default_data_dir(protocol, quick: bool = False) -> str:
     return str(ensure_default_split("probe", n, tuple(protocol.input_size), 0))
 
 
+def tasks_of_data(data, protocol) -> tuple[str, str | None]:
+    """(the tasks whose ground truth ``data`` has, comma-separated; a note naming the skipped ones, or
+    None when none was skipped). A folder of neither split layout gives every task (the readers then
+    name what is missing).
+
+    Raises:
+        ValueError: the folder has ground truth of no task.
+    """
+    from sapiens2.datasets import data_tasks
+
+    tasks = data_tasks(data, (protocol.train_split, protocol.test_split))
+    if tasks is None:
+        return ",".join(task_names()), None
+    if not tasks:
+        raise ValueError(f"--data {data}: no ground truth of any task ({', '.join(task_names())}); "
+                         "see sapiens2/datasets/README.md for the split layout")
+    skipped = [t for t in task_names() if t not in tasks]
+    note = (f"tasks {','.join(tasks)} (the data's; skipped, no ground truth in {data}: {','.join(skipped)}; "
+            "--tasks chooses)")
+    return ",".join(tasks), note if skipped else None
+
+
 def parse_weights(items: Iterable[str]) -> dict[str, str]:
     """``NAME=PATH`` items as ``{backbone name: weights path}``.
 

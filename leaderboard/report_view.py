@@ -196,8 +196,8 @@ def breakdown_view(table_id: str, title: str, table: pd.DataFrame, figure=None) 
 RANDOM_FIRST = (
     "A random-init row ranks first here ({where}). That is no sign that pretraining hurts: under a linear "
     "read-out a random network with more feature channels, a finer token grid or more local features can "
-    "beat a small pretrained one (a random-features regression; docs/probing.md, \"Why a random wide "
-    "network can beat a small pretrained one under a linear read-out\": on the main job's split a random "
+    "beat a small pretrained one (a random-features regression; docs/design/random_features.md"
+    ": on the main job's split a random "
     "dinov2_small, 4x384 channels on 19x14 tokens, beats the shipped sapiens2_cpu_small, 4x192 channels on "
     "16x12 tokens, on seg, normal and albedo, and a random 2-layer conv net with as many features on the "
     "same grid beats it on seg, normal and pointmap). Compare a backbone with the floor and with its own "

@@ -1,4 +1,4 @@
-"""The random conv net plug-in of docs/probing.md ("Why a random wide network can beat ..."): it builds
+"""The random conv net plug-in of docs/design/random_features.md: it builds
 through the probe's backbone spec, extracts features of the declared shape, and its stated receptive
 field is the one the convolutions have."""
 

@@ -44,6 +44,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write the table's data here")
     ap.add_argument("--feature-cache", default=None, help="on-disk feature cache (reruns skip the backbone)")
     args = ap.parse_args(argv)
+    from benchmarks.results import start_measurement, write_measurement
+
+    started = start_measurement()
     protocol = default_protocol()
     if args.protocol:
         with open(args.protocol) as f:
@@ -81,8 +84,8 @@ def main(argv=None) -> int:
                   f"R2={'-' if r2 is None else f'{r2:.3f}'}")
             rows.append(row)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        write_measurement(args.json, "probe headline of each backbone against the floor (paired)", rows,
+                          started=started)
     return 0
 
 

@@ -8,7 +8,7 @@ are separate knobs: ``width`` (feature channels), ``strides`` (their product is 
 grid) and ``kernels`` (receptive field ``k1 + (k2 - 1) s1`` pixels). One layer is tapped (the last).
 
 It is a ``package.module:ClassName`` plug-in (not registered, so importing it changes no registry),
-used in docs/probing.md, "Why a random wide network can beat a small pretrained one":
+used in docs/design/random_features.md (why a random wide network can beat a small pretrained one):
 
 Example:
     sapiens2-bench probe --backbone '{"type": "benchmarks.analysis.random_convnet:RandomConvNet",

@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 
-from benchmarks.mainjob import default_data_dir
+from benchmarks.mainjob import default_data_dir, tasks_of_data
 from sapiens2.tasks import task_names
 
 
@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "probe",
         help="probe a frozen backbone on the five dense tasks",
-        description="Fit a closed-form linear probe per task on frozen features (protocol v5: a per-pixel "
-        "train prior plus ridge, streamed batch by batch so memory does not grow with the images; the "
+        description="Fit a closed-form linear probe per task on frozen features (a per-pixel train "
+        "prior plus ridge, streamed batch by batch so memory does not grow with the images; the "
         "trained decoder body is the body_protocol() variant, via --protocol, its train split spilled to "
         "disk and read back by batch) and evaluate it on the test "
         "split with 95% bootstrap intervals; one result record per (backbone, task, seed) plus mean +- "
@@ -47,7 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(the flag `run` uses too; NAME=PATH with NAME the --backbone is accepted)",
     )
     p.add_argument("--checkpoint", default=None, metavar="PATH", help="deprecated alias of --weights")
-    p.add_argument("--tasks", default=",".join(task_names()), help="comma-separated tasks")
+    p.add_argument("--tasks", default=None,
+                   help="comma-separated tasks (default: every task whose ground truth the data has; "
+                   "the command names the ones it skips)")
     p.add_argument("--data", default=None, help="dataset folder (default: the embedded synthetic split)")
     p.add_argument("--out", default="results/probe", help="output folder")
     p.add_argument("--seeds", default="0", help="comma-separated decoder seeds")
@@ -106,6 +108,16 @@ def _weights(args) -> str | None:
     return path
 
 
+def _tasks(args, data, protocol, say: bool = True) -> str:
+    """``--tasks``, or the tasks the data has (saying which were skipped, and why, when ``say``)."""
+    if args.tasks:
+        return args.tasks
+    tasks, note = tasks_of_data(data, protocol)
+    if note and say:
+        print(f"probe: {note}", file=sys.stderr)
+    return tasks
+
+
 def list_backbones() -> str:
     """The ``--list-backbones`` table: name, family, parameters ("-": no weights) and weights."""
     from benchmarks.probe.backbones import backbone_table, format_params
@@ -154,9 +166,10 @@ def run(args) -> int:
         os.environ[TIMEOUT_ENV] = repr(args.loader_timeout)
     with dist_utils.process_group(args.device):
         data = args.data or default_data_dir(protocol, quick=args.quick)
+        tasks = _tasks(args, data, protocol, say=dist_utils.is_main())
         paths = run_probe(
             args.backbone,
-            args.tasks,
+            tasks,
             data,
             args.out,
             seeds=seeds,

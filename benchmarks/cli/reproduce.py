@@ -25,9 +25,24 @@ import json
 TABLES = ("table1", "table2", "table3", "table4", "table5", "table6", "table7")
 
 
+class _TableHelp(argparse.Action):
+    """``--help``: with a table named before it (``reproduce table4 --help``), that table's description."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        table = getattr(namespace, "table", None)
+        if table in TABLES:
+            from benchmarks.reproduce.table_help import table_description
+
+            parser.description = table_description(table)
+        parser.print_help()
+        parser.exit()
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("reproduce", help="reproduce a table of the Sapiens2 paper",
-                       description=__doc__.split("\n\n", 1)[1])
+                       description=__doc__.split("\n\n", 1)[1], add_help=False)
+    p.add_argument("-h", "--help", action=_TableHelp, nargs=0,
+                   help="show this help; after a table name (reproduce table4 --help): that table's")
     p.add_argument("table", choices=TABLES)
     p.add_argument("--checkpoint-root", default=None,
                    help="official checkpoint layout (pretrain/, pose/, seg/, ...)")

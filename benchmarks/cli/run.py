@@ -3,7 +3,7 @@
 With no arguments: render (or reuse) the default synthetic split (384 scenes), probe the default
 backbones (the shipped pretrained sapiens2_cpu_small and its MAE-only variant beside their
 random-init twin, dinov2_small, pixels and the ground-truth oracle) on all five tasks under the
-default probing protocol (v5: the linear read-out, floor nested), write one result record per (backbone,
+default probing protocol (the linear read-out with the floor nested), write one result record per (backbone,
 task, seed) with 95% bootstrap intervals, build the leaderboard (Markdown + self-contained HTML,
 with the paper's numbers marked reported), print the headline table (value [low, high] n=N per task)
 and where the report is. Every backbone X whose random-init twin ``X-random`` (or, for a shipped
@@ -22,6 +22,7 @@ takes ``--weights PATH``). Weight-free backbones (``pixels``) are labelled as su
 from __future__ import annotations
 
 import argparse
+import sys
 
 from benchmarks.mainjob import DEFAULT_BACKBONES, QUICK_BACKBONES, TASKS
 
@@ -34,7 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backbones", default=None,
                    help=f"comma-separated backbones (default {','.join(DEFAULT_BACKBONES)}; "
                         f"--quick: {','.join(QUICK_BACKBONES)})")
-    p.add_argument("--tasks", default=TASKS, help="comma-separated tasks")
+    p.add_argument("--tasks", default=None,
+                   help=f"comma-separated tasks (default {TASKS}; with --data: the tasks whose ground "
+                        "truth it has, naming the skipped ones)")
     p.add_argument("--seeds", default="0", help="comma-separated decoder seeds")
     p.add_argument("--data", default=None, help="dataset folder (default: the embedded synthetic split)")
     p.add_argument("--weights", action="append", default=[], metavar="NAME=PATH",
@@ -86,7 +89,15 @@ def run(args: argparse.Namespace) -> int:
     seeds = seed_list(str(args.seeds))  # before any work: names --seeds, refuses repeats
     default = QUICK_BACKBONES if args.quick else DEFAULT_BACKBONES
     names = [b.strip() for b in args.backbones.split(",") if b.strip()] if args.backbones else list(default)
-    job = run_main_job(args.out, quick=args.quick, backbones=names, tasks=args.tasks, seeds=seeds,
+    tasks = args.tasks or TASKS
+    if args.tasks is None and args.data is not None:
+        from benchmarks.mainjob import tasks_of_data
+        from benchmarks.probe.protocol import default_protocol, quick_protocol
+
+        tasks, note = tasks_of_data(args.data, quick_protocol() if args.quick else default_protocol())
+        if note:
+            print(f"run: {note}", file=sys.stderr)
+    job = run_main_job(args.out, quick=args.quick, backbones=names, tasks=tasks, seeds=seeds,
                        data=args.data, weights=parse_weights(args.weights), include=args.include,
                        compare=parse_compare(args.compare, names), include_paper=not args.no_paper,
                        mediapipe=not args.no_mediapipe, device=args.device,

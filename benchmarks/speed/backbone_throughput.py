@@ -103,6 +103,9 @@ def main(argv=None) -> int:
     """Measure and print images/s per arch, size, dtype and variant."""
     from tqdm import tqdm
 
+    from benchmarks.results import start_measurement
+
+    started = start_measurement()
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -140,10 +143,11 @@ def main(argv=None) -> int:
     print(f"device {args.device}, threads {torch.get_num_threads()}, batch {args.batch}, "
           f"{args.iters} timed rounds after {args.warmup} warm-up, variants interleaved per round")
     if args.json:
-        from sapiens2.utils_io import write_json_atomic
+        from benchmarks.results import write_measurement
 
-        write_json_atomic(args.json, {"results": results, "device": args.device, "torch": torch.__version__,
-                                      "threads": torch.get_num_threads()})
+        write_measurement(args.json, "backbone forward throughput per arch, size, dtype and variant",
+                          {"results": results, "device": args.device, "threads": torch.get_num_threads()},
+                          started=started)
     return 0
 
 

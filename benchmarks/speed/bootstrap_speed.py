@@ -82,8 +82,13 @@ def main(argv=None) -> int:
     p.add_argument("--images", type=int, default=200, help="test images per task (default 200)")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--repeats", type=int, default=3, help="timed calls per task (default 3)")
+    p.add_argument("--json", default=None, help="write the timings here (a measurement file)")
     args = p.parse_args(argv)
+    from benchmarks.results import start_measurement, write_measurement
+
+    started = start_measurement()
     torch.set_num_threads(1)
+    rows = []
     print(f"bootstrap_intervals, {args.resamples} resamples, {args.images} images, median of {args.repeats}")
     for task, keys in KEYS.items():
         ev = pose_evaluator(args.images) if task == "pose" else dense_evaluator(task, args.images)
@@ -91,6 +96,12 @@ def main(argv=None) -> int:
         t_comp = timed(ev.compute, args.repeats)
         print(f"  {task:<9} n={ev.num_images:<5} {t_boot * 1000:8.1f} ms   "
               f"(compute(): {t_comp * 1000:7.1f} ms)   keys {keys}")
+        rows.append({"task": task, "images": ev.num_images, "keys": list(keys), "bootstrap_ms": t_boot * 1000,
+                     "compute_ms": t_comp * 1000})
+    if args.json:
+        write_measurement(args.json, "bootstrap intervals: milliseconds per task (one thread)",
+                          {"resamples": args.resamples, "repeats": args.repeats, "tasks": rows},
+                          started=started)
     return 0
 
 

@@ -103,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fce-python", default=None, help="a Python that can import faster_coco_eval")
     ap.add_argument("--json", dest="json_out", help="write the timings to this JSON file")
     args = ap.parse_args(argv)
+    from benchmarks.results import start_measurement, write_measurement
+
+    started = start_measurement()
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     py = sys.executable
     fce_py = args.fce_python or (py if _can_import(py, "faster_coco_eval") else None)
@@ -146,9 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         fx = max(abs(a - b) for a, b in zip(stats["faster-coco-eval"], stats["xtcocotools"]))
         print(f"max |faster-coco-eval - xtcocotools|: {fx:.3g} (the reference is xtcocotools)")
     if args.json_out:
-        Path(args.json_out).write_text(
-            json.dumps({**info, "seconds": med, "max_abs_err": errs}, indent=2) + "\n"
-        )
+        write_measurement(args.json_out, "whole-process COCO keypoint AP: ours against xtcocotools and "
+                          "faster-coco-eval", {**info, "seconds": med, "max_abs_err": errs}, started=started)
     return 0 if errs["xtcocotools"] <= 1e-6 else 1
 
 

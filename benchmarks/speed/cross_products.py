@@ -62,13 +62,16 @@ def _seconds(fn, repeat: int) -> float:
     return (time.perf_counter() - t0) / repeat
 
 
-def _row(name: str, outputs: int, nonzero: float, t_old: float, t_new: float, diff: float) -> str:
-    return (f"{name:8s} {outputs:8d} {nonzero:9.3f} {t_old:8.3f} {t_new:8.3f} {t_old / t_new:6.1f} "
-            f"{diff:11.2e}")
+def _row(name: str, outputs: int, nonzero: float, t_old: float, t_new: float, diff: float) -> dict:
+    """Print one product's line; return it as a dict."""
+    print(f"{name:8s} {outputs:8d} {nonzero:9.3f} {t_old:8.3f} {t_new:8.3f} {t_old / t_new:6.1f} "
+          f"{diff:11.2e}")
+    return {"product": name, "outputs": outputs, "non_zero": nonzero, "old_s": t_old, "new_s": t_new,
+            "max_abs_diff": diff}
 
 
-def compare(x: torch.Tensor, tgts: dict, repeat: int) -> None:
-    """Print the Gram's and each target's row for the rows ``x``."""
+def compare(x: torch.Tensor, tgts: dict, repeat: int) -> list[dict]:
+    """Print (and return) the Gram's and each target's row for the rows ``x``."""
     c = x.shape[1]
     full, syrk = (torch.zeros(c, c, dtype=torch.float64) for _ in range(2))
     t_full = _seconds(lambda: full.__iadd__(x.T @ x), repeat)
@@ -77,7 +80,7 @@ def compare(x: torch.Tensor, tgts: dict, repeat: int) -> None:
     ref, got = x64.T @ x64, torch.zeros_like(full)
     add_gram(got, x)
     symmetrize_(got)
-    print(_row(f"gram {c}", c, 1.0, t_full, t_syrk, (got - ref).abs().max().item()))
+    rows = [_row(f"gram {c}", c, 1.0, t_full, t_syrk, (got - ref).abs().max().item())]
     for name, (y, block) in tgts.items():
         y = y.to(x.dtype)
         acc = torch.zeros(c, y.shape[1], dtype=torch.float64)
@@ -86,7 +89,8 @@ def compare(x: torch.Tensor, tgts: dict, repeat: int) -> None:
         ref, got = x64.T @ y.double(), torch.zeros_like(acc)
         add_cross(got, x, y, block)
         nz = y.reshape(len(y), -1, block).ne(0).any(-1).double().mean().item()
-        print(_row(name, y.shape[1], nz, t_dense, t_block, (got - ref).abs().max().item()))
+        rows.append(_row(name, y.shape[1], nz, t_dense, t_block, (got - ref).abs().max().item()))
+    return rows
 
 
 def main() -> None:
@@ -94,7 +98,11 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="the main job's shape (8 images, 256x192)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="of the products")
+    ap.add_argument("--json", default=None, help="write the timings here (a measurement file)")
     args = ap.parse_args()
+    from benchmarks.results import start_measurement, write_measurement
+
+    started = start_measurement()
     gen = torch.Generator().manual_seed(0)
     if args.small:
         parts = [targets(gen, 256, 192) for _ in range(8)]
@@ -107,9 +115,13 @@ def main() -> None:
           f"{torch.get_num_threads()} threads; old: x.T @ x and x.T @ y, added")
     print(f"{'product':8s} {'outputs':>8s} {'non-zero':>9s} {'old s':>8s} {'new s':>8s} {'ratio':>6s} "
           f"{'max |diff|':>11s}")
+    results = []
     for c in widths:
         x = torch.randn(rows, c, generator=gen, dtype=torch.float64)
-        compare(x.to(getattr(torch, args.dtype)), tgts, args.repeat)
+        results.append({"channels": c, "rows": compare(x.to(getattr(torch, args.dtype)), tgts, args.repeat)})
+    if args.json:
+        write_measurement(args.json, f"syrk Gram and block-sparse x^T y, plain products ({args.dtype})",
+                          {"rows_per_batch": rows, "dtype": args.dtype, "widths": results}, started=started)
 
 
 if __name__ == "__main__":

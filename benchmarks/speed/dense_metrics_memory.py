@@ -54,7 +54,12 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--size", default="32x24", help="GT size HxW")
     ap.add_argument("--tasks", default=",".join(task_names(dense=True)))
+    ap.add_argument("--json", default=None, help="write the numbers here (a measurement file)")
     args = ap.parse_args()
+    from benchmarks.results import start_measurement, write_measurement
+
+    started = start_measurement()
+    rows = []
     h, w = (int(v) for v in args.size.split("x"))
     checkpoints = {int(args.n * f) for f in (0.1, 0.25, 0.5, 1.0)}
     print(f"{args.n} samples of {h}x{w}, batch {args.batch}, torch threads {torch.get_num_threads()}")
@@ -70,9 +75,15 @@ def main() -> None:
             done += b
             if any(done >= c > done - b for c in checkpoints):
                 rate = done / (time.perf_counter() - t0)
-                print(f"{task:<9} {done:>8} {rss_mb():>8.1f} {footprint_mb(ev):>13.3f} {rate:>10.0f}")
+                row = {"task": task, "samples": done, "rss_mb": rss_mb(), "evaluator_mb": footprint_mb(ev),
+                       "samples_per_s": rate}
+                rows.append(row)
+                print(f"{task:<9} {done:>8} {row['rss_mb']:>8.1f} {row['evaluator_mb']:>13.3f} {rate:>10.0f}")
         r = ev.compute()
         assert r["num_samples"] == args.n, r["num_samples"]
+    if args.json:
+        write_measurement(args.json, "dense evaluators' memory and rate against the number of samples",
+                          {"size": [h, w], "batch": args.batch, "rows": rows}, started=started)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import time
 
@@ -35,7 +34,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=0,
                    help="extra timed rounds (each runs fp32 then bf16 once) after the measured pass")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", help="append the results (one JSON object per line) to this file")
+    p.add_argument("--json", help="write the results here (a benchmarks.results measurement file)")
     return p.parse_args(argv)
 
 
@@ -147,19 +146,18 @@ def main(argv=None) -> int:
     """Run every task and print one JSON line per task."""
     import matplotlib.cbook as cbook
 
+    from benchmarks.results import start_measurement, write_measurement
     from sapiens2.datasets.io import read_rgb
 
+    started = start_measurement()
     args = parse_args(argv)
     rgb = read_rgb(cbook.get_sample_data("grace_hopper.jpg", asfileobj=False))
-    host = {"machine": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
-            "torch": torch.__version__, "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    results = []
     for task in args.tasks.split(","):
-        res = {**run_task(task, args, rgb), **host}
-        line = json.dumps(res)
-        print(line, flush=True)
-        if args.json:
-            with open(args.json, "a") as f:
-                f.write(line + "\n")
+        results.append({**run_task(task, args, rgb), "threads": torch.get_num_threads()})
+        print(json.dumps(results[-1]), flush=True)
+    if args.json:
+        write_measurement(args.json, "bf16 autocast against float32 per task model", results, started=started)
     return 0
 
 

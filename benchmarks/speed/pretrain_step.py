@@ -67,6 +67,9 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     p.add_argument("--json", default=None, help="write the results here")
     args = p.parse_args(argv)
+    from benchmarks.results import start_measurement, write_measurement
+
+    started = start_measurement()
     if args.threads:
         torch.set_num_threads(args.threads)
     from sapiens2.pretrain.trainer import pretrain
@@ -88,7 +91,8 @@ def main(argv=None) -> None:
             results.append(row)
             print(json.dumps(row))
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+        write_measurement(args.json, "seconds per pretraining step of named configs", results,
+                          started=started)
 
 
 if __name__ == "__main__":

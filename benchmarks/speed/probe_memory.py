@@ -218,6 +218,9 @@ def main() -> None:
         res = run_child(json.loads(args.child))
         Path(args.child_out).write_text(json.dumps(res))
         return
+    from benchmarks.results import start_measurement, write_measurement
+
+    started = start_measurement()
     root = Path(args.data_root or Path(tempfile.gettempdir()) / "probe_memory_data")
     ns = sorted(int(v) for v in args.n.split(","))
     print(f"probe memory: n = {ns}, sizes {args.sizes}, tasks {args.tasks}, protocol {args.protocol}, "
@@ -259,7 +262,8 @@ def main() -> None:
                     )
                     results.append({"config": {k: v for k, v in cfg.items() if k != "data"}, **res})
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        write_measurement(args.json, "probe peak memory, wall and CPU seconds per configuration", results,
+                          started=started)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(f"(this driver: peak RSS {usage.ru_maxrss / 2**20:.2f} GB, rendering included)")
 

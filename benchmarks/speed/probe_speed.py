@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.results import start_measurement, write_measurement
+
 
 def _cpu_s() -> float:
     """CPU seconds (user + system) of this process and its threads so far."""
@@ -76,6 +78,7 @@ def main(argv=None) -> int:
     if args.backbone_dtype:
         protocol = protocol.replace(backbone_dtype=args.backbone_dtype)
     load_start = _load()
+    started = start_measurement()
     t0 = time.perf_counter()
     data = ensure_default_split("probe", args.n, (h, w), 0)
     t_data = time.perf_counter() - t0
@@ -115,7 +118,8 @@ def main(argv=None) -> int:
     }
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+        write_measurement(args.json, "probe wall and CPU seconds per backbone and stage", result,
+                          started=started)
     return 0
 
 

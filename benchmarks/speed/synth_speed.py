@@ -11,8 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.results import start_measurement, write_measurement
 from sapiens2.datasets.synth import generate_split, synth_sample
-from sapiens2.utils_io import write_json_atomic
 
 
 def _render_rate(n: int, hw: tuple[int, int]) -> float:
@@ -37,6 +37,7 @@ def main() -> None:
     p.add_argument("--n-large", type=int, default=4, help="images at 1024x768")
     p.add_argument("--json", default=None, help="write the numbers here")
     args = p.parse_args()
+    started = start_measurement()
     rows = {"render_256x192_1proc": _render_rate(args.n, (256, 192))}
     for w in args.workers:
         rows[f"split_256x192_{w}proc"] = _split_rate(args.n, (256, 192), w)
@@ -44,7 +45,8 @@ def main() -> None:
     for k, v in rows.items():
         print(f"{k:28s} {v:8.0f} images/min")
     if args.json:
-        write_json_atomic(args.json, {"images_per_minute": rows, "n": args.n})
+        write_measurement(args.json, "synthetic rendering rate (images per minute)",
+                          {"images_per_minute": rows, "n": args.n}, started=started)
 
 
 if __name__ == "__main__":

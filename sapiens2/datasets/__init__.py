@@ -7,7 +7,7 @@ from .base import ManifestDataset, collate
 from .dense import AlbedoDataset, NormalDataset, PointmapDataset, SegDataset
 from .io import DatasetError
 from .pose import PoseTopdownDataset, TopdownAffineUDP
-from .split import available_tasks, open_split, split_info
+from .split import available_tasks, data_tasks, open_split, split_info
 
 __all__ = [
     "AlbedoDataset",
@@ -19,6 +19,7 @@ __all__ = [
     "SegDataset",
     "TopdownAffineUDP",
     "available_tasks",
+    "data_tasks",
     "collate",
     "open_split",
     "split_info",

@@ -326,6 +326,7 @@ def import_dataset(
         overwrite: replace an earlier split at ``out``.
     """
     from .import_mpii import read_mpii
+    from .import_parts import PART_LAYOUTS, coco_person_masks, part_folder_manifest
 
     src = Path(src)
     if fmt in PART_LAYOUTS:

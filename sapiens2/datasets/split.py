@@ -32,6 +32,21 @@ def available_tasks(split_dir: str | os.PathLike) -> list[str]:
     return [t for t, m in info["tasks"].items() if (Path(split_dir) / m).is_file()]
 
 
+def data_tasks(root: str | os.PathLike, splits: tuple[str, ...] = ("train", "test")) -> list[str] | None:
+    """Tasks whose ground truth a data folder has, in task-table order; None for a folder of neither
+    layout (the readers then name what is missing).
+
+    ``root`` is one split folder (its own ``split.json``), or holds one split folder per name in
+    ``splits``, and then a task counts when every one of them has it.
+    """
+    root = Path(root)
+    folders = [root] if (root / "split.json").is_file() else [root / s for s in splits]
+    if not all((f / "split.json").is_file() for f in folders):
+        return None
+    have = set.intersection(*(set(available_tasks(f)) for f in folders))
+    return [t for t in task_names() if t in have]
+
+
 def open_split(split_dir: str | os.PathLike, task: str, **kwargs):
     """Build the reader of ``task`` for a split folder.
 
