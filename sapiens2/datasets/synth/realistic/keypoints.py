@@ -1,0 +1,99 @@
+"""The 308 Sapiens2 keypoints of an anny body, read from the table ``sapiens2/data/anny_keypoints308.json``.
+
+Each table entry says how its point is found on a posed body: ``joint`` (a rig bone's head: an
+interior joint centre), ``vertex`` (one mesh vertex: a surface point), ``barycentric`` (a point on one
+triangle), ``vertex_mean`` (the mean of a vertex ring: an interior centre such as the eyeball's) or
+``undefined`` (the mesh cannot define it; the reason is in the table; such a point is unlabelled).
+The table is built by ``scripts/build_anny_keypoint_table.py`` from anatomical rules on anny's rest
+mesh; the rule and the chosen vertices are documented in each entry.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import numpy as np
+
+from sapiens2.reference import DATA_DIR, keypoints308
+
+from .bodies import bone_index, faces
+
+TABLE_NAME = "anny_keypoints308.json"
+RULES = ("joint", "vertex", "barycentric", "vertex_mean", "undefined")
+
+
+@functools.cache
+def keypoint_table() -> list[dict]:
+    """The 308 entries of the table, checked against the keypoints308 vocabulary."""
+    path = DATA_DIR / TABLE_NAME
+    table = json.loads(path.read_text(encoding="utf-8"))
+    entries = table["keypoints"]
+    names = [k["name"] for k in keypoints308()["keypoints"]]
+    if [e["name"] for e in entries] != names:
+        raise ValueError(f"{path}: the keypoint names/order differ from keypoints308 "
+                         f"({len(entries)} entries, expected {len(names)})")
+    index = bone_index()
+    n_vertices = int(faces().max()) + 1
+    for i, e in enumerate(entries):
+        where = f"{path}: keypoint {i} ({e['name']})"
+        if e["rule"] not in RULES:
+            raise ValueError(f"{where} has rule {e['rule']!r}, expected one of {RULES}")
+        if e["rule"] == "joint" and e["bone"] not in index:
+            raise ValueError(f"{where} names bone {e['bone']!r}, absent from anny's rig")
+        for v in e.get("vertices", []):
+            if not 0 <= v < n_vertices:
+                raise ValueError(f"{where} names vertex {v}, outside [0, {n_vertices})")
+    return entries
+
+
+@functools.cache
+def _compiled() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The table as arrays: a (308, V)-free form: joint bone, vertex ids and weights per point."""
+    entries = keypoint_table()
+    n = len(entries)
+    bone = np.full(n, -1, dtype=np.int64)
+    width = max([len(e.get("vertices", [])) for e in entries] + [1])
+    verts = np.zeros((n, width), dtype=np.int64)
+    weights = np.zeros((n, width), dtype=np.float64)
+    defined = np.zeros(n, dtype=bool)
+    surface = np.zeros(n, dtype=bool)
+    index = bone_index()
+    for i, e in enumerate(entries):
+        rule = e["rule"]
+        if rule == "undefined":
+            continue
+        defined[i] = True
+        surface[i] = bool(e["surface"])
+        if rule == "joint":
+            bone[i] = index[e["bone"]]
+            continue
+        ids = e["vertices"]
+        w = e.get("weights") or [1.0 / len(ids)] * len(ids)
+        verts[i, : len(ids)] = ids
+        weights[i, : len(ids)] = w
+    return bone, verts, weights, defined, surface
+
+
+def body_keypoints(vertices: np.ndarray, bone_heads: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The 308 keypoints of one posed body.
+
+    Args:
+        vertices: (V, 3) the posed body vertices (anny's own vertex order).
+        bone_heads: (B, 3) the posed joint centres.
+
+    Returns:
+        (308, 3) positions (zeros where undefined), (308,) defined, (308,) on-surface flags.
+    """
+    bone, verts, weights, defined, surface = _compiled()
+    points = np.einsum("kw,kwd->kd", weights, vertices[verts])
+    is_joint = bone >= 0
+    points[is_joint] = bone_heads[bone[is_joint]]
+    points[~defined] = 0.0
+    return points, defined.copy(), surface.copy()
+
+
+def eye_apex_vertices() -> dict[str, int]:
+    """Side ("L"/"R") -> the corneal-apex vertex the table gives for left_eye/right_eye (the pupil centre)."""
+    by_name = {e["name"]: e for e in keypoint_table()}
+    return {"L": int(by_name["left_eye"]["vertices"][0]), "R": int(by_name["right_eye"]["vertices"][0])}
