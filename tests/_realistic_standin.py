@@ -32,7 +32,7 @@ class StandInPerson:
     name: str = "standin"
 
 
-def ellipsoid(centre, radii, rings: int = 12, segments: int = 16) -> tuple[np.ndarray, np.ndarray]:
+def ellipsoid(centre, radii, rings: int = 24, segments: int = 32) -> tuple[np.ndarray, np.ndarray]:
     """A closed UV ellipsoid with outward winding: vertices (V, 3), faces (F, 3)."""
     verts = [[0.0, 1.0, 0.0]]
     for i in range(1, rings):

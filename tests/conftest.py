@@ -3,7 +3,8 @@
 Skip policy (one rule for the whole suite):
 
 - A test may skip only because an *optional third-party component* is unusable, and only through its
-  marker (``@pytest.mark.hf``, ``xtcocotools``, ``openmmlab``, ``exr``, ``chromium``, ``mediapipe``;
+  marker (``@pytest.mark.hf``, ``xtcocotools``, ``openmmlab``, ``exr``, ``chromium``, ``mediapipe``,
+  ``mitsuba``, ``anny``;
   see :data:`OPTIONAL`). The skip reason names what failed and how to install it; ``-ra`` prints it.
   The one marker of another kind, ``bootstrap``, marks the checks of the environment
   ``scripts/bootstrap.sh`` makes (its exact pins): they skip, with the reason, in any other one.
@@ -124,6 +125,10 @@ OPTIONAL = {
                  "bash scripts/install_chromium.sh (Debian chromium + chromium-driver) and the 'test' extra"),
     "mediapipe": ("the MediaPipe 0.10.21 reference system", _mediapipe_problem,
                   "bash scripts/install_mediapipe.sh"),
+    "mitsuba": ("the Mitsuba 3 renderer of the realistic synthetic generator",
+                lambda: _import_problem("mitsuba", "drjit"), "pip install -e '.[realistic]'"),
+    "anny": ("the anny body model of the realistic synthetic generator", lambda: _import_problem("anny"),
+             "pip install -e '.[realistic]' (then scripts/bootstrap.sh builds its model cache once)"),
     "bootstrap": ("the environment of scripts/bootstrap.sh", _bootstrap_problem,
                   "bash scripts/bootstrap.sh && .venv/bin/python -m pytest"),
 }
