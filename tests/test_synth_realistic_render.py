@@ -262,3 +262,37 @@ def test_realistic_split_reads_and_evaluates(tmp_path):
     pose = open_split(split, "pose", input_size=(96, 128))
     assert len(pose) >= 1 and (pose[0]["visibility"].numpy() == 2).sum() > 5
     assert contact_sheet(split, tmp_path / "sheet.png", n=2, tile_height=64).is_file()
+
+
+@pytest.mark.anny
+def test_anny_people_keypoints_lie_on_their_surfaces_label(mi):
+    """Every visible keypoint of an anny person sees, within 2 pixels, a class of its nearest faces."""
+    from sapiens2.datasets.synth.realistic.people import PeopleSettings, sample_people
+    from sapiens2.datasets.synth.realistic.scene import compose_scene
+
+    hw, checked, hidden = (256, 192), 0, 0
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        people = sample_people(rng, 2, PeopleSettings())
+        scene = compose_scene(rng, hw, people, max_objects=1)
+        r = _render(scene, mi)
+        m, p, K = r["mask"], r["pointmap"].astype(np.float64), r["K"]
+        v, u = np.nonzero(m)
+        np.testing.assert_allclose(K[0, 0] * p[m][:, 0] / p[m][:, 2] + K[0, 2], u, atol=1e-3)
+        for entry in r["people"]:
+            person, kp = people[entry["person"]], entry["keypoints"]
+            centroids = person.vertices[person.faces].mean(1)
+            z = scene.camera.to_camera(person.keypoints)[:, 2]
+            assert (kp[~person.keypoint_defined, 2] == 0).all()
+            for j in np.nonzero(kp[:, 2] > 0)[0]:
+                x, y = int(round(kp[j, 0])), int(round(kp[j, 1]))
+                if kp[j, 2] == 1:  # occluded: some surface at its pixel lies in front of it
+                    assert r["zbuffer"][y, x] < z[j]
+                    hidden += 1
+                    continue
+                d = np.linalg.norm(centroids - person.keypoints[j], axis=1)
+                near = set(person.face_class[d < d.min() + 0.03].tolist())
+                seen = set(r["label"][max(y - 2, 0):y + 3, max(x - 2, 0):x + 3].ravel().tolist())
+                assert near & seen, f"keypoint {j}: nearest classes {near}, labels around it {seen}"
+                checked += 1
+    assert checked >= 30 and hidden >= 1, (checked, hidden)
