@@ -296,3 +296,15 @@ def test_anny_people_keypoints_lie_on_their_surfaces_label(mi):
                 assert near & seen, f"keypoint {j}: nearest classes {near}, labels around it {seen}"
                 checked += 1
     assert checked >= 30 and hidden >= 1, (checked, hidden)
+
+
+def test_fast_shading_irradiance_of_a_uniform_sky_is_pi_times_its_radiance():
+    from sapiens2.datasets.synth.realistic.environment import Environment
+    from sapiens2.datasets.synth.realistic.shading import irradiance_table
+
+    env = Environment("test", np.full((64, 128, 3), 0.7, np.float32))
+    np.testing.assert_allclose(irradiance_table(env), np.pi * 0.7, rtol=0.02)
+    upper = np.zeros((64, 128, 3), np.float32)
+    upper[:32] = 1.0  # sky above the horizon only: an upward normal sees pi, a downward one nothing
+    table = irradiance_table(Environment("test", upper))
+    assert table[0].mean() == pytest.approx(np.pi, rel=0.03) and table[-1].max() < 0.05

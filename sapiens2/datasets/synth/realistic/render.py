@@ -4,8 +4,8 @@ Ground truth: one ray through each pixel centre (Mitsuba's ``stratified`` sample
 jitter, box filter) with the ``aov`` integrator returns albedo, shading normal, position, depth,
 shape and triangle index of the first hit. Shape + triangle index give the 29-class label through
 the mesh's ``face_class``; position and normal go to the camera frame. The image is a second pass
-of the same scene with lights: ``fast`` (direct lighting, few samples) or ``path`` (the path
-tracer, ``spp`` samples). Keypoints are projected with K and depth-tested against the first-hit
+of the same scene with lights: ``fast`` (shaded in NumPy from the ground-truth pass) or ``path`` (the
+path tracer, ``spp`` samples). Keypoints are projected with K and depth-tested against the first-hit
 depth of every surface (occluders included).
 """
 
@@ -21,7 +21,6 @@ SURFACE_MARGIN = 0.03  # metres: a surface keypoint is visible if nothing is thi
 JOINT_MARGIN = 0.02  # metres beyond an interior joint's depth below its nearest skin
 _AOVS = "alb:albedo,nrm:sh_normal,pos:position,dep:depth,shp:shape_index,tri:prim_index"
 _CENTRE_SAMPLER = {"type": "stratified", "sample_count": 1, "jitter": False}
-FAST_SPP = 4
 PATH_MAX_DEPTH = 6
 
 
@@ -33,7 +32,8 @@ def render_ground_truth(scene: RealisticScene, mi) -> dict:
         ``pointmap`` (H x W x 3 float32, camera frame, zero off-person), ``albedo`` (H x W x 3 uint8,
         zero off-person), ``owner`` (H x W int, person index or -1), ``zbuffer`` (H x W float64:
         camera-frame z of the first surface of any kind, inf where no surface), ``mesh_index``
-        (H x W int, index into ``scene.meshes`` or -1).
+        (H x W int, index into ``scene.meshes`` or -1), ``surface_albedo`` and ``surface_normal``
+        (H x W x 3 float64, every surface's albedo and camera-frame normal, zero where none).
     """
     cam = scene.camera
     h, w = cam.hw
@@ -75,6 +75,8 @@ def render_ground_truth(scene: RealisticScene, mi) -> dict:
         "owner": np.where(hit, owner, -1),
         "zbuffer": np.where(hit, p_cam[..., 2], np.inf),
         "mesh_index": mesh_index,
+        "surface_albedo": np.where(hit[..., None], np.clip(alb, 0, 1), 0.0),
+        "surface_normal": np.where(hit[..., None], n_cam, 0.0),
     }
 
 
@@ -88,23 +90,27 @@ def _shape_order(mis) -> np.ndarray:
     return order
 
 
-def render_image(scene: RealisticScene, mi, mode: str = "fast", spp: int = 16, seed: int = 0) -> np.ndarray:
+def render_image(scene: RealisticScene, mi, mode: str = "fast", spp: int = 16, seed: int = 0,
+                 gt: dict | None = None) -> np.ndarray:
     """The lit image (H x W x 3 uint8, sRGB) of the scene.
 
     Args:
         scene: the scene.
         mi: mitsuba with its variant set.
-        mode: ``fast`` (direct lighting with shadows, :data:`FAST_SPP` samples) or ``path`` (path
-            tracing up to :data:`PATH_MAX_DEPTH` bounces with ``spp`` samples per pixel).
+        mode: ``fast`` (shaded from the ground-truth pass: environment irradiance and the lights,
+            no shadows or inter-reflection, :mod:`.shading`) or ``path`` (Mitsuba's path tracer, up
+            to :data:`PATH_MAX_DEPTH` bounces, ``spp`` samples per pixel).
         spp: samples per pixel of ``path``.
-        seed: the sampler seed (the render is deterministic for a seed on one machine).
+        seed: the sampler (and sensor-noise) seed: deterministic for a seed on one machine.
+        gt: the scene's :func:`render_ground_truth` (``fast`` shades it; rendered when None).
     """
     if mode not in MODES:
         raise ValueError(f"unknown render mode {mode!r}; expected one of {', '.join(MODES)}")
     if mode == "fast":
-        integrator, n = {"type": "direct", "emitter_samples": 1, "bsdf_samples": 1}, FAST_SPP
-    else:
-        integrator, n = {"type": "path", "max_depth": PATH_MAX_DEPTH}, int(spp)
+        from .shading import shade_fast
+
+        return tonemap(shade_fast(scene, gt if gt is not None else render_ground_truth(scene, mi), seed))
+    integrator, n = {"type": "path", "max_depth": PATH_MAX_DEPTH}, int(spp)
     sensor = mitsuba_sensor(scene.camera, mi, {"type": "independent", "sample_count": n},
                             {"rfilter": {"type": "gaussian"}})
     mis = mitsuba_scene(scene, mi, sensor, integrator, lights=True)
@@ -151,13 +157,11 @@ def project_keypoints(scene: RealisticScene, gt: dict) -> list[np.ndarray]:
     return out
 
 
-def _nearest_distance(points: np.ndarray, verts: np.ndarray, chunk: int = 64) -> np.ndarray:
-    """Distance from each point to its nearest vertex (chunked: bounded memory)."""
-    out = np.empty(len(points))
-    for s in range(0, len(points), chunk):
-        d = np.linalg.norm(points[s:s + chunk, None, :] - verts[None, :, :], axis=-1)
-        out[s:s + chunk] = d.min(1)
-    return out
+def _nearest_distance(points: np.ndarray, verts: np.ndarray) -> np.ndarray:
+    """Distance from each point to its nearest vertex."""
+    from scipy.spatial import cKDTree
+
+    return cKDTree(verts).query(points)[0]
 
 
 def render_all(scene: RealisticScene, mi, mode: str = "fast", spp: int = 16, seed: int = 0) -> dict:
@@ -168,7 +172,7 @@ def render_all(scene: RealisticScene, mi, mode: str = "fast", spp: int = 16, see
         ``keypoints`` (308 x 3), ``bbox`` xywh, ``area``; people with no visible pixel left out).
     """
     gt = render_ground_truth(scene, mi)
-    gt["image"] = render_image(scene, mi, mode, spp, seed)
+    gt["image"] = render_image(scene, mi, mode, spp, seed, gt)
     gt["K"] = scene.camera.K.copy()
     people = []
     for k, kp in enumerate(project_keypoints(scene, gt)):
