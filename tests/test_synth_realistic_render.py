@@ -308,3 +308,27 @@ def test_fast_shading_irradiance_of_a_uniform_sky_is_pi_times_its_radiance():
     upper[:32] = 1.0  # sky above the horizon only: an upward normal sees pi, a downward one nothing
     table = irradiance_table(Environment("test", upper))
     assert table[0].mean() == pytest.approx(np.pi, rel=0.03) and table[-1].max() < 0.05
+
+
+@pytest.mark.anny
+def test_realistic_sample_is_deterministic_and_a_failed_split_leaves_nothing(tmp_path, monkeypatch):
+    from sapiens2.datasets.synth import generate_split, synth_sample
+    from sapiens2.datasets.synth.realistic import sample as realistic
+
+    a, b = realistic.realistic_sample(4, 1, HW), realistic.realistic_sample(4, 1, HW)
+    procedural = synth_sample(4, 1, HW)
+    assert set(a) == set(procedural) and set(a["people"][0]) == set(procedural["people"][0])
+    for key in ("image", "label", "normal", "pointmap", "albedo", "mask", "K"):
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert not np.array_equal(a["label"], realistic.realistic_sample(4, 2, HW)["label"])
+    original = realistic.realistic_sample
+
+    def fails_on_the_second(seed, index, hw, settings=None):
+        if index == 1:
+            raise RuntimeError("renderer died")
+        return original(seed, index, hw, settings)
+
+    monkeypatch.setattr(realistic, "realistic_sample", fails_on_the_second)
+    with pytest.raises(RuntimeError, match="renderer died"):
+        generate_split(tmp_path / "s", n=3, size=HW, progress=False, generator="realistic")
+    assert list(tmp_path.iterdir()) == [], "no split and no temporary folder is left behind"
