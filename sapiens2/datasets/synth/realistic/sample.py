@@ -99,7 +99,12 @@ def realistic_sample(seed: int, index: int, hw: tuple[int, int] = (256, 192),
     else:
         people = people_fn(rng, n_people)
     scene = compose_scene(rng, tuple(hw), people)
-    mi = load_mitsuba(_threads())
+    threads = _threads()
+    if threads is not None:  # a worker's share of the CPU: anny's torch as well as the renderer
+        import torch
+
+        torch.set_num_threads(threads)
+    mi = load_mitsuba(threads)
     render_seed = int(rng.integers(2**31))
     r = render_all(scene, mi, settings.mode, settings.spp, render_seed)
     return {
