@@ -3,6 +3,7 @@
 Each table entry says how its point is found on a posed body: ``joint`` (a rig bone's head: an
 interior joint centre), ``vertex`` (one mesh vertex: a surface point), ``barycentric`` (a point on one
 triangle), ``vertex_mean`` (the mean of a vertex ring: an interior centre such as the eyeball's) or
+``eye_ring`` (a point of the iris or pupil rim the generator adds to the eyeball, see :mod:`.eyes`) or
 ``undefined`` (the mesh cannot define it; the reason is in the table; such a point is unlabelled).
 The table is built by ``scripts/build_anny_keypoint_table.py`` from anatomical rules on anny's rest
 mesh; the rule and the chosen vertices are documented in each entry.
@@ -17,10 +18,11 @@ import numpy as np
 
 from sapiens2.reference import DATA_DIR, keypoints308
 
-from .bodies import bone_index, faces
+from .bodies import PosedBody, bone_index, faces
+from .eyes import ring_points
 
 TABLE_NAME = "anny_keypoints308.json"
-RULES = ("joint", "vertex", "barycentric", "vertex_mean", "undefined")
+RULES = ("joint", "vertex", "barycentric", "vertex_mean", "eye_ring", "undefined")
 
 
 @functools.cache
@@ -68,6 +70,8 @@ def _compiled() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndar
         if rule == "joint":
             bone[i] = index[e["bone"]]
             continue
+        if rule == "eye_ring":
+            continue
         ids = e["vertices"]
         w = e.get("weights") or [1.0 / len(ids)] * len(ids)
         verts[i, : len(ids)] = ids
@@ -75,25 +79,21 @@ def _compiled() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndar
     return bone, verts, weights, defined, surface
 
 
-def body_keypoints(vertices: np.ndarray, bone_heads: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The 308 keypoints of one posed body.
-
-    Args:
-        vertices: (V, 3) the posed body vertices (anny's own vertex order).
-        bone_heads: (B, 3) the posed joint centres.
+def body_keypoints(body: PosedBody) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The 308 keypoints of one posed body (before its clothes: they do not move keypoints).
 
     Returns:
-        (308, 3) positions (zeros where undefined), (308,) defined, (308,) on-surface flags.
+        (308, 3) world positions (zeros where undefined), (308,) defined, (308,) on-surface flags.
     """
     bone, verts, weights, defined, surface = _compiled()
-    points = np.einsum("kw,kwd->kd", weights, vertices[verts])
+    points = np.einsum("kw,kwd->kd", weights, body.vertices[verts])
     is_joint = bone >= 0
-    points[is_joint] = bone_heads[bone[is_joint]]
+    points[is_joint] = body.bone_heads[bone[is_joint]]
+    for i, e in enumerate(keypoint_table()):
+        if e["rule"] == "eye_ring":
+            angle = 0.0 if e["angle_deg"] is None else e["angle_deg"]
+            fraction = 0.0 if e["angle_deg"] is None else None
+            points[i] = ring_points(body, e["eye"], e["ring"], np.array([angle]), fraction=fraction)[0]
     points[~defined] = 0.0
     return points, defined.copy(), surface.copy()
 
-
-def eye_apex_vertices() -> dict[str, int]:
-    """Side ("L"/"R") -> the corneal-apex vertex the table gives for left_eye/right_eye (the pupil centre)."""
-    by_name = {e["name"]: e for e in keypoint_table()}
-    return {"L": int(by_name["left_eye"]["vertices"][0]), "R": int(by_name["right_eye"]["vertices"][0])}
