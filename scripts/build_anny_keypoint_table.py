@@ -149,6 +149,7 @@ def main() -> None:
         "mesh_vertices": int(len(mesh.v)),
         "frame": "anny rest mesh at the default phenotype; x = the person's left, -y = forward, z = up",
         "defined": sum(r["rule"] != "undefined" for r in rows),
+        "eyebrows": {s.upper(): face_table.eyebrows(mesh, s)[1] for s in ("l", "r")},
         "keypoints": rows,
     }
     path = DATA_DIR / "anny_keypoints308.json"

@@ -260,6 +260,15 @@ def _add_irises(build: _Builder, rng: np.random.Generator) -> None:
             build.add(v, f, class_ids()["face_neck"], colour)
 
 
+def _add_eyebrows(build: _Builder, colour: np.ndarray) -> None:
+    """The eyebrow ribbons (class face_neck, as Sapiens labels eyebrows), see keypoints.eyebrow_ribbon."""
+    from .keypoints import eyebrow_ribbon
+
+    for side in ("L", "R"):
+        v, f = eyebrow_ribbon(build.body, side)
+        build.add(v, f, class_ids()["face_neck"], colour)
+
+
 HAIR_COLOURS = [(0.02, 0.015, 0.01), (0.08, 0.045, 0.02), (0.2, 0.11, 0.05), (0.45, 0.33, 0.18),
                 (0.6, 0.45, 0.25), (0.35, 0.1, 0.04), (0.55, 0.55, 0.55)]
 
@@ -280,6 +289,8 @@ def dress(rng: np.random.Generator, body: PosedBody, skin: np.ndarray, face_clas
     albedo = _body_albedo(body, face_class, faces, skin)
     build = _Builder(body, faces, face_class, albedo)
     _add_irises(build, rng)
+    hair_colour = np.array(HAIR_COLOURS[rng.integers(len(HAIR_COLOURS))]) * rng.uniform(0.8, 1.2)
+    _add_eyebrows(build, hair_colour * 0.8)
     if not enabled:
         return build.result()
     reg = _regions(body, faces, face_class)
@@ -302,7 +313,6 @@ def dress(rng: np.random.Generator, body: PosedBody, skin: np.ndarray, face_clas
             socks = reg["shins_low"]
             build.shell(socks, 0.003, _sided(face_class, socks, "left_sock", "right_sock", "left_sock"),
                         lambda r: np.tile(_colour(rng), (len(r), 1)))
-    hair_colour = np.array(HAIR_COLOURS[rng.integers(len(HAIR_COLOURS))]) * rng.uniform(0.8, 1.2)
     hair_thickness = 0.0
     if rng.uniform() < 0.9:
         hair_thickness = rng.uniform(0.004, 0.025)

@@ -309,6 +309,94 @@ def _ears(mesh, side: str) -> dict[str, dict]:
     return out
 
 
+# The generator's eyebrows (painted on the skin, see clothing.py), in the frontal plane relative to the
+# eye centre: from 2 mm medial of the medial canthus to 8 mm beyond the lateral one; the lower edge rises
+# from 12 to 16 mm above the eye centre and falls back toward the tail; 9 mm thick medially, 3 mm at the tail.
+BROW_START, BROW_BEYOND = 0.002, 0.008
+
+
+def _brow_edges(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    lower = 0.012 + 0.005 * np.sin(np.pi * np.clip(t * 1.25, 0.0, 1.0)) - 0.002 * t
+    return lower, lower + 0.009 - 0.006 * t
+
+
+BROW_T = np.linspace(0.0, 1.0, 21)  # samples along the brow (medial to lateral)
+BROW_S = np.array([0.0, 0.5, 1.0])  # samples across it (lower edge, middle, upper edge)
+BROW_LIFT = 0.0006  # metres above the skin (well above the facets between the ribbon points)
+
+
+def _ray_hits(origins: np.ndarray, direction: np.ndarray, v: np.ndarray, tris: np.ndarray):
+    """First hits of parallel rays on triangles: triangle index (-1: none) and barycentric weights per ray."""
+    a, b, c = v[tris[:, 0]], v[tris[:, 1]], v[tris[:, 2]]
+    e1, e2 = b - a, c - a
+    p = np.cross(direction, e2)
+    det = np.einsum("ij,ij->i", e1, p)
+    ok = np.abs(det) > 1e-12
+    inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+    hit_tri = np.full(len(origins), -1)
+    weights = np.zeros((len(origins), 3))
+    for k, o in enumerate(origins):
+        s = o - a
+        u = np.einsum("ij,ij->i", s, p) * inv
+        q = np.cross(s, e1)
+        w = (q @ direction) * inv
+        dist = np.einsum("ij,ij->i", e2, q) * inv
+        inside = ok & (u >= 0) & (w >= 0) & (u + w <= 1) & (dist > 0)
+        if inside.any():
+            best = np.flatnonzero(inside)[np.argmin(dist[inside])]
+            hit_tri[k] = best
+            weights[k] = [1 - u[best] - w[best], u[best], w[best]]
+    return hit_tri, weights
+
+
+def eyebrows(mesh, side: str) -> tuple[dict[str, dict], dict]:
+    """One eyebrow: its 9 keypoint entries and the ribbon (a BROW_T x BROW_S grid of points on the skin).
+
+    Each ribbon point is where a ray from the front (anny's +y) meets the head's skin, kept as a triangle
+    of the body and barycentric weights, so it follows every shape and pose; the generator draws the ribbon
+    BROW_LIFT above the skin (clothing.py) and the keypoints are ribbon points, so they agree exactly.
+    """
+    v = mesh.v
+    sign = 1.0 if side == "l" else -1.0
+    band = _uv_mask_vertices("mpfb_eyelids.jpg")
+    band = band[sign * v[band, 0] > 0]
+    x_med = v[band[np.argmin(np.abs(v[band, 0]))], 0] - sign * BROW_START
+    x_end = v[band[np.argmax(np.abs(v[band, 0]))], 0] + sign * BROW_BEYOND
+    centre = mesh.head(f"eye.{side.upper()}")
+    f = faces()
+    head_tris = f[np.all(np.isin(f, mesh.of_bones("head")), axis=1)]
+    tt, ss = np.meshgrid(BROW_T, BROW_S, indexing="ij")
+    lower, upper = _brow_edges(tt.ravel())
+    x = x_med + tt.ravel() * (x_end - x_med)
+    z = centre[2] + lower + ss.ravel() * (upper - lower)
+    origins = np.stack([x, np.full_like(x, -1.0), z], axis=1)
+    tri, weights = _ray_hits(origins, np.array([0.0, 1.0, 0.0]), v, head_tris)
+    if (tri < 0).any():
+        raise RuntimeError(f"{side} eyebrow: {int((tri < 0).sum())} ribbon points miss the head")
+    ids = head_tris[tri]
+    ribbon = {"vertices": ids.tolist(), "weights": np.round(weights, 6).tolist(),
+              "grid": [len(BROW_T), len(BROW_S)], "lift": BROW_LIFT}
+
+    def point(t_value: float, s_index: int, how: str) -> dict:
+        k = int(np.argmin(np.abs(BROW_T - t_value))) * len(BROW_S) + s_index
+        return {"rule": "barycentric", "vertices": ids[k].tolist(),
+                "weights": np.round(weights[k], 6).tolist(),
+                "normal_offset": BROW_LIFT, "surface": True, "how": how}
+
+    # image order: the r brow's lateral end is on the image left, the l brow's medial end
+    quarter = {"midpoint_1": 0.5, "midpoint_2": 0.75 if side == "r" else 0.25,
+               "midpoint_3": 0.25 if side == "r" else 0.75}
+    out: dict[str, dict] = {}
+    for edge, s_index in (("upper", 2), ("lower", 0)):
+        for tag, t_value in [("startpoint", 0.0)] + list(quarter.items()):
+            out[f"{edge}_{tag}_of_{side}_eyebrow"] = point(
+                t_value, s_index, f"the generator's eyebrow ribbon (eyes.py/clothing.py): its {edge} edge at "
+                                  f"{t_value:.2f} of its length from the medial end")
+    out[f"end_of_{side}_eyebrow"] = point(1.0, 1, "the generator's eyebrow ribbon: the middle of its lateral "
+                                                  "end")
+    return out, ribbon
+
+
 def face_entries(mesh) -> dict[str, dict]:
     """Rule entries for the 238 face keypoints (name -> entry), plus left_eye/right_eye."""
     out = _profile(mesh)
@@ -317,10 +405,7 @@ def face_entries(mesh) -> dict[str, dict]:
         out.update(_eyelids(mesh, side))
         out.update(_irises(side))
         out.update(_ears(mesh, side))
-        for tag in ("upper_startpoint", "lower_startpoint", "end", "upper_midpoint_1", "lower_midpoint_1",
-                    "upper_midpoint_2", "upper_midpoint_3", "lower_midpoint_2", "lower_midpoint_3"):
-            out[f"{tag}_of_{side}_eyebrow"] = _undefined(
-                "anny ships no eyebrows (no geometry, texture or mask) and this generator adds none")
+        out.update(eyebrows(mesh, side)[0])
     for side, s in (("left", "l"), ("right", "r")):
         pupil = dict(out[f"{s}_center_of_pupil"])
         pupil["how"] = "the pupil centre: " + pupil["how"]

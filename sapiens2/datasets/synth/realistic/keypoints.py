@@ -50,8 +50,8 @@ def keypoint_table() -> list[dict]:
 
 
 @functools.cache
-def _compiled() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The table as arrays: a (308, V)-free form: joint bone, vertex ids and weights per point."""
+def _compiled() -> tuple[np.ndarray, ...]:
+    """The table as arrays: joint bone, vertex ids, weights, defined, surface, normal offset per point."""
     entries = keypoint_table()
     n = len(entries)
     bone = np.full(n, -1, dtype=np.int64)
@@ -60,6 +60,7 @@ def _compiled() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndar
     weights = np.zeros((n, width), dtype=np.float64)
     defined = np.zeros(n, dtype=bool)
     surface = np.zeros(n, dtype=bool)
+    offset = np.zeros(n, dtype=np.float64)
     index = bone_index()
     for i, e in enumerate(entries):
         rule = e["rule"]
@@ -76,7 +77,13 @@ def _compiled() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndar
         w = e.get("weights") or [1.0 / len(ids)] * len(ids)
         verts[i, : len(ids)] = ids
         weights[i, : len(ids)] = w
-    return bone, verts, weights, defined, surface
+        offset[i] = float(e.get("normal_offset", 0.0))
+    return bone, verts, weights, defined, surface, offset
+
+
+def _triangle_normals(vertices: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    n = np.cross(vertices[tris[:, 1]] - vertices[tris[:, 0]], vertices[tris[:, 2]] - vertices[tris[:, 0]])
+    return n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-15)
 
 
 def body_keypoints(body: PosedBody) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -85,8 +92,11 @@ def body_keypoints(body: PosedBody) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     Returns:
         (308, 3) world positions (zeros where undefined), (308,) defined, (308,) on-surface flags.
     """
-    bone, verts, weights, defined, surface = _compiled()
+    bone, verts, weights, defined, surface, offset = _compiled()
     points = np.einsum("kw,kwd->kd", weights, body.vertices[verts])
+    lifted = np.flatnonzero(offset)
+    if len(lifted):  # points on a layer above the skin (the eyebrow ribbon): along their triangle's normal
+        points[lifted] += offset[lifted, None] * _triangle_normals(body.vertices, verts[lifted, :3])
     is_joint = bone >= 0
     points[is_joint] = body.bone_heads[bone[is_joint]]
     for i, e in enumerate(keypoint_table()):
@@ -97,3 +107,28 @@ def body_keypoints(body: PosedBody) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     points[~defined] = 0.0
     return points, defined.copy(), surface.copy()
 
+
+
+@functools.cache
+def _eyebrow_table() -> dict:
+    return json.loads((DATA_DIR / TABLE_NAME).read_text(encoding="utf-8"))["eyebrows"]
+
+
+def eyebrow_ribbon(body: PosedBody, side: str) -> tuple[np.ndarray, np.ndarray]:
+    """The generator's eyebrow on one side ("L"/"R"): posed ribbon vertices and triangles.
+
+    The ribbon's points are barycentric points of body triangles lifted along the triangle normal, the
+    same construction as the eyebrow keypoints, so the drawn brow and its points agree.
+    """
+    brow = _eyebrow_table()[side]
+    ids = np.asarray(brow["vertices"], dtype=np.int64)
+    w = np.asarray(brow["weights"], dtype=np.float64)
+    lift = brow["lift"] * _triangle_normals(body.vertices, ids)
+    verts = np.einsum("kw,kwd->kd", w, body.vertices[ids]) + lift
+    n_t, n_s = brow["grid"]
+    tris = []
+    for i in range(n_t - 1):
+        for j in range(n_s - 1):
+            a, b = i * n_s + j, (i + 1) * n_s + j
+            tris += [[a, b, b + 1], [a, b + 1, a + 1]]
+    return verts, np.asarray(tris, dtype=np.int64)
