@@ -76,9 +76,6 @@ def body_entries(mesh: Mesh) -> dict[str, dict]:
     out["nose"] = vertex(mid[np.argmin(mesh.v[mid, 1])],
                          "the most anterior head vertex on the midline (|x| < 3 mm): the nose tip")
     for side, s in SIDES.items():
-        eye = mesh.of_bones(f"eye.{s}")
-        out[f"{side}_eye"] = vertex(eye[np.argmin(mesh.v[eye, 1])], f"the most anterior vertex of eye.{s}'s "
-                                    "eyeball: the corneal apex (pupil centre)")
         ear = face_table.ear_vertices(mesh.v, s)
         centre = mesh.v[ear].mean(axis=0)
         out[f"{side}_ear"] = vertex(ear[np.argmin(np.linalg.norm(mesh.v[ear] - centre, axis=1))],
@@ -139,7 +136,7 @@ def arm_surface_entries(mesh: Mesh, side: str, s: str) -> dict[str, dict]:
 def main() -> None:
     mesh = Mesh()
     entries = body_entries(mesh)
-    entries.update(face_table.face_entries(mesh))
+    entries.update(face_table.face_entries(mesh))  # also left_eye/right_eye (the pupil centres)
     rows = []
     for k in keypoints308()["keypoints"]:
         e = entries.get(k["name"])
@@ -152,6 +149,7 @@ def main() -> None:
         "mesh_vertices": int(len(mesh.v)),
         "frame": "anny rest mesh at the default phenotype; x = the person's left, -y = forward, z = up",
         "defined": sum(r["rule"] != "undefined" for r in rows),
+        "eyebrows": {s.upper(): face_table.eyebrows(mesh, s)[1] for s in ("l", "r")},
         "keypoints": rows,
     }
     path = DATA_DIR / "anny_keypoints308.json"

@@ -23,25 +23,55 @@ PHENOTYPES = ("gender", "age", "muscle", "weight", "height", "proportions", "cup
 AGE_ANCHORS = {"newborn": -1 / 3, "baby": 0.0, "child": 1 / 3, "young": 2 / 3, "old": 1.0}
 
 
-def anny_problem() -> str | None:
-    """Why anny cannot be used here (a sentence), or None when it imports."""
+_MODEL_ARGS = {"phenotypes": "all", "skinning_method": "lbs"}
+CACHE_HINT = ("python -c 'import anny; anny.Anny(phenotypes=\"all\")' builds it once (minutes, about 3 GB "
+              "of memory; it writes about 0.9 GB to anny's cache folder, of which only the 111 MB compacted "
+              "file is needed afterwards)")
+
+
+def anny_cache_file():
+    """The path of the compacted model-data file :func:`anny_model` loads (anny's own cache key)."""
+    import hashlib
+    import json
+
+    from anny.models import build_compact_model_data
+    from anny.models.model_data import CURRENT_DATA_VERSION, RigConfig, TopologyConfig, _get_builder_metadata
+    from anny.paths import get_anny_cache_path
+
+    metadata = _get_builder_metadata(
+        build_compact_model_data.__wrapped__, rig=RigConfig.from_string("anny"),
+        topology=TopologyConfig.from_string("anny"), local_changes="none", facial_actions="none",
+        phenotypes=_MODEL_ARGS["phenotypes"], rank=None)
+    key = hashlib.sha256(json.dumps(metadata, sort_keys=True).encode()).hexdigest()[:32]
+    return get_anny_cache_path() / f"v{CURRENT_DATA_VERSION}" / f"build_compact_model_data_{key}.safetensors"
+
+
+def anny_problem(require_cache: bool = True) -> str | None:
+    """Why anny cannot be used here (a sentence), or None when it imports (and its cache is built)."""
     try:
         import anny  # noqa: F401
     except Exception as e:  # ImportError when absent; anything else when its dependencies break
         return f"cannot import anny ({type(e).__name__}: {e}); pip install anny==0.6.2"
+    if require_cache:
+        try:
+            path = anny_cache_file()
+        except Exception as e:  # another anny version: its private cache-key helpers moved
+            return f"cannot locate anny's model cache ({type(e).__name__}: {e}); anny 0.6.2 is expected"
+        if not path.exists():
+            return f"anny's model cache {path} is not built; {CACHE_HINT}"
     return None
 
 
 @functools.cache
 def anny_model():
-    """The shared Anny model (all phenotypes, the original blend shapes, torch linear-blend skinning).
+    """The shared Anny model: all phenotypes (ethnicity, cup size and firmness too), compacted blend
+    shapes (exact up to round-off), torch linear-blend skinning (no warp kernels).
 
-    The original blend shapes come straight from anny's model-data cache, so no second compacted cache
-    is written; torch skinning needs no warp kernels. About 0.5 GB, about a second to load once the
-    cache exists (its first build, anny's own, takes minutes and writes about 790 MB).
+    It loads anny's 111 MB compacted cache file in about a second. Without that file anny would build
+    it (minutes, about 3 GB of memory, about 0.9 GB written): that is refused here, see ``CACHE_HINT``.
 
     Raises:
-        RuntimeError: anny is not importable (the reason and the install command).
+        RuntimeError: anny is not importable or its cache is not built (the reason and the fix).
     """
     problem = anny_problem()
     if problem is not None:
@@ -50,7 +80,7 @@ def anny_model():
     import torch
 
     torch.set_grad_enabled(False)
-    return anny.Anny(phenotypes="all", phenotype_blendshapes="original", skinning_method="lbs")
+    return anny.Anny(**_MODEL_ARGS)
 
 
 @functools.cache

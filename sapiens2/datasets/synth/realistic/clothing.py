@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bodies import PosedBody, bone_index, dominant_bone
+from .eyes import cap_mesh
 from .parts import class_ids
 from .poses import vertex_normals
 
@@ -238,34 +239,42 @@ def _eyeglasses(body: PosedBody, rng: np.random.Generator) -> tuple[np.ndarray, 
     return v, f, sun
 
 
-def _body_albedo(body: PosedBody, face_class: np.ndarray, faces: np.ndarray, skin: np.ndarray,
-                 rng: np.random.Generator, eye_apex: dict[str, int]) -> np.ndarray:
-    """Per-vertex albedo of the bare body: skin, redder lips, sclera, iris and pupil."""
+def _body_albedo(body: PosedBody, face_class: np.ndarray, faces: np.ndarray, skin: np.ndarray) -> np.ndarray:
+    """Per-vertex albedo of the bare body: skin, redder lips, white eyeballs (sclera)."""
     ids = class_ids()
     albedo = np.tile(skin, (len(body.vertices), 1))
     lips = np.unique(faces[np.isin(face_class, [ids["upper_lip"], ids["lower_lip"]])])
     albedo[lips] = skin * np.array([0.95, 0.62, 0.62])
-    iris = np.array(colorsys.hsv_to_rgb(rng.choice([0.07, 0.08, 0.55, 0.3]), rng.uniform(0.4, 0.8),
-                                        rng.uniform(0.15, 0.5)))
     idx = bone_index()
-    for side, apex in eye_apex.items():
-        eye = np.flatnonzero(dominant_bone() == idx[f"eye.{side}"])
-        albedo[eye] = [0.75, 0.72, 0.68]
-        d = np.linalg.norm(body.rest_vertices[eye] - body.rest_vertices[apex], axis=1)
-        albedo[eye[d < IRIS_RADIUS]] = iris
-        albedo[eye[d < PUPIL_RADIUS]] = 0.02
+    albedo[np.isin(dominant_bone(), [idx["eye.L"], idx["eye.R"]])] = [0.75, 0.72, 0.68]
     return albedo
 
 
-# Painted iris and pupil radii (metres, measured on the eyeball surface from the corneal apex).
-IRIS_RADIUS = 0.0058
-PUPIL_RADIUS = 0.0022
+def _add_irises(build: _Builder, rng: np.random.Generator) -> None:
+    """Iris and pupil caps on both eyeballs (class face_neck), see :mod:`.eyes`."""
+    iris = np.array(colorsys.hsv_to_rgb(rng.choice([0.07, 0.08, 0.55, 0.3]), rng.uniform(0.4, 0.8),
+                                        rng.uniform(0.08, 0.45)))
+    for side in ("L", "R"):
+        for ring, colour in (("iris", iris), ("pupil", np.full(3, 0.015))):
+            v, f = cap_mesh(build.body, side, ring)
+            build.add(v, f, class_ids()["face_neck"], colour)
+
+
+def _add_eyebrows(build: _Builder, colour: np.ndarray) -> None:
+    """The eyebrow ribbons (class face_neck, as Sapiens labels eyebrows), see keypoints.eyebrow_ribbon."""
+    from .keypoints import eyebrow_ribbon
+
+    for side in ("L", "R"):
+        v, f = eyebrow_ribbon(build.body, side)
+        build.add(v, f, class_ids()["face_neck"], colour)
+
+
 HAIR_COLOURS = [(0.02, 0.015, 0.01), (0.08, 0.045, 0.02), (0.2, 0.11, 0.05), (0.45, 0.33, 0.18),
                 (0.6, 0.45, 0.25), (0.35, 0.1, 0.04), (0.55, 0.55, 0.55)]
 
 
 def dress(rng: np.random.Generator, body: PosedBody, skin: np.ndarray, face_class: np.ndarray,
-          faces: np.ndarray, eye_apex: dict[str, int], enabled: bool = True) -> Dressed:
+          faces: np.ndarray, enabled: bool = True) -> Dressed:
     """The body with clothes, shoes, hair and (at random) a hat, a scarf, a backpack and eyeglasses.
 
     Args:
@@ -274,12 +283,14 @@ def dress(rng: np.random.Generator, body: PosedBody, skin: np.ndarray, face_clas
         skin: (3,) skin albedo.
         face_class: (F,) classes of the bare body's faces.
         faces: (F, 3) the bare body's triangles.
-        eye_apex: side ("L"/"R") -> the corneal-apex vertex of that eye (iris and pupil centre).
-        enabled: False gives the bare body (skin, lips and eyes coloured) only.
+        enabled: False gives the bare body (skin, lips, eyes with iris and pupil) only.
     """
     ids = class_ids()
-    albedo = _body_albedo(body, face_class, faces, skin, rng, eye_apex)
+    albedo = _body_albedo(body, face_class, faces, skin)
     build = _Builder(body, faces, face_class, albedo)
+    _add_irises(build, rng)
+    hair_colour = np.array(HAIR_COLOURS[rng.integers(len(HAIR_COLOURS))]) * rng.uniform(0.8, 1.2)
+    _add_eyebrows(build, hair_colour * 0.8)
     if not enabled:
         return build.result()
     reg = _regions(body, faces, face_class)
@@ -302,7 +313,6 @@ def dress(rng: np.random.Generator, body: PosedBody, skin: np.ndarray, face_clas
             socks = reg["shins_low"]
             build.shell(socks, 0.003, _sided(face_class, socks, "left_sock", "right_sock", "left_sock"),
                         lambda r: np.tile(_colour(rng), (len(r), 1)))
-    hair_colour = np.array(HAIR_COLOURS[rng.integers(len(HAIR_COLOURS))]) * rng.uniform(0.8, 1.2)
     hair_thickness = 0.0
     if rng.uniform() < 0.9:
         hair_thickness = rng.uniform(0.004, 0.025)

@@ -14,7 +14,7 @@ from scipy.spatial.transform import Rotation
 
 from . import clothing, poses
 from .bodies import ANNY_TO_WORLD, faces, pose_body, sample_shape
-from .keypoints import body_keypoints, eye_apex_vertices
+from .keypoints import body_keypoints
 from .parts import body_face_classes
 
 
@@ -91,10 +91,9 @@ def build_person(rng: np.random.Generator, settings: PeopleSettings, name: str) 
                            f"(poses {settings.pose_names}, max_penetration {settings.max_penetration} m)")
     turn = Rotation.from_euler("y", rng.uniform(0.0, 360.0), degrees=True).as_matrix() @ _world_turn(
         pose.global_rotvec)
-    keypoints, defined, surface = body_keypoints(body.vertices, body.bone_heads)
+    keypoints, defined, surface = body_keypoints(body)
     skin = skin_albedo(rng, np.asarray(shape.values[-3:]))
-    dressed = clothing.dress(rng, body, skin, body_face_classes(), faces(), eye_apex_vertices(),
-                             enabled=settings.clothing)
+    dressed = clothing.dress(rng, body, skin, body_face_classes(), faces(), enabled=settings.clothing)
     vertices = dressed.vertices @ turn.T
     keypoints = keypoints @ turn.T
     lift = np.array([0.0, -vertices[:, 1].min(), 0.0])

@@ -24,8 +24,10 @@ from .bodies import bone_index
 
 # the rest upper arm points about 50 degrees below horizontal; its elbow hinge lies in the frontal plane
 _ELBOW_AXIS_L = np.array([np.cos(np.radians(40.0)), 0.0, np.sin(np.radians(40.0))])
+# the rest upper arm's own direction (out and down): turns about it twist the arm (positive: inward)
+_ARM_AXIS_L = np.array([np.cos(np.radians(50.0)), 0.0, -np.sin(np.radians(50.0))])
 _AXES = {"x": np.array([1.0, 0.0, 0.0]), "y": np.array([0.0, 1.0, 0.0]), "z": np.array([0.0, 0.0, 1.0]),
-         "e": _ELBOW_AXIS_L}
+         "e": _ELBOW_AXIS_L, "a": _ARM_AXIS_L}
 
 # Joint limits (degrees) on the rotation vector's components, per bone stem (left side; the right
 # mirrors). Loose anatomical ranges from the A-pose, used to clip the random perturbation.
@@ -51,13 +53,13 @@ _ARMS_DOWN = [("y", 38)]
 # Named poses: bone stem -> turns; "L"/"R" suffixed stems for asymmetric ones; "global" turns the
 # whole body (anny axes) before it is put on the floor; "fingers" curls every finger joint (degrees).
 POSES: dict[str, dict] = {
-    "stand": {"upperarm01": _ARMS_DOWN + [("x", -5)], "lowerarm01": [("e", -15)], "fingers": 10},
+    "stand": {"upperarm01": _ARMS_DOWN + [("x", -5)], "lowerarm01": [("e", 5)], "fingers": 10},
     "walk": {"upperarm01.L": _ARMS_DOWN + [("x", -20)], "upperarm01.R": _ARMS_DOWN + [("x", 20)],
-             "lowerarm01": [("e", -25)], "upperleg01.L": [("x", 20)], "upperleg01.R": [("x", -25)],
+             "lowerarm01": [("e", -5)], "upperleg01.L": [("x", 20)], "upperleg01.R": [("x", -25)],
              "lowerleg01.L": [("x", 15)], "lowerleg01.R": [("x", 5)], "fingers": 15},
     "arms_up": {"upperarm01": [("y", -100)], "lowerarm01": [("e", -10)], "fingers": 5},
     "crouch": {"spine01": [("x", -25)], "upperleg01": [("x", -110), ("z", 10)], "lowerleg01": [("x", 125)],
-               "foot": [("x", -25)], "upperarm01": _ARMS_DOWN + [("x", -35)], "lowerarm01": [("e", -50)],
+               "foot": [("x", -25)], "upperarm01": _ARMS_DOWN + [("x", -20)], "lowerarm01": [("e", -30)],
                "fingers": 25},
     "sit_floor": {"upperleg01": [("x", -90), ("z", 5)], "lowerleg01": [("x", 20)],
                   "upperarm01": _ARMS_DOWN + [("x", 25), ("y", -10)], "lowerarm01": [("e", -10)],
@@ -66,14 +68,14 @@ POSES: dict[str, dict] = {
               "upperarm01": _ARMS_DOWN + [("x", -10)], "lowerarm01": [("e", -35)], "fingers": 20},
     "reach": {"spine01": [("x", -10)], "upperarm01.R": [("x", -100)], "lowerarm01.R": [("e", -5)],
               "upperarm01.L": _ARMS_DOWN, "upperleg01.R": [("x", -10)], "fingers": 10},
-    "wave": {"upperarm01.L": [("y", -55), ("x", 90)], "lowerarm01.L": [("e", -100)],
+    "wave": {"upperarm01.L": [("a", -90), ("y", -45)], "lowerarm01.L": [("e", -90)],
              "upperarm01.R": _ARMS_DOWN, "lowerarm01.R": [("e", -10)], "fingers": 5},
     "point": {"upperarm01.R": [("y", 30), ("x", -80)], "lowerarm01.R": [("e", -5)],
               "upperarm01.L": _ARMS_DOWN, "head": [("z", -15)], "fingers": 10},
-    "hands_on_hips": {"upperarm01": [("y", 15), ("x", 20)], "lowerarm01": [("e", -100)], "fingers": 10},
+    "hands_on_hips": {"upperarm01": [("a", 90), ("x", 15)], "lowerarm01": [("e", -60)], "fingers": 10},
     "lie": {"global": [("x", -90)], "upperarm01": _ARMS_DOWN + [("y", -5)], "lowerarm01": [("e", -10)],
             "fingers": 10},
-    "lie_side": {"global": [("x", -90), ("z", 90)], "upperleg01": [("x", -30)], "lowerleg01": [("x", 40)],
+    "lie_side": {"global": [("z", 90), ("x", -90)], "upperleg01": [("x", -30)], "lowerleg01": [("x", 40)],
                  "upperarm01": _ARMS_DOWN + [("x", -40)], "lowerarm01": [("e", -50)], "fingers": 20},
 }
 _FINGER_STEMS = ("finger1-2", "finger1-3", "finger2-1", "finger2-2", "finger2-3", "finger3-1", "finger3-2",
