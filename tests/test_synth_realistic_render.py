@@ -260,7 +260,12 @@ def test_realistic_split_reads_and_evaluates(tmp_path):
         perfect = {"seg": 100.0, "normal": 0.0, "pointmap": 0.0, "albedo": 0.0}[name]
         assert res.metrics[spec.headline] == pytest.approx(perfect, abs=1e-3), name
     pose = open_split(split, "pose", input_size=(96, 128))
-    assert len(pose) >= 1 and (pose[0]["visibility"].numpy() == 2).sum() > 5
+    anns = [a for a in json.loads((split / "pose.json").read_text())["annotations"] if a["num_keypoints"] > 0]
+    assert len(pose) == len(anns) >= 1
+    for j, ann in enumerate(anns):  # the reader returns the written visibilities
+        written = np.asarray(ann["keypoints"]).reshape(-1, 3)[:, 2].astype(np.int64)
+        np.testing.assert_array_equal(pose[j]["visibility"].numpy(), written)
+    assert sum(int((np.asarray(a["keypoints"])[2::3] == 2).sum()) for a in anns) > 5
     assert contact_sheet(split, tmp_path / "sheet.png", n=2, tile_height=64).is_file()
 
 

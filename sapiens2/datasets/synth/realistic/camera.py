@@ -93,15 +93,18 @@ def intrinsics(hw: tuple[int, int], fov_y_deg: float,
 
 
 def sample_camera(rng: np.random.Generator, hw: tuple[int, int], subject_top: float,
-                  subject_centre: np.ndarray, framing: str | None = None) -> Camera:
-    """A camera framing the subject (a person standing at ``subject_centre``, head top at ``subject_top``).
+                  subject_centre: np.ndarray, framing: str | None = None,
+                  subject_width: float = 0.5) -> Camera:
+    """A camera framing the subject (a person at ``subject_centre``, its top at ``subject_top``).
 
     Args:
         rng: the scene's generator.
         hw: image (H, W).
-        subject_top: world height (y) of the top of the subject's head, metres.
-        subject_centre: world (x, y, z) of the subject's feet.
+        subject_top: world height (y) of the subject's highest point, metres.
+        subject_centre: world (x, y, z) of the middle of the subject's footprint on the floor.
         framing: one of :data:`FRAMINGS`, or None to sample one.
+        subject_width: the subject's largest horizontal extent, metres. A subject wider than tall
+            (lying, sprawled) is always framed whole, its width fitting the image width.
 
     Returns:
         The camera; the framed part of the body fills the sampled fraction of the image height.
@@ -109,15 +112,20 @@ def sample_camera(rng: np.random.Generator, hw: tuple[int, int], subject_top: fl
     if framing is None:
         names = list(FRAMING_WEIGHTS)
         framing = str(rng.choice(names, p=np.array([FRAMING_WEIGHTS[k] for k in names])))
+    if subject_width > subject_top:  # the top-down fractions of a lying body would frame its side
+        framing = "full_body"
     part, fill_range = FRAMINGS[framing]
     fov = rng.uniform(30.0, 55.0) if framing in ("full_body", "knees_up") else rng.uniform(20.0, 45.0)
     K = intrinsics(hw, fov, (rng.normal(0, 0.01 * hw[1]), rng.normal(0, 0.01 * hw[0])))
     span = max(subject_top * part, 0.25)  # metres of body in view
     fill = rng.uniform(*fill_range)
-    dist = K[1, 1] * span / (fill * hw[0]) + 0.2
+    # metres of the image height that the span needs, the width fitting the image width too
+    needed = max(span, subject_width * hw[0] / hw[1]) if framing == "full_body" else span
+    dist = K[1, 1] * needed / (fill * hw[0]) + 0.2 + (subject_width / 2 if framing == "full_body" else 0.0)
     centre_y = subject_top - span / 2 + rng.normal(0, 0.03 * span)
     azim = math.radians(rng.uniform(-35, 35))
-    elev = math.radians(rng.uniform(-12, 20))
+    lying = subject_width > subject_top
+    elev = math.radians(rng.uniform(15, 45) if lying else rng.uniform(-12, 20))  # see a lying body from above
     base = np.asarray(subject_centre, float)
     target = base + np.array([rng.normal(0, 0.05 * span), centre_y, 0.0])
     eye = target + dist * np.array(

@@ -80,8 +80,10 @@ def compose_scene(rng: np.random.Generator, hw: tuple[int, int], people: list, f
         raise ValueError("a realistic scene needs at least one person")
     meshes = [person_mesh(p, i) for i, p in enumerate(people)]
     main = meshes[0].vertices
-    feet = np.array([np.median(main[:, 0]), 0.0, np.median(main[:, 2])])
-    cam = sample_camera(rng, hw, float(main[:, 1].max()), feet, framing)
+    lo, hi = main.min(axis=0), main.max(axis=0)
+    feet = np.array([(lo[0] + hi[0]) / 2, 0.0, (lo[2] + hi[2]) / 2])
+    width = float(max(hi[0] - lo[0], hi[2] - lo[2]))
+    cam = sample_camera(rng, hw, float(hi[1]), feet, framing, width)
     meshes.append(ground(rng))
     if rng.random() < 0.6:  # a back wall behind everyone
         far = min(float(m.vertices[:, 2].min()) for m in meshes[: len(people)])
