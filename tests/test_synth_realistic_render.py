@@ -337,3 +337,14 @@ def test_realistic_sample_is_deterministic_and_a_failed_split_leaves_nothing(tmp
     with pytest.raises(RuntimeError, match="renderer died"):
         generate_split(tmp_path / "s", n=3, size=HW, progress=False, generator="realistic")
     assert list(tmp_path.iterdir()) == [], "no split and no temporary folder is left behind"
+
+
+def test_a_lying_person_is_framed_whole_from_above(mi):
+    person = standin_person()
+    lie = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # head towards +x, on the floor
+    moved = lambda p: p @ lie.T + [-0.8, 0.12, 0.0]  # noqa: E731
+    lying = replace(person, vertices=moved(person.vertices), keypoints=moved(person.keypoints))
+    scene = _scene(12, people=[lying], framing="head_shoulders")
+    assert scene.camera.framing == "full_body" and scene.camera.centre()[1] > 0.5
+    kp = _render(scene, mi)["people"][0]["keypoints"]
+    assert (kp[lying.keypoint_defined, 2] > 0).all(), "every defined keypoint lies inside the image"
