@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates .venv and installs sapiens2-bench in editable mode with the extras the test suite uses
-# (test, openmmlab, hf, coco), every package at the exact version of scripts/constraints.txt
+# (test, openmmlab, hf, coco, realistic), every package at the exact version of scripts/constraints.txt
 # (pyproject.toml itself only declares compatible ranges). The result is a NumPy-1 environment on
 # the CPU build of torch 2.13.0. Idempotent: a second run only checks that the environment is complete.
 set -euo pipefail
@@ -15,7 +15,7 @@ if [ ! -f "$stamp" ]; then
   "${install[@]}" --upgrade pip wheel setuptools
   # torch first and alone, so nothing later can pull a CUDA build.
   "${install[@]}" torch
-  "${install[@]}" -e '.[test,openmmlab,hf,coco]'
+  "${install[@]}" -e '.[test,openmmlab,hf,coco,realistic]'
   # mmpose's declared deps include chumpy, which does not build, and torchvision, which would bring
   # a second torch build; its other needs are in the openmmlab extra (scripts/no-deps-gaps.txt).
   "${install[@]}" --no-deps mmpose
@@ -31,6 +31,11 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.bootstrap-*
   touch "$stamp"
 fi
+# The realistic synthetic generator, once: Mitsuba's variant check (its fast LLVM variant needs a
+# libLLVM, e.g. Debian's libllvm19: optional, else it renders on scalar_rgb and says so) and anny's
+# model cache (built on first use: minutes and about 0.8 GB under ~/.cache/anny; a no-op after).
+echo "bootstrap: preparing the realistic synthetic generator (anny's model cache is built once)..."
+.venv/bin/python -c "from sapiens2.datasets.synth.realistic.sample import prepare; print('mitsuba variant:', prepare())"
 # Optional MediaPipe reference system (never fails the bootstrap; its tests skip with a reason).
 bash scripts/install_mediapipe.sh
 # pip check: nothing unmet but the listed gaps of the two --no-deps installs.

@@ -3,7 +3,8 @@
 Skip policy (one rule for the whole suite):
 
 - A test may skip only because an *optional third-party component* is unusable, and only through its
-  marker (``@pytest.mark.hf``, ``xtcocotools``, ``openmmlab``, ``exr``, ``chromium``, ``mediapipe``;
+  marker (``@pytest.mark.hf``, ``xtcocotools``, ``openmmlab``, ``exr``, ``chromium``, ``mediapipe``,
+  ``mitsuba``, ``anny``;
   see :data:`OPTIONAL`). The skip reason names what failed and how to install it; ``-ra`` prints it.
   The one marker of another kind, ``bootstrap``, marks the checks of the environment
   ``scripts/bootstrap.sh`` makes (its exact pins): they skip, with the reason, in any other one.
@@ -100,6 +101,13 @@ def _mediapipe_problem() -> str | None:
     return None
 
 
+def _anny_problem() -> str | None:
+    # The project module imports outside any try: a broken project import fails, it never skips.
+    from sapiens2.datasets.synth.realistic.bodies import anny_problem
+
+    return anny_problem()
+
+
 def _bootstrap_problem() -> str | None:
     import sys
 
@@ -124,6 +132,11 @@ OPTIONAL = {
                  "bash scripts/install_chromium.sh (Debian chromium + chromium-driver) and the 'test' extra"),
     "mediapipe": ("the MediaPipe 0.10.21 reference system", _mediapipe_problem,
                   "bash scripts/install_mediapipe.sh"),
+    "mitsuba": ("the Mitsuba 3 renderer of the realistic synthetic generator",
+                lambda: _import_problem("mitsuba", "drjit"), "pip install -e '.[realistic]'"),
+    "anny": ("anny 0.6.2 and its built model cache (the realistic synthetic people)", _anny_problem,
+             "pip install anny==0.6.2, then build its cache once (tests never build it): python -c "
+             "'import anny; anny.Anny(phenotypes=\"all\")'"),
     "bootstrap": ("the environment of scripts/bootstrap.sh", _bootstrap_problem,
                   "bash scripts/bootstrap.sh && .venv/bin/python -m pytest"),
 }

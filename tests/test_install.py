@@ -16,7 +16,7 @@ from packaging.version import Version
 tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python >= 3.11 (tomllib)")
 
 ROOT = Path(__file__).resolve().parents[1]
-BOOTSTRAP_EXTRAS = ("test", "openmmlab", "hf", "coco")  # what scripts/bootstrap.sh installs
+BOOTSTRAP_EXTRAS = ("test", "openmmlab", "hf", "coco", "realistic")  # what scripts/bootstrap.sh installs
 NO_DEPS = ("mmpose",)  # installed with --no-deps by scripts/bootstrap.sh
 
 

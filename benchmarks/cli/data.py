@@ -31,6 +31,19 @@ def register(sub) -> None:
     s.add_argument("--size", type=_size, default=(256, 192), help="image size HxW (default 256x192)")
     s.add_argument("--workers", type=int, default=1, help="render processes (default 1)")
     s.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    s.add_argument("--generator", default="procedural",
+                   help="procedural (default: embedded ray-cast people) or realistic (anny bodies rendered "
+                        "by Mitsuba; the 'realistic' extra)")
+    s.add_argument("--render", default=None,
+                   help="realistic image mode: fast (direct light, 4 samples) or path (path tracing)")
+    s.add_argument("--spp", type=int, default=None, help="samples per pixel of --render path (default 64)")
+    s.add_argument("--people", type=int, default=None,
+                   help="realistic: 1..PEOPLE people per image (default 2)")
+    s.add_argument("--shard", default=None,
+                   help="i/N: render only shard i of N (scenes i, i+N, ...) into OUT.shard-i-of-N; "
+                        "then --merge-shards N makes the split")
+    s.add_argument("--merge-shards", type=int, default=None, metavar="N",
+                   help="combine the N rendered shards of --out into the split (and remove them)")
     s.set_defaults(func=run_synth)
     imp = dsub.add_parser(
         "import",
@@ -80,16 +93,49 @@ def register(sub) -> None:
 
 def run_synth(args) -> int:
     """Render a split."""
-    from sapiens2.datasets.synth import generate_split
+    from sapiens2.datasets.synth import generate_split, shards
 
     for flag, value, low in (("--n", args.n, 1), ("--seed", args.seed, 0), ("--workers", args.workers, 1),
                              ("--size H", args.size[0], 1), ("--size W", args.size[1], 1)):
         _at_least(flag, value, low)
+    if args.merge_shards is not None:
+        out = shards.merge_shards(args.out, args.merge_shards, overwrite=args.overwrite)
+        print(f"merged {args.merge_shards} shards into {out}")
+        return 0
+    generator = _generator(args)
+    if args.shard is not None:
+        shard = shards.parse_shard(args.shard)
+        out = shards.generate_shard(args.out, args.n, shard, seed=args.seed, size=args.size,
+                                    workers=args.workers, generator=generator)
+        print(f"wrote shard {shard[0]}/{shard[1]} of {args.n} images to {out}")
+        return 0
     out = generate_split(
-        args.out, n=args.n, seed=args.seed, size=args.size, workers=args.workers, overwrite=args.overwrite
+        args.out, n=args.n, seed=args.seed, size=args.size, workers=args.workers, overwrite=args.overwrite,
+        generator=generator,
     )
     print(f"wrote {args.n} images ({args.size[0]}x{args.size[1]}, seed {args.seed}) to {out}")
     return 0
+
+
+def _generator(args):
+    """The writer's ``generator`` argument from the flags (errors name the flag)."""
+    from sapiens2.datasets.synth.writer import resolve_generator
+
+    given = {"--render": args.render, "--spp": args.spp, "--people": args.people}
+    if args.generator != "realistic":
+        resolve_generator(args.generator)  # an unknown name: an error naming --generator
+        for flag, value in given.items():
+            if value is not None:
+                raise ValueError(f"{flag} applies to --generator realistic only (not {args.generator})")
+        return None
+    from sapiens2.datasets.synth.realistic.sample import RealisticSettings
+
+    defaults = RealisticSettings()
+    settings = RealisticSettings(mode=args.render or defaults.mode,
+                                 spp=defaults.spp if args.spp is None else args.spp,
+                                 max_people=defaults.max_people if args.people is None else args.people)
+    settings.check(args.size)
+    return settings
 
 
 def run_import(args) -> int:

@@ -1,10 +1,15 @@
-"""Write synthetic splits in the reader formats, atomically, and cache the embedded default split."""
+"""Write synthetic splits in the reader formats, atomically, and cache the embedded default split.
+
+Two generators: ``procedural`` (the embedded ray-cast people, the default) and ``realistic`` (anny
+bodies rendered by Mitsuba, the optional ``realistic`` extra; see :mod:`.realistic`). A split's
+``split.json`` names the generator and its settings; the cache key includes them.
+"""
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -14,13 +19,15 @@ from pathlib import Path
 import numpy as np
 
 from sapiens2.datasets.derive import ground_truth_writers, manifest, synth_scene, write_scene
-from sapiens2.errors import BenchError
 from sapiens2.reference import keypoints308
 from sapiens2.utils_io import default_mode, write_json_atomic
 
+from .atomic import SplitExistsError, _move_into_place, _replaceable
 from .scene import synth_sample
 
 GENERATOR_VERSION = 1  # bump when the renderer's output changes, so cached splits are remade
+REALISTIC_VERSION = 1  # the same for the realistic generator
+GENERATORS = ("procedural", "realistic")
 # bump when the manifests' layout changes (not the rendered files): cached splits are remade, so a
 # split's content hash never depends on when its cache was filled. 2: manifests name their vocabulary.
 MANIFEST_VERSION = 2
@@ -53,9 +60,37 @@ def _save_png(path: Path, arr: np.ndarray) -> None:
     Image.fromarray(arr).save(path, compress_level=1)
 
 
+def resolve_generator(generator=None):
+    """None for the procedural generator, else the realistic generator's settings.
+
+    Args:
+        generator: None / ``"procedural"``, ``"realistic"`` (default settings), or a
+            ``RealisticSettings``.
+
+    Raises:
+        UnknownNameError: an unknown generator name (names the ``--generator`` flag).
+    """
+    if generator is None or generator == "procedural":
+        return None
+    if isinstance(generator, str):
+        if generator != "realistic":
+            from sapiens2.errors import UnknownNameError
+
+            raise UnknownNameError("synthetic generator (--generator)", generator, GENERATORS)
+        from .realistic.sample import RealisticSettings
+
+        return RealisticSettings()
+    return generator
+
+
 def _render_and_write(args: tuple) -> dict:
-    root, seed, index, hw = args
-    s = synth_sample(seed, index, hw)
+    root, seed, index, hw, realistic = args
+    if realistic is None:
+        s = synth_sample(seed, index, hw)
+    else:
+        from .realistic.sample import realistic_sample
+
+        s = realistic_sample(seed, index, hw, realistic)
     sid = f"{index:06d}"
     root = Path(root)
     _save_png(root / "images" / f"{sid}.png", s["image"])
@@ -110,49 +145,6 @@ def _coco(results: list[dict], hw: tuple[int, int]) -> dict:
     }
 
 
-class SplitExistsError(BenchError, FileExistsError, ValueError):
-    """The output folder of a synthetic split exists (or appeared while the split was rendered)."""
-
-
-_AT_FDCWD = -100
-_RENAME_NOREPLACE = 1
-
-
-def _rename_noreplace(src: Path, dst: Path) -> None:
-    """Rename ``src`` to ``dst``; FileExistsError if ``dst`` exists, even as an empty folder.
-
-    Uses Linux ``renameat2(RENAME_NOREPLACE)``, which checks and renames in one step. Where it is
-    missing, ``dst`` is checked just before a plain rename: a non-empty folder created in between
-    still makes the rename fail, only an empty one could be replaced.
-    """
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        renameat2 = None
-    if renameat2 is not None:
-        rc = renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE)
-        if rc == 0:
-            return
-        err = ctypes.get_errno()
-        if err == errno.EEXIST:
-            raise FileExistsError(err, os.strerror(err), str(dst))
-        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            raise OSError(err, os.strerror(err), str(src), None, str(dst))
-    if os.path.lexists(dst):
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(dst))
-    os.rename(src, dst)
-
-
-def _replaceable(out: Path) -> bool:
-    """True for what ``overwrite`` may remove: a synthetic split (has ``split.json``) or an empty folder."""
-    if out.is_symlink() or not out.is_dir():
-        return False
-    return (out / "split.json").is_file() or not any(out.iterdir())
-
-
 def generate_split(
     out: str | os.PathLike,
     n: int,
@@ -161,6 +153,7 @@ def generate_split(
     workers: int = 1,
     progress: bool = True,
     overwrite: bool = False,
+    generator=None,
 ) -> Path:
     """Render ``n`` scenes and write all five tasks' ground truth under ``out``, and that of every
     registered task with a ground-truth writer (``TaskSpec.write_ground_truth``,
@@ -180,6 +173,8 @@ def generate_split(
         workers: processes used to render.
         progress: show a progress bar.
         overwrite: replace an existing split at ``out``.
+        generator: None / ``"procedural"``, ``"realistic"`` or a ``RealisticSettings``
+            (:func:`resolve_generator`).
 
     Returns:
         The split folder.
@@ -190,38 +185,14 @@ def generate_split(
         ValueError: bad sizes, or ``overwrite`` of something that is not a split.
     """
     out = Path(out)
-    h, w = int(size[0]), int(size[1])
-    if n < 1 or h < 16 or w < 16 or h > 4096 or w > 4096:
-        raise ValueError(f"synth: need n >= 1 and 16 <= H, W <= 4096, got n={n}, size={h}x{w}")
-    if os.path.lexists(out):
-        if not overwrite:
-            raise SplitExistsError(f"{out} already exists (pass overwrite / --overwrite to replace it)")
-        if not _replaceable(out):
-            raise ValueError(f"{out}: not a synthetic split (no split.json) and not empty; "
-                             "refusing to overwrite it")
+    h, w = check_size(n, size)
+    realistic = resolve_generator(generator)
+    check_out(out, overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        os.chmod(tmp, default_mode(directory=True))  # mkdtemp makes it private (0700)
-        for sub in ("images", "mask", *_DENSE_TASKS):  # each dense task's files in its own folder
-            (tmp / sub).mkdir()
-        jobs = [(str(tmp), int(seed), i, (h, w)) for i in range(n)]
-        from tqdm import tqdm
-
-        bar = tqdm(total=n, desc=f"synth {out.name}", unit="img", disable=not progress)
-        if workers > 1:
-            with ProcessPoolExecutor(max_workers=workers) as ex:
-                results = []
-                for r in ex.map(_render_and_write, jobs, chunksize=4):
-                    results.append(r)
-                    bar.update()
-        else:
-            results = []
-            for job in jobs:
-                results.append(_render_and_write(job))
-                bar.update()
-        bar.close()
-        _write_manifests(tmp, results, (h, w), seed, out.name)
+        results = render_into(tmp, range(n), seed, (h, w), workers, progress, realistic, out.name)
+        _write_manifests(tmp, results, (h, w), seed, out.name, generator_record(realistic))
         _move_into_place(tmp, out, overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -229,29 +200,76 @@ def generate_split(
     return out
 
 
-def _move_into_place(tmp: Path, out: Path, overwrite: bool) -> None:
-    """Rename the finished split ``tmp`` to ``out`` without ever deleting a folder another run made."""
-    old = None
-    if overwrite and os.path.lexists(out):
+def check_size(n: int, size: tuple[int, int]) -> tuple[int, int]:
+    """(H, W) as ints; ValueError naming ``--n`` / ``--size`` when impossible."""
+    h, w = int(size[0]), int(size[1])
+    if n < 1:
+        raise ValueError(f"--n {n}: a synthetic split needs at least one image")
+    if h < 16 or w < 16 or h > 4096 or w > 4096:
+        raise ValueError(f"--size {h}x{w}: synth needs 16 <= H, W <= 4096")
+    return h, w
+
+
+def check_out(out: Path, overwrite: bool) -> None:
+    """Refuse an existing ``out`` unless ``overwrite`` and it is a split (or an empty folder)."""
+    if os.path.lexists(out):
+        if not overwrite:
+            raise SplitExistsError(f"{out} already exists (pass overwrite / --overwrite to replace it)")
         if not _replaceable(out):
             raise ValueError(f"{out}: not a synthetic split (no split.json) and not empty; "
                              "refusing to overwrite it")
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-        os.rename(out, old / "split")  # aside, not deleted, until the new split is in place
-    try:
-        _rename_noreplace(tmp, out)
-    except FileExistsError as e:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        raise SplitExistsError(
-            f"{out} appeared while the split was rendered (another run?); left it as it is and "
-            "discarded this run's split (pass overwrite / --overwrite to replace it)"
-        ) from e
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
-def _write_manifests(root: Path, results: list[dict], hw: tuple[int, int], seed: int, name: str) -> None:
+def generator_record(realistic) -> dict:
+    """What split.json says about the generator (the procedural one's entries as before)."""
+    if realistic is None:
+        return {"generator": "sapiens2-bench synth", "generator_version": GENERATOR_VERSION}
+    from .realistic.variant import choose_variant
+
+    return {"generator": "sapiens2-bench synth realistic", "generator_version": REALISTIC_VERSION,
+            "render": {**realistic.record(), "mitsuba_variant": choose_variant(quiet=True)}}
+
+
+def render_into(tmp: Path, indices, seed: int, hw: tuple[int, int], workers: int, progress: bool,
+                realistic, label: str) -> list[dict]:
+    """Render the scenes ``indices`` into the folder ``tmp``; their results in index order.
+
+    The realistic generator is prepared once here (renderer check, anny's cache) and its workers
+    are spawned (not forked: Mitsuba's threads do not survive a fork), each with an equal share
+    of the CPU's threads.
+    """
+    os.chmod(tmp, default_mode(directory=True))  # mkdtemp makes it private (0700)
+    for sub in ("images", "mask", *_DENSE_TASKS):  # each dense task's files in its own folder
+        (tmp / sub).mkdir(exist_ok=True)
+    jobs = [(str(tmp), int(seed), int(i), hw, realistic) for i in indices]
+    context = None
+    if realistic is not None:
+        from .realistic.sample import THREADS_ENV, prepare
+
+        realistic.check(hw)
+        prepare(progress)
+        if workers > 1:
+            os.environ[THREADS_ENV] = str(max(1, (os.cpu_count() or 1) // workers))
+            context = multiprocessing.get_context("spawn")
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(jobs), desc=f"synth {label}", unit="img", disable=not progress)
+    results = []
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as ex:
+            for r in ex.map(_render_and_write, jobs, chunksize=1 if realistic is not None else 4):
+                results.append(r)
+                bar.update()
+    else:
+        for job in jobs:
+            results.append(_render_and_write(job))
+            bar.update()
+    bar.close()
+    return results
+
+
+def _write_manifests(root: Path, results: list[dict], hw: tuple[int, int], seed: int, name: str,
+                     generator: dict | None = None) -> None:
     write_json_atomic(root / "pose.json", _coco(results, hw), indent=None)
     recs: dict[str, list[dict]] = {}
     for r in results:
@@ -273,8 +291,7 @@ def _write_manifests(root: Path, results: list[dict], hw: tuple[int, int], seed:
         root / "split.json",
         {
             "name": name,
-            "generator": "sapiens2-bench synth",
-            "generator_version": GENERATOR_VERSION,
+            **(generator or generator_record(None)),
             "manifest_version": MANIFEST_VERSION,
             "seed": int(seed),
             "n": len(results),
@@ -291,22 +308,27 @@ def default_cache_root() -> Path:
     return (Path(base) if base else Path.home() / ".cache" / "sapiens2-bench") / "synth"
 
 
-def split_key(name: str, n: int, size: tuple[int, int], seed: int) -> str:
-    """Short hash of everything that determines a synthetic split's content."""
+def split_key(name: str, n: int, size: tuple[int, int], seed: int, generator=None) -> str:
+    """Short hash of everything that determines a synthetic split's content.
+
+    The procedural generator's key is what it was before there were two generators (its cached
+    splits stay valid); the realistic one adds its name, version and settings.
+    """
+    key = {
+        "name": name,
+        "n": int(n),
+        "size": [int(size[0]), int(size[1])],
+        "seed": int(seed),
+        "version": GENERATOR_VERSION,
+        "manifests": MANIFEST_VERSION,
+    }
     derived = sorted(ground_truth_writers(skip=RENDERED_TASKS))
-    blob = json.dumps(
-        {
-            "name": name,
-            "n": int(n),
-            "size": [int(size[0]), int(size[1])],
-            "seed": int(seed),
-            "version": GENERATOR_VERSION,
-            "manifests": MANIFEST_VERSION,
-            # a task writing its own ground truth makes another split (absent when none does)
-            **({"derived": derived} if derived else {}),
-        },
-        sort_keys=True,
-    )
+    if derived:  # a task writing its own ground truth makes another split (absent when none does)
+        key["derived"] = derived
+    realistic = resolve_generator(generator)
+    if realistic is not None:
+        key["generator"] = {"name": "realistic", "version": REALISTIC_VERSION, **realistic.record()}
+    blob = json.dumps(key, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -318,6 +340,7 @@ def ensure_default_split(
     root: str | os.PathLike | None = None,
     workers: int = 1,
     progress: bool = True,
+    generator=None,
 ) -> Path:
     """Return the cached synthetic split folder, rendering it first if absent.
 
@@ -329,16 +352,18 @@ def ensure_default_split(
         root: cache folder (default :func:`default_cache_root`).
         workers: render processes.
         progress: show a progress bar while rendering.
+        generator: as for :func:`generate_split` (part of the cache key).
 
     Returns:
         ``<root>/<name>-<hash>``, complete (written atomically; concurrent callers are safe).
     """
     folder = Path(root) if root is not None else default_cache_root()
-    out = folder / f"{name}-{split_key(name, n, size, seed)}"
+    out = folder / f"{name}-{split_key(name, n, size, seed, generator)}"
     if (out / "split.json").is_file():
         return out
     try:
-        generate_split(out, n=n, seed=seed, size=size, workers=workers, progress=progress)
+        generate_split(out, n=n, seed=seed, size=size, workers=workers, progress=progress,
+                       generator=generator)
     except (ValueError, OSError):
         if (out / "split.json").is_file():  # another process finished first
             return out
