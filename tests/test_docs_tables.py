@@ -85,7 +85,7 @@ def test_write_measurement_fills_in_provenance_and_reads_back(tmp_path):
     assert rec["numbers"] == {"seconds": [1.5, 2.0]} and rec["notes"] == "caveat"
     assert rec["commit_is"] == "measured" and rec["date"] == started["date"]
     assert set(rec["load"]) == {"before", "after"} and len(rec["load"]["before"]) == 3
-    assert "logical CPUs" in rec["machine"] and "pytest" in rec["command"]
+    assert "logical CPUs" in rec["machine"] and rec["command"].strip()
     assert not list(tmp_path.rglob("*.tmp"))
 
 

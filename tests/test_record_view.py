@@ -39,6 +39,9 @@ NOT_RECORDS = {
     ("leaderboard/tables.py", "run_id"): "a group of the leaderboard's long frame",
     ("benchmarks/reproduce/tables.py", "content_hash"): "protocol_for's description of the measured data",
     ("benchmarks/analysis/noisy_oracle.py", "metrics"): "probe_stream's rows: evaluator metrics, no record",
+    ("leaderboard/comparisons.py", "protocol_id"): "a paired comparison (compare's output), no record",
+    ("leaderboard/standing.py", "protocol_id"): "a folded paired verdict, no record",
+    ("leaderboard/summary_view.py", "protocol_id"): "a folded paired verdict or a long-frame row, no record",
 }
 
 

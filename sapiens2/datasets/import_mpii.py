@@ -8,7 +8,7 @@ import numpy as np
 
 from sapiens2.utils_io import read_json
 
-from .importers import _image_path
+from .import_paths import image_path
 from .io import DatasetError
 
 MPII_PIXEL_STD = 200.0  # MPII's scale unit: scale x 200 = person height in pixels
@@ -51,7 +51,7 @@ def read_mpii(src: Path, images_dir: Path, headboxes: Path | None = None) -> dic
         if joints.shape != (16, 2) or vis.shape != (16,):
             raise DatasetError(f"{where}: expected 16 joints (16 x 2) and 16 joints_vis, got {joints.shape}")
         if r["image"] not in images:
-            path = _image_path(images_dir, r["image"], where)
+            path = image_path(images_dir, r["image"], where)
             images[r["image"]] = {"id": len(images) + 1, "file_name": str(path)}
         side = float(r["scale"]) * MPII_PIXEL_STD
         cx, cy = (float(v) for v in r["center"])

@@ -37,6 +37,7 @@ import numpy as np
 from sapiens2.utils_io import default_mode, read_json, write_json_atomic
 from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set
 
+from .import_paths import image_path
 from .io import DatasetError
 from .synth.writer import SplitExistsError, _move_into_place, _replaceable
 
@@ -65,14 +66,6 @@ def _vocab_entry(ks: KeypointSet, given) -> str | dict:
     if given is None:
         return ks.name
     return ks.to_dict()
-
-
-def _image_path(images_dir: Path, file_name: str, where: str) -> Path:
-    p = Path(file_name)
-    p = p if p.is_absolute() else images_dir / p
-    if not p.is_file():
-        raise DatasetError(f"{where}: image file {p} not found (pass --images DIR, the folder of the images)")
-    return p.resolve()
 
 
 def check_category_keypoints(categories, ks: KeypointSet, src) -> None:
@@ -160,7 +153,7 @@ def read_coco_keypoints(src: Path, images_dir: Path, ks: KeypointSet, field: str
         if im["id"] in seen:
             raise DatasetError(f"{src}: images[{i}]: duplicate image id {im['id']!r}")
         seen.add(im["id"])
-        path = _image_path(images_dir, im["file_name"], f"{src}: image id {im['id']}")
+        path = image_path(images_dir, im["file_name"], f"{src}: image id {im['id']}")
         keep = ("id", "height", "width", "crowdIndex")
         images.append({k: im[k] for k in keep if k in im} | {"file_name": str(path)})
     anns, ann_ids = [], set()
@@ -232,7 +225,7 @@ def read_coco_person_instances(src: Path, images_dir: Path) -> dict:
         if not isinstance(im, dict) or "id" not in im or "file_name" not in im:
             raise DatasetError(f"{src}: images[{i}] needs 'id' and 'file_name'")
         seen.add(im["id"])
-        path = _image_path(images_dir, im["file_name"], f"{src}: image id {im['id']}")
+        path = image_path(images_dir, im["file_name"], f"{src}: image id {im['id']}")
         images.append({k: im[k] for k in ("id", "height", "width") if k in im} | {"file_name": str(path)})
     anns = []
     for i, a in enumerate(data["annotations"]):
