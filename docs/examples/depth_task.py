@@ -77,6 +77,7 @@ class DepthSettings(TaskSettings):
     """Full-resolution output; no loss: the linear read-out trains nothing."""
 
     output_stride: int = 1
+    masked_readout: str = "mask-and-prior"  # the read-out form of every masked task
 
 
 @register_probe_task
