@@ -23,8 +23,11 @@ import re
 import traceback
 from collections.abc import Callable, Iterator
 
-from torch.utils.data import DataLoader, Dataset, get_worker_info
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset, _utils, get_worker_info
 
+from sapiens2.datasets.base import ManifestDataset
+from sapiens2.datasets.pose import PoseTopdownDataset
 from sapiens2.errors import BenchError
 
 __all__ = ["DEFAULT_TIMEOUT_S", "TIMEOUT_ENV", "BatchMemoryError", "LoaderTimeoutError", "LoaderWorkerError",
@@ -95,8 +98,6 @@ class _Guarded(Dataset):
 
 def _scene_file(reader, index: int) -> str | None:
     """The image file of a reader's sample ``index`` (None when the reader does not say)."""
-    from sapiens2.datasets.base import ManifestDataset
-    from sapiens2.datasets.pose import PoseTopdownDataset
 
     if isinstance(reader, ManifestDataset):
         return str(reader.path(reader.records[index], "image"))
@@ -132,7 +133,6 @@ _OOM_TEXT = ("can't allocate memory", "not enough memory", "Cannot allocate memo
 
 def _largest_image(files: list[str]) -> str:
     """``"W x H (M megapixels) in FILE"`` of the largest image among ``files`` (header reads only)."""
-    from PIL import Image
 
     best = None
     for f in files:
@@ -175,7 +175,6 @@ def read_batch(group, positions: list[int], with_targets: bool = True, with_imag
 
 def _end_workers(it) -> None:
     """Kill the iterator's workers (a stopped or hung one would not exit when asked) and shut it down."""
-    from torch.utils.data import _utils
 
     if getattr(it, "_worker_pids_set", False):  # ours to end: torch's SIGCHLD watch must not report it
         _utils.signal_handling._remove_worker_pids(id(it))
