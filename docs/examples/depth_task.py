@@ -7,9 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks import register_probe_task
-from benchmarks.probe.tasks.dense import MaskedDenseTask
+from benchmarks.probe.tasks.dense import MaskedDenseSettings, MaskedDenseTask
 from evaluators.base import Evaluator
 from evaluators.metric_decl import MetricDecl
 from evaluators.registry import EVALUATORS
@@ -73,11 +72,10 @@ class DepthEvaluator(Evaluator):
 
 
 @dataclass(frozen=True)
-class DepthSettings(TaskSettings):
+class DepthSettings(MaskedDenseSettings):
     """Full-resolution output; no loss: the linear read-out trains nothing."""
 
     output_stride: int = 1
-    masked_readout: str = "mask-and-prior"  # the read-out form of every masked task
 
 
 @register_probe_task

@@ -22,10 +22,20 @@ read-out needs none. Example (a complete task; ``docs/adding_a_task.md`` has a r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
+from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import ProbeTask, dense_targets, native_views, resize_to
 from evaluators.registry import build_evaluator
+
+
+@dataclass(frozen=True)
+class MaskedDenseSettings(TaskSettings):
+    """The settings of a masked dense task: the read-out form every masked task takes by default."""
+
+    masked_readout: str = "mask-and-prior"
 
 
 class MaskedDenseTask(ProbeTask):
