@@ -19,7 +19,7 @@ the file's other images need not exist (one photo of a 5000-image file can be pr
 
 Example:
     >>> import json, pathlib, tempfile
-    >>> ann = {"images": [{"id": 1, "file_name": "val/photo.jpg"}], "annotations": [
+    >>> ann = {"keypoint_set": "coco17", "images": [{"id": 1, "file_name": "val/photo.jpg"}], "annotations": [
     ...     {"id": 7, "image_id": 1, "bbox": [10, 20, 30, 40], "keypoints": [15, 25, 2] * 17},
     ...     {"id": 8, "image_id": 1, "bbox": [0, 0, 5, 5], "keypoints": [0, 0, 0] * 17}]}
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "ann.json"
