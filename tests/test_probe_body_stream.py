@@ -13,10 +13,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _probe_toy import make_toy_data  # noqa: E402
 
-from benchmarks.probe import body_stream  # noqa: E402
 from benchmarks.probe.api import run_probe  # noqa: E402
 from benchmarks.probe.protocol import quick_protocol  # noqa: E402
-from benchmarks.probe.spill import Rows  # noqa: E402
+from benchmarks.probe.train import body_stream  # noqa: E402
+from benchmarks.probe.train.spill import Rows  # noqa: E402
 from sapiens2.records.results import read_record  # noqa: E402
 
 
@@ -117,7 +117,7 @@ def test_images_of_several_sizes_train_the_body_from_disk_in_batches_of_two(tmp_
     maps, which the losses read, stack across batches), and the records equal those of one batch."""
     from test_probe_realdata import _mixed_size_seg
 
-    from benchmarks.probe.data import MemoryData
+    from benchmarks.probe.data.source import MemoryData
 
     sizes = [(64, 48), (60, 52), (70, 40), (64, 48), (58, 46)]
     train, test = _mixed_size_seg(sizes), _mixed_size_seg([(56, 44), (72, 50), (64, 48)])

@@ -121,11 +121,11 @@ def test_losses_are_looked_up_by_name_and_weighted_by_term():
 
 def test_optimizer_and_schedule_are_built_from_their_names():
     from benchmarks.probe.backbones import build_probe_backbone
-    from benchmarks.probe.data import stack_images
-    from benchmarks.probe.features import FeatureStore
-    from benchmarks.probe.optim import lr_factor
+    from benchmarks.probe.data.source import stack_images
+    from benchmarks.probe.features.store import FeatureStore
     from benchmarks.probe.tasks import build_task
-    from benchmarks.probe.train import train_decoder
+    from benchmarks.probe.train.loop import train_decoder
+    from benchmarks.probe.train.optim import lr_factor
 
     p = quick_protocol().replace(iterations=6, warmup_iters=2, weight_decay=0.5, shortcut="none")
     assert lr_factor(4, p) < 1.0 == lr_factor(4, p.replace(schedule="warmup_constant"))
@@ -188,8 +188,8 @@ def test_replace_takes_json_overrides_like_the_cli(tmp_path, capsys):
 def test_shortcut_imports_without_train():
     """The shortcut <-> train import circle is gone: the shortcut module stands on its own."""
     code = (
-        "import sys; import benchmarks.probe.shortcut; "
-        "assert 'benchmarks.probe.train' not in sys.modules, 'shortcut pulls in train'"
+        "import sys; import benchmarks.probe.readout.shortcut; "
+        "assert 'benchmarks.probe.train.loop' not in sys.modules, 'shortcut pulls in train'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 

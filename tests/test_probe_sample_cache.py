@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from benchmarks.probe.api import run_probe
-from benchmarks.probe.data import FolderData
-from benchmarks.probe.loader import SceneLoader
+from benchmarks.probe.data.loader import SceneLoader
+from benchmarks.probe.data.sample_cache import SampleCache, SampleCacheError
+from benchmarks.probe.data.source import FolderData
 from benchmarks.probe.protocol import default_protocol
-from benchmarks.probe.sample_cache import SampleCache, SampleCacheError
 from benchmarks.probe.tasks import build_task
 
 DENSE = ("seg", "normal", "pointmap", "albedo")
@@ -94,7 +94,7 @@ def _equal_batches(a, b) -> None:
 
 
 def test_a_warm_cache_gives_the_same_batches_and_decodes_no_file(split, tmp_path, monkeypatch):
-    import benchmarks.probe.loader as loader_module
+    import benchmarks.probe.data.loader as loader_module
     import sapiens2.datasets.base as base
 
     p = _protocol()

@@ -1,7 +1,7 @@
 """Probe several backbones and print each one's headline beside the feature-free floor.
 
 Every cell is ``value [low, high] n=N`` (the record's 95% bootstrap interval), then the paired
-difference to the ``floor`` row (:mod:`benchmarks.probe.compare`, same test images) with a flag when a
+difference to the ``floor`` row (:mod:`benchmarks.probe.records.compare`, same test images) with a flag when a
 row is worse than the floor beyond that interval, then the read-out's penalty and held-out R^2 (of
 what the per-pixel prior leaves).
 
@@ -16,9 +16,9 @@ import argparse
 import json
 
 from benchmarks.probe.api import run_probe
-from benchmarks.probe.compare import compare_records
-from benchmarks.probe.headline import PROBE_HEADLINE, format_interval
 from benchmarks.probe.protocol import default_protocol
+from benchmarks.probe.records.compare import compare_records
+from benchmarks.probe.records.headline import PROBE_HEADLINE, format_interval
 from sapiens2.records.results import read_record
 from sapiens2.records.view import RecordView
 

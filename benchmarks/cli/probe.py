@@ -157,7 +157,7 @@ def run(args) -> int:
 
     seeds = seed_list(str(args.seeds))  # before any work
     if args.loader_timeout is not None:  # the loader reads its setting from the environment
-        from benchmarks.probe.loader_guard import TIMEOUT_ENV
+        from benchmarks.probe.data.loader_guard import TIMEOUT_ENV
 
         if not 0 <= args.loader_timeout < float("inf"):
             raise ValueError(
@@ -187,7 +187,7 @@ def run(args) -> int:
 
 def _print_summary(paths) -> None:
     """The records written: headline metric per task with its 95% interval and n, then the files."""
-    from benchmarks.probe.summary import summary_table
+    from benchmarks.probe.records.summary import summary_table
     from sapiens2.records.results import read_record
     from sapiens2.records.view import RecordView
 

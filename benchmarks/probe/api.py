@@ -6,11 +6,11 @@ Example:
 
 Files under ``out_dir/<backbone>/<protocol_id>/<task>/``, with the task's own protocol id
 (:meth:`~benchmarks.probe.protocol.ProbeProtocol.protocol_id`): ``seed<k>.json`` (one record per seed),
-``seed<k>.bootstrap.npz`` (its resampled metric values, :mod:`benchmarks.probe.sidefile`), ``mean.json``
-(mean and std over seeds) and ``seed<k>.ckpt.pt`` (resumable decoder state). Records of
+``seed<k>.bootstrap.npz`` (its resampled metric values, :mod:`benchmarks.probe.records.sidefile`),
+``mean.json`` (mean and std over seeds) and ``seed<k>.ckpt.pt`` (resumable decoder state). Records of
 different protocols live apart, so one never overwrites another. A record is a done marker, and a
 decoder checkpoint is resumed, only for the same run: protocol id, data content, backbone config and
-weights hash, task and seed (:mod:`benchmarks.probe.runkey`). A mismatched checkpoint is ignored with
+weights hash, task and seed (:mod:`benchmarks.probe.records.runkey`). A mismatched checkpoint is ignored with
 a message; a record of another run at the path is never overwritten: the run stops before training.
 """
 
@@ -34,22 +34,12 @@ from benchmarks.probe.backbones import (
     build_probe_backbone,
     resolve_backbone_cfg,
 )
-from benchmarks.probe.body_stream import body_records, body_tasks
-from benchmarks.probe.data import as_data_source
-from benchmarks.probe.features import FeatureStore
-from benchmarks.probe.loader import SceneLoader
-from benchmarks.probe.optim import check_training_names
-from benchmarks.probe.path_checks import check_outputs_outside_data
-from benchmarks.probe.probe_records import (
-    MIN_INTERVAL_IMAGES,
-    few_images_warning,
-    write_evaluated_record,
-    write_mean,
-)
+from benchmarks.probe.data.loader import SceneLoader
+from benchmarks.probe.data.path_checks import check_outputs_outside_data
+from benchmarks.probe.data.source import as_data_source
+from benchmarks.probe.features.store import FeatureStore
 from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
-from benchmarks.probe.rank_agreement import check_ranks_agree, rank_identity
-from benchmarks.probe.runkey import run_identity, run_mismatch, seed_list, weights_sha256
-from benchmarks.probe.stream import (
+from benchmarks.probe.readout.stream import (
     BackboneStream,
     ReferenceStream,
     StageTimes,
@@ -57,7 +47,17 @@ from benchmarks.probe.stream import (
     scene_groups,
     score_group,
 )
+from benchmarks.probe.records.rank_agreement import check_ranks_agree, rank_identity
+from benchmarks.probe.records.runkey import run_identity, run_mismatch, seed_list, weights_sha256
+from benchmarks.probe.records.write import (
+    MIN_INTERVAL_IMAGES,
+    few_images_warning,
+    write_evaluated_record,
+    write_mean,
+)
 from benchmarks.probe.tasks import build_task, probe_task_names
+from benchmarks.probe.train.body_stream import body_records, body_tasks
+from benchmarks.probe.train.optim import check_training_names
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
 from sapiens2.output_lock import output_lock
@@ -179,7 +179,8 @@ def run_probe(
             ``PROBE_BACKBONES`` type, ``package.module:ClassName``, config dict, ``"gt-oracle"``
             (features = ground truth) or ``"floor"`` (no features: the read-out's per-pixel train prior).
         tasks: task names (registered probe tasks: ``pose, seg, normal, pointmap, albedo``) or a comma string.
-        data_dir: dataset folder in the reader formats (or a :class:`~benchmarks.probe.data.MemoryData`).
+        data_dir: dataset folder in the reader formats (or a
+            :class:`~benchmarks.probe.data.source.MemoryData`).
         out_dir: output folder.
         seeds: decoder seeds.
         protocol: a :class:`ProbeProtocol`, its dict, or None for the default (``quick`` picks the tiny one).
@@ -191,7 +192,7 @@ def run_probe(
         workers: data-loader worker processes of the streamed read-out (0: read in this process).
         batch_size: scenes per streamed batch (the sums do not depend on it; memory grows with it).
         sample_cache: a folder keeping the streamed read-out's prepared samples on disk
-            (:mod:`~benchmarks.probe.sample_cache`, keyed by data, tasks, protocol and reader code), so
+            (:mod:`~benchmarks.probe.data.sample_cache`, keyed by data, tasks, protocol and reader code), so
             that other backbones probed on the same split read them back instead of decoding every file
             again (the main job's backbones share one); None: none kept. The records do not depend on it.
 

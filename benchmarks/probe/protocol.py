@@ -131,15 +131,15 @@ class ProbeProtocol:
         tasks: per-task settings (:class:`TaskSettings` or the task's subclass of it: decoder, output
             stride, loss and the task's own knobs, e.g. ``tasks["pose"].sigma``).
         shortcut: ``"ridge"``: every decoder starts from a linear shortcut fitted in closed form on
-            the train split (:mod:`benchmarks.probe.shortcut`) and the body learns the residual;
+            the train split (:mod:`benchmarks.probe.readout.shortcut`) and the body learns the residual;
             ``"none"``: the body alone (protocol v2's decoders).
         ridge_alphas: penalty grid of the shortcut (per row, on standardised features); the train
             mean alone (an infinite penalty) is always a candidate too.
         ridge_holdout_every: train image ``i`` is held out to pick the penalty when
             ``i % ridge_holdout_every == ridge_holdout_every - 1`` (the final fit uses every image).
-        optimizer: the decoder's optimiser (:data:`benchmarks.probe.optim.OPTIMIZERS`: ``"adamw"``,
+        optimizer: the decoder's optimiser (:data:`benchmarks.probe.train.optim.OPTIMIZERS`: ``"adamw"``,
             ``"adam"``) with ``lr``, ``betas`` and ``weight_decay``.
-        schedule: the learning-rate schedule (:data:`benchmarks.probe.optim.SCHEDULES`):
+        schedule: the learning-rate schedule (:data:`benchmarks.probe.train.optim.SCHEDULES`):
             ``"warmup_cosine"`` (linear warm-up over ``warmup_iters``, then cosine decay to
             ``min_lr_ratio * lr`` at ``iterations``) or ``"warmup_constant"``.
         iterations: decoder training iterations.

@@ -98,8 +98,8 @@ def bare_forward(backbone: str, tasks, data, protocol) -> dict:
     import torch
 
     from benchmarks.probe.backbones import build_probe_backbone, resolve_backbone_cfg
-    from benchmarks.probe.features import backbone_autocast
-    from benchmarks.probe.loader import SceneLoader
+    from benchmarks.probe.data.loader import SceneLoader
+    from benchmarks.probe.features.store import backbone_autocast
     from benchmarks.probe.tasks import build_task
 
     objs = {t: build_task(t, protocol) for t in tasks}

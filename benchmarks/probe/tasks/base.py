@@ -16,9 +16,9 @@ import json
 import torch
 import torch.nn.functional as F
 
-from benchmarks.probe.losses import get_loss
 from benchmarks.probe.registry import PROBE_TASKS
 from benchmarks.probe.settings import TaskSettings
+from benchmarks.probe.train.losses import get_loss
 from sapiens2 import vocab as vocabularies
 
 
@@ -294,7 +294,7 @@ class ProbeTask:
 
         A ``masked`` task (the evaluator scores only GT-mask pixels) returns ``[mask * t, mask]``
         (out + 1 maps): its read-out regresses both and predicts ``mask * t + mu * (1 - mask)``, with
-        ``mu`` the per-pixel train mean of ``t`` over the masks (:mod:`benchmarks.probe.shortcut`).
+        ``mu`` the per-pixel train mean of ``t`` over the masks (:mod:`benchmarks.probe.readout.shortcut`).
         """
         raise NotImplementedError
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmarks.probe.losses import register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     ProbeTask,
@@ -30,6 +29,7 @@ from benchmarks.probe.tasks.base import (
     resize_to,
     subsample,
 )
+from benchmarks.probe.train.losses import register_loss
 from evaluators.pointmap import PointmapEvaluator
 
 

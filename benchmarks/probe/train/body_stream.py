@@ -1,10 +1,11 @@
 """The trained body on the streamed spine: the train split spilled to disk, the test split streamed.
 
-Per scene group: one train pass (:func:`~benchmarks.probe.stream.fit_group`: the closed-form shortcut's
+Per scene group: one train pass
+(:func:`~benchmarks.probe.readout.stream.fit_group`: the closed-form shortcut's
 sums, the backbone's features into the feature store's disk cache, the targets into a
-:class:`~benchmarks.probe.spill.TrainSpill`), then per seed every task's decoder trains on rows read
-back from disk (:func:`~benchmarks.probe.train.train_decoder`, unchanged: resumable, DDP-ready) and
-one test pass scores all of them (:func:`~benchmarks.probe.stream.score_group`). What stays in memory
+:class:`~benchmarks.probe.train.spill.TrainSpill`), then per seed every task's decoder trains on rows read
+back from disk (:func:`~benchmarks.probe.train.loop.train_decoder`, unchanged: resumable, DDP-ready) and
+one test pass scores all of them (:func:`~benchmarks.probe.readout.stream.score_group`). What stays in memory
 is a training batch, the decoders and the evaluators' per-image rows.
 """
 
@@ -13,16 +14,16 @@ from __future__ import annotations
 import time
 from functools import partial
 
-from benchmarks.probe.probe_records import write_evaluated_record
-from benchmarks.probe.spill import TrainSpill, spill_pass
-from benchmarks.probe.stream import (
+from benchmarks.probe.readout.stream import (
     DecoderReadout,
     StageTimes,
     fit_group,
     scene_groups,
     score_group,
 )
-from benchmarks.probe.train import train_decoder
+from benchmarks.probe.records.write import write_evaluated_record
+from benchmarks.probe.train.loop import train_decoder
+from benchmarks.probe.train.spill import TrainSpill, spill_pass
 
 
 def body_tasks(task_objs: dict, protocol) -> list[str]:
@@ -37,8 +38,8 @@ def body_records(ctx, task_objs, train, test, stream, store, reference, plan, do
     Args:
         ctx: the run's context (label, protocol, device, ...).
         task_objs: ``{name: ProbeTask}`` of the tasks with a record left to write.
-        train, test: :class:`~benchmarks.probe.loader.SceneLoader` objects over those tasks.
-        stream: the run's :class:`~benchmarks.probe.stream.BackboneStream` or ``ReferenceStream``.
+        train, test: :class:`~benchmarks.probe.data.loader.SceneLoader` objects over those tasks.
+        stream: the run's :class:`~benchmarks.probe.readout.stream.BackboneStream` or ``ReferenceStream``.
         store: the backbone's feature store (with a disk cache), or None for a reference row.
         reference: None, or the reference row's kind (``"oracle"`` / ``"floor"``).
         plan: ``{task: [(seed, record path, run identity), ...]}``.

@@ -16,11 +16,11 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from benchmarks.probe.batching import batch_indices, select
-from benchmarks.probe.decoders import ProbeDecoder
-from benchmarks.probe.optim import build_optimizer, lr_factor
-from benchmarks.probe.runkey import run_mismatch
-from benchmarks.probe.shortcut import OnDemandOutputs, ReadoutGeometry, precompute
+from benchmarks.probe.data.batching import batch_indices, select
+from benchmarks.probe.readout.decoders import ProbeDecoder
+from benchmarks.probe.readout.shortcut import OnDemandOutputs, ReadoutGeometry, precompute
+from benchmarks.probe.records.runkey import run_mismatch
+from benchmarks.probe.train.optim import build_optimizer, lr_factor
 from sapiens2 import distributed as dist_utils
 from sapiens2.utils_io import atomic_write
 
@@ -37,7 +37,7 @@ __all__ = [
 def build_decoder(task, features, protocol, seed: int, shortcut=None) -> ProbeDecoder:
     """The task's decoder for ``features``, initialised from ``seed`` (same on every rank).
 
-    With ``shortcut`` (a fitted :class:`~benchmarks.probe.shortcut.LinearShortcut`) it is attached and
+    With ``shortcut`` (a fitted :class:`~benchmarks.probe.readout.shortcut.LinearShortcut`) it is attached and
     the body's output layer starts at zero.
     """
     settings = protocol.task(task.name)
@@ -62,8 +62,9 @@ def forward(decoder, task, features, idx, protocol, base=None):
     """Decoder outputs (maps, global) for the feature rows ``idx``.
 
     ``base``: precomputed shortcut outputs of all rows (maps, global), or an
-    :class:`~benchmarks.probe.shortcut.OnDemandOutputs` computing them from this batch (both from
-    :func:`~benchmarks.probe.shortcut.precompute`); without it the decoder computes its shortcut itself.
+    :class:`~benchmarks.probe.readout.shortcut.OnDemandOutputs` computing them from this batch (both from
+    :func:`~benchmarks.probe.readout.shortcut.precompute`);
+    without it the decoder computes its shortcut itself.
     """
     x, pooled = features.batch(idx, protocol.cls_concat)
     out_size = ReadoutGeometry.of(task, features, protocol).out_size
@@ -104,19 +105,20 @@ def train_decoder(
     """Train a fresh decoder (or resume it from ``ckpt_path``) for ``protocol.iterations`` iterations.
 
     The body trains on what ``shortcut`` (the closed-form read-out the train pass fitted,
-    :func:`~benchmarks.probe.stream.fit_group`; seed-independent) leaves; a ``"linear"`` decoder is the
+    :func:`~benchmarks.probe.readout.stream.fit_group`; seed-independent)
+    leaves; a ``"linear"`` decoder is the
     shortcut alone (no iterations).
 
     Args:
         task: the :class:`~benchmarks.probe.tasks.ProbeTask`.
-        features: train :class:`~benchmarks.probe.features.FeatureSet`.
+        features: train :class:`~benchmarks.probe.features.store.FeatureSet`.
         targets: the task's train targets (first dim = sample).
         protocol: the protocol.
         seed: decoder initialisation and batch-order seed.
         ckpt_path: resumable checkpoint (written by rank 0 every ``ckpt_every`` iterations).
         desc: progress-bar label.
         shortcut: the read-out fitted on these features (None only under ``shortcut="none"``).
-        run: what identifies this training run (:func:`benchmarks.probe.runkey.run_identity`: protocol
+        run: what identifies this training run (:func:`benchmarks.probe.records.runkey.run_identity`: protocol
             id, data, backbone and weights, task, seed); a checkpoint is resumed only when it was
             written for the same one (default: the task's ``{"protocol_id": ...}`` alone), otherwise it is
             ignored with a message.
@@ -130,7 +132,7 @@ def train_decoder(
     t0 = time.perf_counter()
     if shortcut is None and protocol.shortcut == "ridge":
         raise ValueError(f"{task.name} decoder: the protocol's shortcut is 'ridge' but no fitted read-out "
-                         "was given (fit it with benchmarks.probe.stream.fit_group)")
+                         "was given (fit it with benchmarks.probe.readout.stream.fit_group)")
     info = {"shortcut": None if shortcut is None else shortcut.describe()}
     decoder = build_decoder(task, features, protocol, seed, shortcut).to(features.feats.device)
     if decoder.body is None:

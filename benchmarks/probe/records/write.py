@@ -6,9 +6,9 @@ import math
 import sys
 from pathlib import Path
 
-from benchmarks.probe.evaluate import bootstrap_intervals_field
-from benchmarks.probe.headline import interval_metrics, seed_intervals
-from benchmarks.probe.sidefile import side_path
+from benchmarks.probe.records.evaluate import bootstrap_intervals_field
+from benchmarks.probe.records.headline import interval_metrics, seed_intervals
+from benchmarks.probe.records.sidefile import side_path
 from evaluators.metric_decl import record_declarations
 from sapiens2 import distributed as dist_utils
 from sapiens2.records.results import make_record, write_record
@@ -28,7 +28,7 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
         ctx: the run's label, backbone description, protocol, data source and device.
         task: the probe task.
         seed: the decoder seed.
-        identity: the run identity (:func:`~benchmarks.probe.runkey.run_identity`).
+        identity: the run identity (:func:`~benchmarks.probe.records.runkey.run_identity`).
         metrics: the evaluator's metrics.
         intervals: the record's ``intervals`` field.
         info: the decoder's training info (``shortcut``, ``final_loss``, ``resumed_from``).

@@ -7,7 +7,7 @@ matrix scores every ``alpha`` without another solve, then the model is refit on 
 
 Example:
     >>> import torch
-    >>> from benchmarks.probe.ridge import RidgeStats, fit_ridge
+    >>> from benchmarks.probe.readout.ridge import RidgeStats, fit_ridge
     >>> g = torch.Generator().manual_seed(0)
     >>> x = torch.randn(200, 5, generator=g)
     >>> y = x @ torch.arange(10.0).reshape(5, 2) + 3.0
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmarks.probe.products import add_cross
+from benchmarks.probe.readout.products import add_cross
 
 
 @dataclass
@@ -280,7 +280,7 @@ def _pick(curve: dict, var: float) -> float:
 class PositionSums:
     """Per-position sums of the rows ``x`` and ``y`` and row counts, per fold (float64).
 
-    The rows of one update are whole images in :func:`benchmarks.probe.shortcut` order (image-major,
+    The rows of one update are whole images in :func:`benchmarks.probe.readout.shortcut` order (image-major,
     then the ``positions`` grid positions), so row ``i`` is at position ``i % positions``. With
     :class:`RidgeStats` they are all a per-position centred ridge fit needs (:func:`within_positions`).
     ``x`` and ``y`` may be added in separate updates (the feature sums are shared by several tasks).

@@ -3,7 +3,7 @@
 Both parts take the tapped feature maps (concatenated along channels, optionally with the broadcast
 CLS tokens) at stride ``patch_size`` and predict ``out_channels`` maps at stride ``output_stride``
 (cropped to the unpadded image). The shortcut
-(:class:`~benchmarks.probe.shortcut.LinearShortcut`) is fitted in closed form and attached as
+(:class:`~benchmarks.probe.readout.shortcut.LinearShortcut`) is fitted in closed form and attached as
 ``decoder.shortcut``; the trained body's output layers start at zero, so training starts from the
 linear probe. ``kind="linear"`` is the shortcut alone.
 """
