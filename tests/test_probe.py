@@ -338,7 +338,7 @@ def test_loss_grid_phases_cover_every_pixel_shuffle_sub_position():
     has every sub-position trained (a fixed offset trained only 4 of its 16)."""
     import torch
 
-    from benchmarks.probe.readout.decoders import ProbeDecoder
+    from benchmarks.probe.readout.base import DecoderShape, get_readout
     from benchmarks.probe.tasks import build_task
     from benchmarks.probe.tasks.base import loss_grid
 
@@ -352,7 +352,8 @@ def test_loss_grid_phases_cover_every_pixel_shuffle_sub_position():
         picked = loss_grid(coords, (8, 8), protocol.loss_stride, task.loss_offset)
         seen[picked[0, 0].long(), picked[0, 1].long()] = True
     assert seen.all()
-    dec = ProbeDecoder("pixelshuffle", 5, 29, patch_size=16, output_stride=1)
+    shape = DecoderShape(5, 29, patch_size=16, output_stride=1)
+    dec = get_readout("pixelshuffle").build_decoder(shape, protocol)
     maps, _ = dec(torch.zeros(2, 5, 4, 3), (64, 48))
     assert maps.shape == (2, 29, 64, 48)
 

@@ -6,6 +6,7 @@ import math
 import sys
 from pathlib import Path
 
+from benchmarks.probe.readout.base import get_readout
 from benchmarks.probe.records.evaluate import bootstrap_intervals_field
 from benchmarks.probe.records.headline import interval_metrics, seed_intervals
 from benchmarks.probe.records.sidefile import side_path
@@ -39,7 +40,8 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
     protocol, label, bb_desc, source = ctx.protocol, ctx.label, ctx.backbone, ctx.source
     pid = protocol.protocol_id(task.name)
     vocabulary = task.vocabulary()
-    notes = readout_notes(protocol.task(task.name).decoder, info)
+    readout = get_readout(protocol.task(task.name).decoder)
+    notes = readout.notes(info)
     few = few_images_warning(intervals, task.name)
     if few:
         notes += f"; WARNING: {few}"
@@ -64,12 +66,7 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
         protocol={
             "kind": "probe",
             "protocol_id": pid,
-            "description": (
-                "frozen backbone + closed-form linear probe"
-                if protocol.task(task.name).decoder == "linear"
-                else "frozen backbone + linear probe + trained pixel-shuffle body"
-            )
-            + " (benchmarks.probe.protocol.ProbeProtocol)",
+            "description": f"{readout.description} (benchmarks.probe.protocol.ProbeProtocol)",
         },
         metrics=metrics,
         intervals=intervals,
@@ -90,32 +87,6 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
         metric_decls=metric_decls,
     )
     return rec
-
-
-def readout_notes(decoder: str, info: dict) -> str:
-    """What the read-out of a record did, for its ``notes``.
-
-    The closed-form linear read-out trains nothing: its notes give the ridge penalty picked on the
-    held-out train images and that fold's R^2 (``info["shortcut"]``); a trained body's give the
-    iteration its training started from and its final train loss.
-
-    Example:
-        >>> readout_notes("linear", {"shortcut": {"alpha": 0.1, "heldout_r2": 0.5, "shuffle": 4}})
-        'closed-form linear read-out (ridge on the train features, penalty 0.1 picked on held-out train \
-images, held-out R^2 0.5), nothing trained: every seed gives these numbers'
-    """
-    if decoder != "linear":
-        return (f"decoder trained from iteration {info['resumed_from']}; "
-                f"final train loss {info['final_loss']:.5g}")
-    fit = info.get("shortcut") or {}
-    alpha, r2 = fit.get("alpha"), fit.get("heldout_r2")
-    if isinstance(alpha, (int, float)):
-        penalty = f"penalty {alpha:.4g} picked on held-out train images"
-    else:  # an infinite penalty: the features get no weight, the prediction is the train prior
-        penalty = f"penalty {alpha}"
-    held = f", held-out R^2 {r2:.4g}" if isinstance(r2, (int, float)) and math.isfinite(r2) else ""
-    return (f"closed-form linear read-out (ridge on the train features, {penalty}{held}), nothing trained: "
-            "every seed gives these numbers")
 
 
 def write_evaluated_record(ctx, task, evaluator, metrics: dict, seed: int, path: Path, identity: dict,

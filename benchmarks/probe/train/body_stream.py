@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from functools import partial
 
+from benchmarks.probe.readout.base import get_readout
 from benchmarks.probe.readout.stream import (
     DecoderReadout,
     StageTimes,
@@ -27,9 +28,9 @@ from benchmarks.probe.train.spill import TrainSpill, spill_pass
 
 
 def body_tasks(task_objs: dict, protocol) -> list[str]:
-    """The tasks whose read-out trains a body (any decoder but the closed-form ``"linear"``)."""
-    return [t for t in task_objs
-            if protocol.task(t).decoder != "linear"]
+    """The tasks whose read-out trains something
+    (:attr:`~benchmarks.probe.readout.base.ProbeReadout.trains`)."""
+    return [t for t in task_objs if get_readout(protocol.task(t).decoder).trains]
 
 
 def body_records(ctx, task_objs, train, test, stream, store, reference, plan, done, scratch) -> dict:

@@ -17,6 +17,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from benchmarks.probe.data.batching import batch_indices, select
+from benchmarks.probe.readout.base import DecoderShape, get_readout
 from benchmarks.probe.readout.decoders import ProbeDecoder
 from benchmarks.probe.readout.shortcut import OnDemandOutputs, ReadoutGeometry, precompute
 from benchmarks.probe.records.runkey import run_mismatch
@@ -40,20 +41,12 @@ def build_decoder(task, features, protocol, seed: int, shortcut=None) -> ProbeDe
     With ``shortcut`` (a fitted :class:`~benchmarks.probe.readout.shortcut.LinearShortcut`) it is attached and
     the body's output layer starts at zero.
     """
-    settings = protocol.task(task.name)
+    readout = get_readout(protocol.task(task.name).decoder)
     in_ch, _ = features.channels(protocol.cls_concat)
+    shape = DecoderShape(in_ch, task.out_channels, features.patch_size,
+                         ReadoutGeometry.of(task, features, protocol).stride)
     torch.manual_seed(seed)
-    decoder = ProbeDecoder(
-        settings.decoder,
-        in_ch,
-        task.out_channels,
-        features.patch_size,
-        ReadoutGeometry.of(task, features, protocol).stride,
-        hidden=protocol.decoder_channels,
-        min_hidden=protocol.decoder_min_channels,
-        stage_stride=protocol.decoder_stage_stride,
-        zero_init_output=shortcut is not None,
-    )
+    decoder = readout.build_decoder(shape, protocol, zero_init_output=shortcut is not None)
     decoder.shortcut = shortcut
     return decoder
 
@@ -106,8 +99,7 @@ def train_decoder(
 
     The body trains on what ``shortcut`` (the closed-form read-out the train pass fitted,
     :func:`~benchmarks.probe.readout.stream.fit_group`; seed-independent)
-    leaves; a ``"linear"`` decoder is the
-    shortcut alone (no iterations).
+    leaves; a read-out that trains nothing (``"linear"``) is the shortcut alone (no iterations).
 
     Args:
         task: the :class:`~benchmarks.probe.tasks.ProbeTask`.
