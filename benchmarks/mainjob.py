@@ -185,7 +185,7 @@ def run_main_job(
     """
     import torch
 
-    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.api import RunOptions, run_probe
     from benchmarks.probe.backbones import (
         FLOOR,
         ORACLE,
@@ -255,7 +255,8 @@ def run_main_job(
             print(f"  ({i}/{len(names)}) {name} [{state}]", flush=True)
             try:
                 run_probe(name, tasks, data, results, seeds=seeds, protocol=protocol,
-                          checkpoint=weights.get(name), device=device, sample_cache=samples)
+                          checkpoint=weights.get(name),
+                          options=RunOptions(device=device, sample_cache=samples))
             except (BenchError, ValueError, KeyError, RuntimeError, OSError, ImportError, TypeError) as e:
                 if not keep_going:
                     raise

@@ -271,7 +271,7 @@ def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch)
     from benchmarks.probe.data.source import stack_images
     from benchmarks.probe.features.store import FeatureStore
     from benchmarks.probe.tasks import build_task
-    from benchmarks.probe.train.loop import train_decoder
+    from benchmarks.probe.train.loop import DecoderCheckpoint, train_decoder
 
     protocol = quick_protocol().replace(iterations=10, shortcut="none")  # the body's own training
     data = make_toy_data()
@@ -282,7 +282,7 @@ def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch)
     tgt = task.targets(samples)
     ref, _ = train_decoder(task, feats, tgt, protocol, seed=0)
 
-    ckpt = tmp_path / "d.ckpt.pt"
+    keep = DecoderCheckpoint(tmp_path / "d.ckpt.pt", every=5)
     calls = {"n": 0}
     real_loss = task.loss
 
@@ -294,9 +294,9 @@ def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch)
 
     monkeypatch.setattr(task, "loss", crashing_loss)
     with pytest.raises(KeyboardInterrupt):
-        train_decoder(task, feats, tgt, protocol, seed=0, ckpt_path=ckpt, ckpt_every=5)
+        train_decoder(task, feats, tgt, protocol, seed=0, checkpoint=keep)
     monkeypatch.setattr(task, "loss", real_loss)
-    resumed, info = train_decoder(task, feats, tgt, protocol, seed=0, ckpt_path=ckpt, ckpt_every=5)
+    resumed, info = train_decoder(task, feats, tgt, protocol, seed=0, checkpoint=keep)
     assert info["resumed_from"] == 5
     for (k, a), b in zip(ref.state_dict().items(), resumed.state_dict().values()):
         torch.testing.assert_close(a, b, msg=k)

@@ -86,7 +86,7 @@ def test_loader_workers_give_the_same_records(tmp_path):
     recs = []
     for workers in (0, 2):
         paths = api.run_probe("pixels", "seg,normal,pose", data, tmp_path / f"w{workers}", protocol=protocol,
-                              workers=workers)
+                              options=api.RunOptions(workers=workers))
         recs.append({Path(p).parent.name: json.loads(Path(p).read_text())["metrics"] for p in paths})
     assert recs[0] == recs[1]
 

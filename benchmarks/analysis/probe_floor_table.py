@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from benchmarks.probe.api import run_probe
+from benchmarks.probe.api import RunOptions, run_probe
 from benchmarks.probe.protocol import default_protocol
 from benchmarks.probe.records.compare import compare_records
 from benchmarks.probe.records.headline import PROBE_HEADLINE, format_interval
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     recs: dict[tuple[str, str], RecordView] = {}
     for name in names:
         for path in run_probe(name, args.tasks, args.data, args.out, seeds=(0,), protocol=protocol,
-                              cache_dir=args.feature_cache):
+                              options=RunOptions(cache_dir=args.feature_cache)):
             # the path tells the paired comparison where the bootstrap side file is
             rec = RecordView(read_record(path), path=str(path))
             recs[(name, rec.task)] = rec

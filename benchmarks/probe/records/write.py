@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from pathlib import Path
 
 from benchmarks.probe.readout.base import get_readout
+from benchmarks.probe.records.context import ProbeTask, ReadoutResult, RecordSlot, RunContext
 from benchmarks.probe.records.evaluate import bootstrap_intervals_field
 from benchmarks.probe.records.headline import interval_metrics, seed_intervals
 from benchmarks.probe.records.sidefile import side_path
@@ -21,23 +23,21 @@ from sapiens2.tasks import get_task
 MIN_INTERVAL_IMAGES = 30
 
 
-def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals: dict, info: dict,
-                 timings: dict, num_test: int, num_train: int, metric_decls: dict | None = None) -> dict:
+def probe_record(ctx: RunContext, task: ProbeTask, slot: RecordSlot, metrics: dict, intervals: dict,
+                 result: ReadoutResult, metric_decls: dict | None = None) -> dict:
     """One (task, seed) record of a probe run (``ctx``: what every record of the run shares).
 
     Args:
         ctx: the run's label, backbone description, protocol, data source and device.
         task: the probe task.
-        seed: the decoder seed.
-        identity: the run identity (:func:`~benchmarks.probe.records.runkey.run_identity`).
+        slot: the record's seed, path and run identity.
         metrics: the evaluator's metrics.
         intervals: the record's ``intervals`` field.
-        info: the decoder's training info (``shortcut``, ``final_loss``, ``resumed_from``).
-        timings: seconds per stage.
-        num_test, num_train: test and train samples.
+        result: the read-out's info, the seconds per stage (a dict here) and the sample counts.
         metric_decls: what each metric means (``evaluators.metric_decl.record_declarations``).
     """
     protocol, label, bb_desc, source = ctx.protocol, ctx.label, ctx.backbone, ctx.source
+    seed, info = slot.seed, result.info
     pid = protocol.protocol_id(task.name)
     vocabulary = task.vocabulary()
     readout = get_readout(protocol.task(task.name).decoder)
@@ -60,7 +60,7 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
             "name": source.name,
             "split": protocol.test_split,
             "content_hash": source.content_hash(task.name, protocol.test_split),
-            "num_samples": int(num_test),
+            "num_samples": int(result.num_test),
             **({"vocabulary": vocabulary} if vocabulary else {}),
         },
         protocol={
@@ -76,12 +76,12 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
             "task": task.name,
             **({"vocabulary": vocabulary} if vocabulary else {}),
             "seed": seed,
-            "num_train_samples": int(num_train),
+            "num_train_samples": int(result.num_train),
             "shortcut": info["shortcut"],
-            "run": identity,
+            "run": slot.identity,
         },
         seeds=[seed],
-        timings=timings,
+        timings=result.timings,
         device=ctx.device,
         notes=notes,
         metric_decls=metric_decls,
@@ -89,24 +89,26 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
     return rec
 
 
-def write_evaluated_record(ctx, task, evaluator, metrics: dict, seed: int, path: Path, identity: dict,
-                           info: dict, timings, num_test: int, num_train: int) -> dict:
-    """The record of one (task, seed) whose ``evaluator`` has seen the whole test split: its bootstrap
-    intervals (and side file beside ``path``), then the record, written by rank 0.
+def write_evaluated_record(ctx: RunContext, task: ProbeTask, slot: RecordSlot, evaluator, metrics: dict,
+                           result: ReadoutResult) -> dict:
+    """The record of one (task, seed) whose ``evaluator`` has seen the whole test split (``metrics``:
+    what it computed): its bootstrap intervals (and side file beside ``slot.path``), then the record,
+    written by rank 0.
 
-    ``timings``: seconds per stage, or a callable returning them once the intervals are computed (so
-    the bootstrap counts in the evaluation's seconds).
+    ``result.timings`` may be a callable: it is called once the intervals are computed (so the
+    bootstrap counts in the evaluation's seconds).
     """
     protocol = ctx.protocol
     intervals = bootstrap_intervals_field(
         evaluator, interval_metrics(task.name, evaluator), resamples=protocol.bootstrap_resamples,
-        level=protocol.interval_level, seed=protocol.bootstrap_seed, side_path=side_path(path),
+        level=protocol.interval_level, seed=protocol.bootstrap_seed, side_path=side_path(slot.path),
     )
     decls = record_declarations(evaluator.declared_metrics(), metrics, get_task(task.name).headline)
-    rec = probe_record(ctx, task, seed, identity, metrics, intervals, info,
-                       timings() if callable(timings) else timings, num_test, num_train, decls)
+    timings = result.timings() if callable(result.timings) else result.timings
+    result = dataclasses.replace(result, timings=timings)
+    rec = probe_record(ctx, task, slot, metrics, intervals, result, decls)
     if dist_utils.is_main():
-        write_record(path, rec)
+        write_record(slot.path, rec)
     dist_utils.barrier()
     return rec
 

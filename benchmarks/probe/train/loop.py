@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -19,7 +20,7 @@ from tqdm.auto import tqdm
 from benchmarks.probe.data.batching import batch_indices, select
 from benchmarks.probe.readout.base import DecoderShape, get_readout
 from benchmarks.probe.readout.decoders import ProbeDecoder
-from benchmarks.probe.readout.shortcut import OnDemandOutputs, ReadoutGeometry, precompute
+from benchmarks.probe.readout.shortcut import LinearShortcut, OnDemandOutputs, ReadoutGeometry, precompute
 from benchmarks.probe.records.runkey import run_mismatch
 from benchmarks.probe.train.optim import build_optimizer, lr_factor
 from sapiens2 import distributed as dist_utils
@@ -27,12 +28,31 @@ from sapiens2.utils_io import atomic_write
 
 __all__ = [
     "batch_indices",
+    "DecoderCheckpoint",
     "build_decoder",
     "forward",
     "lr_factor",
     "select",
     "train_decoder",
 ]
+
+
+@dataclass(frozen=True)
+class DecoderCheckpoint:
+    """A decoder's resumable state on disk.
+
+    Attributes:
+        path: the checkpoint file (None: none kept), written by rank 0 every ``every`` iterations.
+        run: what identifies this training run (:func:`benchmarks.probe.records.runkey.run_identity`:
+            protocol id, data, backbone and weights, task, seed); a checkpoint is resumed only when it
+            was written for the same one (None: the task's ``{"protocol_id": ...}`` alone), otherwise
+            it is ignored with a message.
+        every: iterations between writes.
+    """
+
+    path: str | os.PathLike | None
+    run: dict | None = None
+    every: int = 50
 
 
 def build_decoder(task, features, protocol, seed: int, shortcut=None) -> ProbeDecoder:
@@ -89,11 +109,10 @@ def train_decoder(
     targets: dict,
     protocol,
     seed: int,
-    ckpt_path: str | os.PathLike | None = None,
+    *,
+    shortcut: LinearShortcut | None = None,
+    checkpoint: DecoderCheckpoint | None = None,
     desc: str = "train",
-    ckpt_every: int = 50,
-    shortcut=None,
-    run: dict | None = None,
 ) -> tuple[ProbeDecoder, dict]:
     """Train a fresh decoder (or resume it from ``ckpt_path``) for ``protocol.iterations`` iterations.
 
@@ -107,13 +126,10 @@ def train_decoder(
         targets: the task's train targets (first dim = sample).
         protocol: the protocol.
         seed: decoder initialisation and batch-order seed.
-        ckpt_path: resumable checkpoint (written by rank 0 every ``ckpt_every`` iterations).
-        desc: progress-bar label.
         shortcut: the read-out fitted on these features (None only under ``shortcut="none"``).
-        run: what identifies this training run (:func:`benchmarks.probe.records.runkey.run_identity`: protocol
-            id, data, backbone and weights, task, seed); a checkpoint is resumed only when it was
-            written for the same one (default: the task's ``{"protocol_id": ...}`` alone), otherwise it is
-            ignored with a message.
+        checkpoint: where the resumable decoder state goes and which run it belongs to (None: none
+            kept).
+        desc: progress-bar label.
 
     Returns:
         (decoder in eval mode, {"train_s", "final_loss", "resumed_from", "shortcut"}).
@@ -137,7 +153,9 @@ def train_decoder(
         }
     base = None if shortcut is None else precompute(shortcut, task, features, protocol)
     opt = build_optimizer(decoder.parameters(), protocol)
-    run = dict(run) if run is not None else {"protocol_id": protocol.protocol_id(task.name)}
+    ckpt = checkpoint or DecoderCheckpoint(None)
+    ckpt_path, ckpt_every = ckpt.path, ckpt.every
+    run = dict(ckpt.run) if ckpt.run is not None else {"protocol_id": protocol.protocol_id(task.name)}
     start = 0
     loss_val = float("nan")
     if ckpt_path is not None and Path(ckpt_path).is_file():
