@@ -256,3 +256,18 @@ def test_evaluator_metric_table_lists_metrics_the_evaluators_compute():
                 assert k in declared, (task, k)
                 checked += 1
     assert checked >= 30
+
+
+def test_probing_split_and_small_n_numbers_are_the_code_constants():
+    from benchmarks.mainjob import DEFAULT_SPLIT_IMAGES, QUICK_SPLIT_IMAGES
+    from benchmarks.probe.api import MIN_INTERVAL_IMAGES
+    from benchmarks.probe.protocol import default_protocol
+
+    text = " ".join((ROOT / "docs" / "probing.md").read_text(encoding="utf-8").split())
+    every = default_protocol().holdout_every
+    test = DEFAULT_SPLIT_IMAGES // every
+    assert f"The embedded synthetic split has {DEFAULT_SPLIT_IMAGES} scenes" in text
+    train = DEFAULT_SPLIT_IMAGES - test
+    assert f"every {every}th scene is a test scene: {train} train, {test} test scenes" in text
+    assert f"`--quick` uses {QUICK_SPLIT_IMAGES} scenes" in text
+    assert f"fewer than {MIN_INTERVAL_IMAGES} test images (`MIN_INTERVAL_IMAGES`)" in text
