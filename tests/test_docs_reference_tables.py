@@ -181,6 +181,16 @@ def test_reproduction_test_set_table_matches_the_code():
             assert number in IN_HOUSE_DATA[table], (table, number)
 
 
+def test_reproduction_checkpoint_layout_names_the_code_sizes():
+    from benchmarks.reproduce.sources import PRETRAIN_SIZES, TASK_SIZES
+
+    text = (DOCS / "reproduction.md").read_text(encoding="utf-8")
+    layout = text.split("## The layout `--checkpoint-root` expects", 1)[1].split("```", 2)[1]
+    pretrain = re.search(r"pretrain/sapiens2_\{([^}]+)\}_pretrain", layout).group(1).split(",")
+    assert pretrain == [s.replace("-", "_") for s in PRETRAIN_SIZES]
+    assert f"with `size` in `{', '.join(TASK_SIZES)}`" in text
+
+
 # --- docs/leaderboard.md ---------------------------------------------------------------------------
 
 def test_leaderboard_record_field_table_lists_exactly_the_schema_fields():
