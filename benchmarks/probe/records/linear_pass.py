@@ -7,13 +7,20 @@ import time
 from functools import partial
 
 from benchmarks.probe.data.loader import SceneLoader
-from benchmarks.probe.readout.stream import StageTimes, fit_group, scene_groups, score_group
+from benchmarks.probe.readout.stream import (
+    BackboneStream,
+    ReferenceStream,
+    StageTimes,
+    fit_group,
+    scene_groups,
+    score_group,
+)
 from benchmarks.probe.records.context import ReadoutResult, RecordPlan, RunContext
 from benchmarks.probe.records.write import write_evaluated_record
 
 
-def closed_form_records(ctx: RunContext, task_objs: dict, train: SceneLoader, test: SceneLoader, stream,
-                        plan: RecordPlan) -> dict:
+def closed_form_records(ctx: RunContext, task_objs: dict, train: SceneLoader, test: SceneLoader,
+                        stream: BackboneStream | ReferenceStream, plan: RecordPlan) -> dict:
     """``{(task, seed): record}`` of the tasks of ``task_objs`` (each with a record left to write).
 
     Args:

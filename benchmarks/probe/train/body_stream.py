@@ -18,7 +18,9 @@ from benchmarks.probe.data.loader import SceneLoader
 from benchmarks.probe.features.store import FeatureStore
 from benchmarks.probe.readout.base import get_readout
 from benchmarks.probe.readout.stream import (
+    BackboneStream,
     DecoderReadout,
+    ReferenceStream,
     StageTimes,
     fit_group,
     scene_groups,
@@ -36,7 +38,8 @@ def body_tasks(task_objs: dict, protocol) -> list[str]:
     return [t for t in task_objs if get_readout(protocol.task(t).decoder).trains]
 
 
-def body_records(ctx: RunContext, task_objs: dict, train: SceneLoader, test: SceneLoader, stream,
+def body_records(ctx: RunContext, task_objs: dict, train: SceneLoader, test: SceneLoader,
+                 stream: BackboneStream | ReferenceStream,
                  store: FeatureStore | None, reference: str | None, plan: RecordPlan) -> dict:
     """The records of the trained-body tasks of ``task_objs`` (see the module docstring).
 
