@@ -48,6 +48,7 @@ from benchmarks.probe.config import (
     group_of,
 )
 from benchmarks.probe.readout.base import get_readout, readout_names
+from benchmarks.probe.readout.shrink import MASKED_FORMS
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks import probe_task_class, probe_task_names
 from sapiens2.errors import UnknownNameError
@@ -55,7 +56,7 @@ from sapiens2.records.integrity import protocol_id
 
 PROTOCOL_VERSION = 5
 # a masked task's read-out form ("": the task is not masked)
-MASKED_READOUTS = ("", "mask-and-prior")
+MASKED_READOUTS = ("", *MASKED_FORMS)
 
 
 def settings_class(name: str) -> type[TaskSettings]:

@@ -192,6 +192,12 @@ def _solve(f: _Fold, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
     return w, my - mx @ w
 
 
+def solve_fold(f: _Fold, alpha: float) -> torch.Tensor:
+    """The C x O ridge weights of the sums ``f`` alone at penalty ``alpha`` (as :func:`fit_ridge`'s
+    refit, in the units of ``f``'s rows; zero at the infinite penalty)."""
+    return _solve(f, alpha)[0]
+
+
 _EIG_CACHE: dict = {}
 
 

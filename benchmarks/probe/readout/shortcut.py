@@ -38,6 +38,7 @@ from benchmarks.probe.readout.ridge import (
     fit_ridge,
     within_positions,
 )
+from benchmarks.probe.readout.shrink import MASKED_FORMS, compose, masked_prior, shrink_toward
 
 
 def shortcut_factor(patch_size: int, output_stride: int) -> int:
@@ -103,13 +104,15 @@ class LinearShortcut:
         bias_map: P x (fitted columns) per-position intercept ``my_p - mx_p W``.
         prior: a masked task's P x (out * r^2) train prior ``mu_p``: the prediction is
             ``A + mu_p (1 - B)``; None: the fitted columns are the prediction.
+        shrink: a masked task's ``out`` factors ``s_c``: the prediction is ``mu_p + s_c (A + mu_p (1 - B)
+            - mu_p)`` (:mod:`benchmarks.probe.readout.shrink`; None: not shrunk).
     """
 
     def __init__(self, fit: RidgeFit, r: int, out_channels: int, bias_map: torch.Tensor | None = None,
-                 prior: torch.Tensor | None = None):
+                 prior: torch.Tensor | None = None, shrink: torch.Tensor | None = None):
         self.fit, self.r, self.out_channels = fit, r, out_channels
         self.in_channels = fit.weight.shape[0]
-        self.bias_map, self.prior = bias_map, prior
+        self.bias_map, self.prior, self.shrink = bias_map, prior, shrink
 
     def maps(self, x: torch.Tensor, out_size, valid_frac) -> torch.Tensor:
         """Read-out maps from assembled features (the first ``in_channels`` channels are spatial)."""
@@ -125,7 +128,10 @@ class LinearShortcut:
                 )
             z.view(b, h * w, -1).add_(self.bias_map.to(z)[None])  # in place: z is the product's own
         if self.prior is not None:
-            z = _with_prior(z.view(b, h * w, -1), self.prior.to(z), self.out_channels, self.r * self.r)
+            prior = self.prior.to(z)
+            z = compose(z.view(b, h * w, -1), prior, self.out_channels, self.r * self.r)
+            if self.shrink is not None:
+                z = shrink_toward(z, prior, self.shrink, self.r * self.r)
         return from_grid(z.reshape(b, h, w, -1).permute(0, 3, 1, 2), self.r, out_size, valid_frac)
 
     def outputs(self, fs, out_size, device: str = "cpu") -> tuple[torch.Tensor, None]:
@@ -141,21 +147,11 @@ class LinearShortcut:
             d["prior"] = "per output pixel (heldout_r2: of what that prior leaves)"
         if self.prior is not None:
             d["masked"] = "mask * t and the mask regressed; prediction mask * t + prior * (1 - mask)"
+        if self.shrink is not None:
+            d["masked"] += ("; shrunk toward the prior by one factor per channel fitted on the held-out "
+                            "train images (shrink: 0 = the floor, 1 = as fitted)")
+            d["shrink"] = [float(v) for v in self.shrink]
         return d
-
-
-def _with_prior(z: torch.Tensor, prior: torch.Tensor, k: int, rr: int) -> torch.Tensor:
-    """``A + mu (1 - B)`` from B x P x (k + 1) * rr read-out columns ``[A, B]`` (channel-major, as
-    :func:`to_grid` lays out ``[mask * t, mask]``) and the P x k * rr prior ``mu``."""
-    a, m = z[..., : k * rr], z[..., k * rr :]
-    return a + prior[None] * (1 - m).repeat(1, 1, k)
-
-
-def masked_prior(sy: torch.Tensor, k: int, rr: int) -> torch.Tensor:
-    """P x k * rr train prior ``mu_p``: the sum of ``mask * t`` over the sum of the mask at each output
-    pixel (0 where no train mask covers it), from the per-position sums ``sy`` of ``[A, B]``."""
-    st, sm = sy[:, : k * rr], sy[:, k * rr :].repeat(1, k)
-    return torch.where(sm > 0, st / sm.clamp_min(1e-12), torch.zeros_like(st))
 
 
 def readout_columns(task, rr: int) -> int:
@@ -166,10 +162,10 @@ def readout_columns(task, rr: int) -> int:
         ValueError: the task's ``masked_readout`` does not match whether it is masked.
     """
     form = task.settings.masked_readout
-    if bool(task.masked) != (form == "mask-and-prior"):
+    if bool(task.masked) != (form in MASKED_FORMS):
         raise ValueError(f"{task.name} read-out: masked_readout is {form!r} but the task is "
                          f"{'' if task.masked else 'not '}masked (expected "
-                         f"{'mask-and-prior' if task.masked else 'an empty value'!r})")
+                         f"{'one of ' + str(MASKED_FORMS) if task.masked else 'an empty value'!r})")
     return (task.out_channels + task.masked) * rr
 
 

@@ -43,6 +43,7 @@ from benchmarks.probe.readout.shortcut import (
     solve_readout,
     to_grid,
 )
+from benchmarks.probe.readout.shrink import HeldoutShrink, heldout_shrink, stream_heldout
 from sapiens2 import distributed as dist_utils
 
 
@@ -180,6 +181,13 @@ class _TaskSums:
         return solve_readout(self.stats, self.positions, self.feats.grams, self.feats.shift, self.task,
                              self.geom.r, protocol, alphas)
 
+    def shrink(self, alpha: float):
+        """A masked task's shrink toward the floor at the penalty it was solved with (after
+        :meth:`solve`): :func:`~benchmarks.probe.readout.shrink.heldout_shrink`."""
+        if not self.task.masked:
+            return None
+        return heldout_shrink(self.stats, self.positions, self.task, self.rr, alpha)
+
 
 # below this many feature channels the syrk Gram and the block-sparse x^T y gained nothing measurable in
 # the main job (256x192, 384-1536 channels: 422 s against 401 s side by side), so v5's arithmetic stays
@@ -293,6 +301,13 @@ def fit_group(
     for s in streams.values():
         s.finish()
     fits = {t: sums[t].solve(protocol, alphas) for t in group}
+    shrinks = {t: sums[t].shrink(fits[t].fit.alpha) for t in group}
+    pending = {t: s for t, s in shrinks.items() if isinstance(s, HeldoutShrink)}
+    if pending:  # the held-out train rows once more: fold 0's correction against their targets
+        stream_heldout(loader, group, tasks, stream, (streams, readers, sums), pending, folds)
+    for t, s in shrinks.items():
+        if s is not None:
+            fits[t].shrink = s.factors() if isinstance(s, HeldoutShrink) else s
     clear_shared()  # the stream's decompositions: no later group reads them
     times.solve_s += time.perf_counter() - t0
     return fits, times

@@ -28,7 +28,7 @@ class AlbedoSettings(TaskSettings):
     """Albedo settings: full resolution, L1 + gradient L1."""
 
     output_stride: int = 1
-    masked_readout: str = "mask-and-prior"
+    masked_readout: str = "mask-and-prior-shrunk"
     loss: str = "l1_grad"
     loss_weights: dict = field(default_factory=lambda: {"l1": 1.0, "grad": 1.0})
 

@@ -35,7 +35,7 @@ from evaluators.registry import build_evaluator
 class MaskedDenseSettings(TaskSettings):
     """The settings of a masked dense task: the read-out form every masked task takes by default."""
 
-    masked_readout: str = "mask-and-prior"
+    masked_readout: str = "mask-and-prior-shrunk"
 
 
 class MaskedDenseTask(ProbeTask):

@@ -31,7 +31,7 @@ class NormalSettings(TaskSettings):
     """Normal settings: full resolution, (1 - cos) + L1."""
 
     output_stride: int = 1
-    masked_readout: str = "mask-and-prior"
+    masked_readout: str = "mask-and-prior-shrunk"
     loss: str = "cosine_l1"
     loss_weights: dict = field(default_factory=lambda: {"cos": 1.0, "l1": 1.0})
 

@@ -42,7 +42,7 @@ class PointmapSettings(TaskSettings):
     """
 
     output_stride: int = 1
-    masked_readout: str = "mask-and-prior"
+    masked_readout: str = "mask-and-prior-shrunk"
     loss: str = "pointmap_l1_grad_scale"
     loss_weights: dict = field(default_factory=lambda: {"l1": 1.0, "grad": 1.0, "scale": 1.0})
     canonical_focal_length: float = 768.0
