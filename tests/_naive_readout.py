@@ -7,7 +7,10 @@ channel (penalty ``alpha * rows``). The penalty is the grid value (or infinity) 
 squared error, fold 0 fitted on its own per-position means and fold 1 scored about fold 0's; near-ties
 within ``1e-9`` of the held-out variance go to the smaller penalty; then ``W`` is refitted on every
 train row. A masked task's columns are ``[mask * t, mask]`` and its prediction
-``A + mu_p (1 - B)`` with ``mu_p`` the per-pixel ratio of their train sums.
+``A + mu_p (1 - B)`` with ``mu_p`` the per-pixel ratio of their train sums, shrunk toward ``mu_p`` by a
+factor per channel: ``mu_p + s_c (A + mu_p (1 - B) - mu_p)``, ``s_c`` the least-squares factor of fold 0's
+correction ``g`` against ``t - mu_p`` over the held-out rows' mask pixels that a fold-0 mask covers,
+clipped to [0, 1] (0 at the infinite penalty).
 """
 
 from __future__ import annotations
@@ -57,16 +60,47 @@ def naive_readout(x: np.ndarray, y: np.ndarray, holdout_every: int, alphas, max_
     return alpha, w, my - mx @ w
 
 
+def _prior(y: np.ndarray, k: int) -> np.ndarray:
+    """P x k * rr ratio of the sums of ``A`` and ``B`` over the rows of ``y`` (0 where no mask is)."""
+    rr = y.shape[-1] // (k + 1)
+    s = y.sum(0)
+    st, sm = s[:, : k * rr], np.tile(s[:, k * rr :], k)
+    return np.where(sm > 0, st / np.maximum(sm, 1e-12), 0.0)
+
+
+def _compose(z: np.ndarray, mu: np.ndarray, k: int) -> np.ndarray:
+    rr = z.shape[-1] // (k + 1)
+    return z[..., : k * rr] + mu * (1 - np.tile(z[..., k * rr :], k))
+
+
+def naive_shrink(x: np.ndarray, y: np.ndarray, holdout_every: int, alpha: float, k: int) -> np.ndarray:
+    """The k factors of a masked task's read-out at penalty ``alpha`` (train ``x``, ``y`` as
+    :func:`naive_readout`; ``y``'s columns ``[A, B]``)."""
+    if math.isinf(alpha):
+        return np.zeros(k)
+    val = np.arange(len(x)) % holdout_every == holdout_every - 1
+    xf, yf, xv, yv = x[~val], y[~val], x[val], y[val]
+    mx0, my0, mu0 = xf.mean(0), yf.mean(0), _prior(yf, k)
+    g = _compose((xv - mx0) @ _ridge(xf, yf, mx0, my0, alpha) + my0, mu0, k) - mu0
+    rr = y.shape[-1] // (k + 1)
+    covered = np.tile(yf.sum(0)[:, k * rr :] > 0, k)
+    a, b = yv[..., : k * rr], np.tile(yv[..., k * rr :], k)
+    dg = ((a - b * mu0) * g * covered).reshape(-1, k, rr).sum((0, 2))
+    gg = (b * g**2 * covered).reshape(-1, k, rr).sum((0, 2))
+    s = np.where(gg > 0, dg / np.where(gg > 0, gg, 1.0), 0.0)
+    return np.clip(s, 0.0, 1.0)
+
+
 def naive_predict(x: np.ndarray, w: np.ndarray, intercept: np.ndarray, y_train: np.ndarray,
-                  masked_channels: int = 0) -> np.ndarray:
+                  masked_channels: int = 0, shrink: np.ndarray | None = None) -> np.ndarray:
     """N x P x O' predictions on features ``x``; a masked task's (``masked_channels`` k > 0) combine
-    ``A + mu (1 - B)``, ``mu`` from the train targets ``y_train`` (O = (k + 1) * rr, O' = k * rr)."""
+    ``A + mu (1 - B)``, ``mu`` from the train targets ``y_train`` (O = (k + 1) * rr, O' = k * rr), and
+    with ``shrink`` (k factors) are ``mu + s_c (A + mu (1 - B) - mu)``."""
     z = x @ w + intercept
     if not masked_channels:
         return z
-    rr = z.shape[-1] // (masked_channels + 1)
-    s = y_train.sum(0)
-    st, sm = s[:, : masked_channels * rr], np.tile(s[:, masked_channels * rr :], masked_channels)
-    mu = np.where(sm > 0, st / np.maximum(sm, 1e-12), 0.0)
-    a, b = z[..., : masked_channels * rr], np.tile(z[..., masked_channels * rr :], masked_channels)
-    return a + mu * (1 - b)
+    mu = _prior(y_train, masked_channels)
+    t_hat = _compose(z, mu, masked_channels)
+    if shrink is None:
+        return t_hat
+    return mu + np.repeat(shrink, t_hat.shape[-1] // masked_channels) * (t_hat - mu)

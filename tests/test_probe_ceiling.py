@@ -21,6 +21,7 @@ from benchmarks.probe.readout.stream import ReferenceStream
 from benchmarks.probe.records.headline import PROBE_HEADLINE
 
 TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
+MASKED = ("normal", "pointmap", "albedo")
 LEVELS = (0.0, 1.0, 4.0, math.inf)  # clean, small, large, pure noise (x each channel RMS)
 
 
@@ -45,8 +46,13 @@ def ladder():
     return rows
 
 
+def _score(got, task):
+    """The headline of ``task`` in one :func:`probe_stream` result."""
+    return got[task]["metrics"][PROBE_HEADLINE[task].key]
+
+
 def _headline(rows, row, task):
-    return rows[row][task]["metrics"][PROBE_HEADLINE[task].key]
+    return _score(rows[row], task)
 
 
 @pytest.mark.parametrize("row", [0.0, "oracle"])
@@ -59,6 +65,9 @@ def test_ground_truth_reaches_every_dense_ceiling(ladder, row):
     assert _headline(ladder, row, "albedo") < 1e-4
     # pose's ceiling is the heatmap decoding's: the oracle row's (the stream holds pose's heatmaps alone)
     assert _headline(ladder, row, "pose") == pytest.approx(_headline(ladder, "oracle", "pose"), rel=1e-9)
+    for task in MASKED:  # the held-out rows keep the whole correction: it is the ground truth's
+        got = ladder[row][task]["readout"]
+        assert min(got["shrink"]) > 1 - 1e-5, (row, task, got)
 
 
 def test_infinite_penalty_is_the_floor_exactly(ladder):
@@ -67,6 +76,8 @@ def test_infinite_penalty_is_the_floor_exactly(ladder):
         # every metric, bit for bit (JSON: a class absent from the split is NaN in both)
         same = json.dumps(ladder["inf-penalty"][task]["metrics"], sort_keys=True)
         assert same == json.dumps(ladder["floor"][task]["metrics"], sort_keys=True), task
+        if task in MASKED:  # no correction to shrink: the factors are 0
+            assert ladder["inf-penalty"][task]["readout"]["shrink"] == [0.0] * 3, task
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -78,3 +89,28 @@ def test_noise_levels_score_in_their_order(ladder, task):
     # (on 6 train images a penalty it picks can fit the noise and score below the floor)
     floor, ceiling = sign * _headline(ladder, "floor", task), values[0]
     assert values[3] - floor <= 0.05 * (ceiling - floor), (task, values[3], floor)
+
+
+def test_features_without_information_are_shrunk_to_the_floor(monkeypatch):
+    """Pure noise, the penalty search as it is and forced to the smallest penalty (a fit of the noise):
+    the held-out factors take the correction away (most are 0) and every masked task scores the floor's
+    headline on the test images within 1 %."""
+    from benchmarks.probe.readout import ridge
+
+    protocol = default_protocol().replace(input_size=(64, 48), decoder_stage_stride=2, bootstrap_resamples=20)
+    data = make_toy_data(n_train=16, n_test=6, tasks=list(MASKED))
+
+    def noise(tasks):
+        return GroundTruthStream(tasks, protocol, math.inf, seed=5)
+
+    floor = probe_stream(data, MASKED, lambda tasks: ReferenceStream("floor", protocol), protocol)
+    searched = probe_stream(data, MASKED, noise, protocol)
+    monkeypatch.setattr(ridge, "_pick", lambda curve, var: min(curve))
+    forced = probe_stream(data, MASKED, noise, protocol)
+    factors = []
+    for task in MASKED:
+        assert forced[task]["readout"]["alpha"] == min(protocol.ridge_alphas), forced[task]["readout"]
+        factors += forced[task]["readout"]["shrink"]
+        for got in (searched, forced):
+            assert _score(got, task) <= _score(floor, task) * 1.01, (task, got[task])
+    assert sorted(factors)[len(factors) // 2] <= 0.1, factors  # the median channel: no correction left

@@ -49,7 +49,7 @@ def _split_rows(loader, group, tasks, stream, protocol):
 def test_streamed_read_out_equals_a_naive_closed_form_reference():
     """Every task's penalty, weights and test maps against numpy ridge on the whole split (noisy
     ground-truth features: a penalty inside the grid; 11 train images: batches of 8 + 3, both folds)."""
-    from _naive_readout import naive_predict, naive_readout
+    from _naive_readout import naive_predict, naive_readout, naive_shrink
 
     from benchmarks.analysis.noisy_oracle import GroundTruthStream
     from benchmarks.probe.data.loader import SceneLoader
@@ -60,6 +60,7 @@ def test_streamed_read_out_equals_a_naive_closed_form_reference():
     tasks = {t: build_task(t, protocol) for t in ("seg", "normal", "albedo")}
     train, test = (SceneLoader(data, tasks, s, protocol) for s in ("train", "test"))
     stream = GroundTruthStream(tasks, protocol, sigma=1.0)
+    inside = []  # the masked tasks' factors strictly inside (0, 1): not clipped
     for group, test_group in scene_groups(train, test):
         fits, _ = fit_group(train, group, tasks, stream, protocol)
         x, ys, geoms = _split_rows(train, group, tasks, stream, protocol)
@@ -70,7 +71,12 @@ def test_streamed_read_out_equals_a_naive_closed_form_reference():
             assert fit.fit.alpha == alpha, t
             assert 0 < alpha < float("inf"), (t, alpha)  # the features are neither perfect nor useless
             np.testing.assert_allclose(fit.fit.weight.numpy(), w, rtol=1e-3, atol=1e-5 * np.abs(w).max())
-            want = naive_predict(xt, w, intercept, ys[t], tasks[t].out_channels if tasks[t].masked else 0)
+            k = tasks[t].out_channels if tasks[t].masked else 0
+            shrink = naive_shrink(x, ys[t], protocol.ridge_holdout_every, alpha, k) if k else None
+            if k:  # the held-out factors, as streamed
+                inside += [float(v) for v in shrink if 0 < v < 1]
+                np.testing.assert_allclose(fit.shrink.numpy(), shrink, rtol=1e-6, atol=1e-9)
+            want = naive_predict(xt, w, intercept, ys[t], k, shrink)
             g = geoms[t]
             n, p, c = xt.shape
             feats = torch.from_numpy(xt).float().reshape(n, g.grid[0], g.grid[1], c).permute(0, 3, 1, 2)
@@ -78,6 +84,7 @@ def test_streamed_read_out_equals_a_naive_closed_form_reference():
             want_maps = from_grid(torch.from_numpy(want).float().reshape(n, g.grid[0], g.grid[1], -1)
                                   .permute(0, 3, 1, 2), g.r, g.out_size, g.valid_frac)
             torch.testing.assert_close(got, want_maps, rtol=1e-4, atol=1e-4 * float(want_maps.abs().max()))
+    assert inside, "every masked factor was clipped: the comparison did not reach the ratio"
 
 
 def test_loader_workers_give_the_same_records(tmp_path):
