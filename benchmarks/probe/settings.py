@@ -27,8 +27,11 @@ class TaskSettings:
             default weight; an unknown term is an error).
         masked_readout: how the read-out of a masked task (scored on the GT mask only) treats the mask:
             ``"mask-and-prior"`` regresses ``mask * t`` and the mask and predicts
-            ``mask * t + prior * (1 - mask)`` (:mod:`benchmarks.probe.readout.shortcut`); empty for a
-            task that is not masked, and then left out of the protocol id.
+            ``mask * t + prior * (1 - mask)`` (:mod:`benchmarks.probe.readout.shortcut`);
+            ``"mask-and-prior-shrunk"`` (a masked task's default) shrinks that prediction toward the
+            prior by one factor in [0, 1] per channel fitted on the held-out train images
+            (:mod:`benchmarks.probe.readout.shrink`); empty for a task that is not masked, and then
+            left out of the protocol id.
     """
 
     decoder: str = "linear"
