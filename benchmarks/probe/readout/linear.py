@@ -38,5 +38,8 @@ images, held-out R^2 0.5), nothing trained: every seed gives these numbers'
         else:  # an infinite penalty: the features get no weight, the prediction is the train prior
             penalty = f"penalty {alpha}"
         held = f", held-out R^2 {r2:.4g}" if isinstance(r2, (int, float)) and math.isfinite(r2) else ""
+        shrink = fit.get("shrink")
+        if shrink is not None:  # a masked task's factors toward the prior, one per channel
+            held += ", shrunk toward the prior by " + "/".join(f"{v:.3g}" for v in shrink) + " per channel"
         return (f"closed-form linear read-out (ridge on the train features, {penalty}{held}), "
                 "nothing trained: every seed gives these numbers")
