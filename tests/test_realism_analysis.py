@@ -145,21 +145,25 @@ class _Result:
         return self.xy, np.ones(len(LANDMARK_MAP))
 
 
-def test_pck_counts_exact_points_as_hits_and_missed_people_as_misses(tiny_split):
+def _exact_results(split, hw, shift_of_side: float = 0.0):
+    """Per person, a result whose landmarks are the GT points (moved by shift x box side along x)."""
     from benchmarks.systems.mediapipe_system import vocabulary_ids
     from sapiens2.datasets import open_split
 
-    hw = (256, 192)
-    ds = open_split(tiny_split, "pose", input_size=(hw[1], hw[0]))
-    exact, shifted = [], []
+    ds = open_split(split, "pose", input_size=(hw[1], hw[0]))
+    out = []
     for i, ann in enumerate(ds.anns):
         gt = np.asarray(ann["keypoints"], float).reshape(-1, 3)[vocabulary_ids()]
         inv = np.asarray(ds[i]["crop"]["inv_affine"], float)  # crop -> image
         fwd = np.linalg.inv(np.vstack([inv, [0, 0, 1]]))[:2]  # image -> crop
-        crop = gt[:, :2] @ fwd[:, :2].T + fwd[:, 2]
-        exact.append(_Result(crop))
         side = max(ann["bbox"][2], ann["bbox"][3])
-        shifted.append(_Result(crop + 0.2 * side * fwd[:, 0]))  # 0.2 box sides away along x
+        out.append(_Result(gt[:, :2] @ fwd[:, :2].T + fwd[:, 2] + shift_of_side * side * fwd[:, 0]))
+    return out
+
+
+def test_pck_counts_exact_points_as_hits_and_missed_people_as_misses(tiny_split):
+    hw = (256, 192)
+    exact, shifted = _exact_results(tiny_split, hw), _exact_results(tiny_split, hw, 0.2)
     assert R.pck_of_crops(tiny_split, exact, hw)["pck"] == pytest.approx(1.0)
     assert R.pck_of_crops(tiny_split, shifted, hw)["pck"] == 0.0
     half = [r if i % 2 == 0 else None for i, r in enumerate(exact)]
@@ -167,6 +171,21 @@ def test_pck_counts_exact_points_as_hits_and_missed_people_as_misses(tiny_split)
     assert got["pck_detected"] == pytest.approx(1.0) and got["pck"] < 1.0
     with pytest.raises(RuntimeError, match="MediaPipe results for"):
         R.pck_of_crops(tiny_split, exact[:-1], hw)
+
+
+def test_groups_cover_every_person_once_and_subset_ap_scores_their_own_predictions(tiny_split):
+    from sapiens2.datasets import open_split
+
+    hw = (256, 192)
+    groups = R.person_groups(tiny_split, hw)
+    members = sorted(i for g in groups.values() for i in g)
+    n = len(open_split(tiny_split, "pose", input_size=(hw[1], hw[0])).anns)
+    assert members == list(range(n))
+    exact = _exact_results(tiny_split, hw)
+    assert R.subset_body_ap(tiny_split, hw, exact, members) == pytest.approx(1.0)
+    assert R.subset_body_ap(tiny_split, hw, [None] * n, members) == 0.0
+    got = R.breakdown(tiny_split, hw, exact)
+    assert sum(g["people"] for g in got.values()) == n and all(g["missed"] == 0 for g in got.values())
 
 
 def test_class_census_counts_images_per_class(tiny_split):

@@ -37,6 +37,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "references" / "mediapipe_realistic.json"
 CONDITIONS = ("realistic", "capsule", "procedural")
 COCO17 = 17  # the first 17 entries of the shared keypoints are the COCO body points
+EVAL_VERSION = 2  # bump when evaluate_condition's result changes (kept results are then remade)
+FEW_LABELLED = 5  # a person with at most this many COCO-17 points labelled is cut by the border
+FEW_VISIBLE = 3  # ... with at most this many visible is mostly hidden
 PCK_THRESHOLD = 0.1
 LABELS = {
     "realistic": "realistic (anny bodies, path traced)",
@@ -131,6 +134,66 @@ def pck_of_crops(split: Path, results: list, crop_hw: tuple[int, int]) -> dict:
             "visible_points": counted}
 
 
+def person_groups(split: Path, crop_hw: tuple[int, int]) -> dict[str, list[int]]:
+    """Persons (pose annotation indices) by what makes them hard, for the breakdown of misses.
+
+    ``cut``: at most :data:`FEW_LABELLED` of the 17 COCO body points labelled (cut by the image
+    border); ``lying``: the person box wider than tall (and not cut); ``hidden``: at most
+    :data:`FEW_VISIBLE` of its labelled points visible (occluded, and neither cut nor lying);
+    ``clear``: the rest.
+    """
+    from benchmarks.systems import mediapipe_system as M
+    from sapiens2.datasets import open_split
+
+    ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
+    vids = M.vocabulary_ids()[:COCO17]
+    groups: dict[str, list[int]] = {"cut": [], "lying": [], "hidden": [], "clear": []}
+    for i, ann in enumerate(ds.anns):
+        v = np.asarray(ann["keypoints"], float).reshape(-1, 3)[vids][:, 2]
+        if (v > 0).sum() <= FEW_LABELLED:
+            groups["cut"].append(i)
+        elif ann["bbox"][2] > ann["bbox"][3]:
+            groups["lying"].append(i)
+        elif (v == 2).sum() <= FEW_VISIBLE:
+            groups["hidden"].append(i)
+        else:
+            groups["clear"].append(i)
+    return groups
+
+
+def subset_body_ap(split: Path, crop_hw: tuple[int, int], results: list, keep: list[int]) -> float:
+    """Body AP over the persons ``keep`` only (their GT and their own top-down predictions)."""
+    from benchmarks.systems import mediapipe_system as M
+    from evaluators.pose import PoseEvaluator
+    from sapiens2.datasets import open_split
+
+    ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
+    keep_ids = {ds.anns[i]["id"] for i in keep}
+    images = {ds.anns[i]["image_id"] for i in keep}
+    gt = M.shared_gt(ds.coco, [a for a in ds.anns if a["id"] in keep_ids], images)
+    ev = PoseEvaluator(meta=M.shared_meta(), gt=gt)
+    fed = 0
+    for i in keep:
+        if results[i] is None:
+            continue
+        s = ds[i]
+        kps, scores = results[i].shared()
+        ev.update(kps[None], scores[None], [s["image_id"]], index=[i], bbox_scores=[s["bbox_score"]],
+                  areas=[s["area"]], affine=s["crop"]["inv_affine"][None])
+        fed += 1
+    return float(ev.compute()["body/AP"]) if fed else 0.0
+
+
+def breakdown(split: Path, crop_hw: tuple[int, int], results: list) -> dict:
+    """Per group of :func:`person_groups`: persons, persons missed, and the group's body AP."""
+    out = {}
+    for name, members in person_groups(split, crop_hw).items():
+        ap = round(subset_body_ap(split, crop_hw, results, members), 4) if members else None
+        missed = sum(results[i] is None for i in members)
+        out[name] = {"people": len(members), "missed": missed, "body_AP": ap}
+    return out
+
+
 def class_census(split: Path) -> dict[str, int]:
     """In how many images of ``split`` each seg class (by name) has at least one pixel."""
     from PIL import Image
@@ -157,7 +220,7 @@ def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> dict:
     from sapiens2.utils_io import read_json, write_json_atomic
 
     cache = split.with_name(split.name + ".eval.json")
-    key = {"split": split_identity(split), "crop_hw": list(crop_hw)}
+    key = {"split": split_identity(split), "crop_hw": list(crop_hw), "version": EVAL_VERSION}
     if cache.is_file():
         kept = read_json(cache)
         if kept.get("key") == key:
@@ -181,6 +244,7 @@ def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> dict:
         "pose_mask_person_IoU": round(float(masks["pose"]["per_class"]["IoU"]["person"]), 4),
         "selfie_mask_person_IoU": round(float(masks["selfie"]["per_class"]["IoU"]["person"]), 4),
         "eval_s": round(time.monotonic() - start, 1),
+        "by_group": breakdown(split, crop_hw, recorder.results),
         "images_with_class": class_census(split),
     }
     write_json_atomic(cache, {"key": key, "result": result})
