@@ -118,14 +118,17 @@ def test_cover_fraction_of_a_wall_in_front_is_one_and_of_nothing_nearby_zero():
 
 
 def test_conditions_parse_and_errors_name_the_flag():
-    assert R.parse_conditions("realistic:512x384, capsule") == [("realistic", (512, 384)),
-                                                               ("capsule", (256, 192))]
+    assert R.parse_conditions("realistic:512x384:24, capsule", 64) == [("realistic", (512, 384), 24),
+                                                                      ("capsule", (256, 192), 64)]
     with pytest.raises(ValueError, match="--conditions 'photo:256x192': unknown condition"):
-        R.parse_conditions("photo:256x192")
-    with pytest.raises(ValueError, match="expected NAME:HxW"):
-        R.parse_conditions("realistic:big")
+        R.parse_conditions("photo:256x192", 8)
+    for bad in ("realistic:big", "realistic:256x192:many", "realistic:256x192:8:9"):
+        with pytest.raises(ValueError, match=r"expected NAME\[:HxW\[:N\]\]"):
+            R.parse_conditions(bad, 8)
+    with pytest.raises(ValueError, match="at least one image"):
+        R.parse_conditions("realistic:256x192:0", 8)
     with pytest.raises(ValueError, match="name at least one"):
-        R.parse_conditions(" , ")
+        R.parse_conditions(" , ", 8)
 
 
 @pytest.fixture(scope="module")

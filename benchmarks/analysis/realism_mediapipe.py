@@ -48,22 +48,42 @@ LABELS = {
 }
 
 
-def parse_conditions(text: str) -> list[tuple[str, tuple[int, int]]]:
-    """``realistic:256x192,capsule:256x192`` -> [(name, (H, W)), ...]; errors name ``--conditions``."""
+def parse_conditions(text: str, n: int) -> list[tuple[str, tuple[int, int], int]]:
+    """``realistic:256x192,capsule:512x384:24`` -> [(name, (H, W), images), ...] (``n`` images unless
+    given); errors name ``--conditions``."""
     out = []
     for item in filter(None, (s.strip() for s in text.split(","))):
-        name, _, size = item.partition(":")
+        name, *rest = item.split(":")
         if name not in CONDITIONS:
             raise ValueError(f"--conditions {item!r}: unknown condition {name!r}; "
                              f"expected one of {', '.join(CONDITIONS)}")
         try:
-            h, w = (int(v) for v in (size or "256x192").lower().split("x"))
+            if len(rest) > 2:
+                raise ValueError
+            h, w = (int(v) for v in (rest[0] if rest else "256x192").lower().split("x"))
+            count = int(rest[1]) if len(rest) == 2 else n
         except ValueError:
-            raise ValueError(f"--conditions {item!r}: expected NAME:HxW, e.g. realistic:256x192") from None
-        out.append((name, (h, w)))
+            raise ValueError(f"--conditions {item!r}: expected NAME[:HxW[:N]], "
+                             "e.g. realistic:256x192:64") from None
+        if count < 1:
+            raise ValueError(f"--conditions {item!r}: at least one image")
+        out.append((name, (h, w), count))
     if not out:
         raise ValueError("--conditions: name at least one condition")
     return out
+
+
+def previous_rows(path: str | None) -> dict | None:
+    """The conditions of an earlier measurement file (with its commit and date), or None."""
+    if not path:
+        return None
+    from benchmarks.results import read_measurement
+
+    rec = read_measurement(path)
+    keep = ("condition", "size", "n_images", "n_people", "missed_people", "body_AP", "PCK@0.1",
+            "images_nobody_found", "pose_mask_person_IoU", "selfie_mask_person_IoU")
+    return {"commit": rec["commit"], "date": rec["date"], "command": rec["command"],
+            "conditions": [{k: row[k] for k in keep} for row in rec["numbers"]["conditions"]]}
 
 
 def render_condition(name: str, out: Path, n: int, seed: int, hw: tuple[int, int], settings,
@@ -257,19 +277,24 @@ def main(argv=None) -> int:
     p.add_argument("--n", type=int, default=64, help="images per condition (default 64)")
     p.add_argument("--seed", type=int, default=0, help="split seed (default 0)")
     p.add_argument("--conditions", default="realistic:256x192,capsule:256x192,procedural:256x192",
-                   help="comma-separated NAME:HxW of realistic, capsule, procedural")
+                   help="comma-separated NAME[:HxW[:N]] of realistic, capsule, procedural "
+                        "(N images, default --n)")
     p.add_argument("--render", default="path", help="realistic image mode (default path)")
     p.add_argument("--spp", type=int, default=None, help="samples per pixel (default: the generator's)")
     p.add_argument("--people", type=int, default=None, help="people per image (default: the generator's)")
     p.add_argument("--workers", type=int, default=1, help="render processes (not for capsule)")
     p.add_argument("--out", default=str(DEFAULT_OUT), help="measurement file to write")
+    p.add_argument("--previous", default=None,
+                   help="an earlier measurement file (other generator defaults) to keep beside the new rows")
+    p.add_argument("--previous-note", default="", help="what changed since --previous")
     args = p.parse_args(argv)
     if args.n < 1:
         raise ValueError(f"--n {args.n}: at least one image")
     from benchmarks.systems import mediapipe_system as M
     from sapiens2.datasets.synth.realistic.sample import RealisticSettings
 
-    conditions = parse_conditions(args.conditions)
+    conditions = parse_conditions(args.conditions, args.n)
+    previous = previous_rows(args.previous)
     defaults = RealisticSettings()
     settings = RealisticSettings(mode=args.render, spp=args.spp or defaults.spp,
                                  max_people=args.people or defaults.max_people)
@@ -279,9 +304,9 @@ def main(argv=None) -> int:
     work = Path(args.work)
     rows = []
     with M.MediaPipeSystem() as system:
-        for name, hw in conditions:
-            split = work / f"{name}_{hw[0]}x{hw[1]}_n{args.n}_s{args.seed}"
-            render_s = render_condition(name, split, args.n, args.seed, hw, settings, args.workers)
+        for name, hw, count in conditions:
+            split = work / f"{name}_{hw[0]}x{hw[1]}_n{count}_s{args.seed}"
+            render_s = render_condition(name, split, count, args.seed, hw, settings, args.workers)
             row = {"condition": name, "label": LABELS[name], "size": f"{hw[0]}x{hw[1]}",
                    "render": None if name == "procedural" else settings.record(),
                    "render_s": round(render_s, 1) if render_s else None,
@@ -289,7 +314,9 @@ def main(argv=None) -> int:
             print({k: v for k, v in row.items() if k != "label"}, flush=True)
             rows.append(row)
     write_measurement(args.out, f"MediaPipe {M.installed_version()} on the realistic synthetic split vs the "
-                      "same-pose capsule ablation and the procedural split", {"conditions": rows},
+                      "same-pose capsule ablation and the procedural split",
+                      {"conditions": rows, **({"previous": {**previous, "what_changed": args.previous_note}}
+                                              if previous else {})},
                       started=started, notes=NOTES)
     print(f"wrote {args.out}")
     return 0
