@@ -93,6 +93,16 @@ def realism_table() -> str:
             ap = "-" if d["body_AP"] is None else f"{d['body_AP']:.3f}"
             cells.append(f"{d['missed']} of {d['people']} missed, AP {ap}")
         lines.append(f"| {row['condition']} {row['size']} | " + " | ".join(cells) + " |")
+    prev = rec["numbers"].get("previous")
+    if prev:
+        lines += ["", f"With the generator's earlier defaults (measured {prev['date']} at commit "
+                  f"{prev['commit']}; changed since: {prev['what_changed']}):", "",
+                  "| condition | size | images | people | body AP | PCK@0.1 | persons missed | "
+                  "images where nobody is found |", "|---|---|---|---|---|---|---|---|"]
+        for r in prev["conditions"]:
+            lines.append(f"| {r['condition']} | {r['size']} | {r['n_images']} | {r['n_people']} | "
+                         f"{r['body_AP']:.3f} | {r['PCK@0.1']:.3f} | {r['missed_people']} | "
+                         f"{r['images_nobody_found']} of {r['n_images']} |")
     return "\n".join(lines)
 
 
