@@ -12,11 +12,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def realism_table() -> str:
-    """The realism measurement (``references/mediapipe_realistic.json``): conditions, then misses by group."""
+REALISM_FILE = "benchmarks/results/references/mediapipe_realistic.json"
+
+
+def realism_table(rel: str = REALISM_FILE) -> str:
+    """The realism measurement ``rel`` (relative to the repository): conditions, then misses by group."""
     from benchmarks.results import read_measurement
 
-    rel = "benchmarks/results/references/mediapipe_realistic.json"
     rec = read_measurement(ROOT / rel)
     rows = rec["numbers"]["conditions"]
     lines = [f"Measured {rec['date']} at commit {rec['commit']} ([`{rel}`](../{rel})):", "",
