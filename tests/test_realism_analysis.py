@@ -191,6 +191,18 @@ def test_groups_cover_every_person_once_and_subset_ap_scores_their_own_predictio
     assert sum(g["people"] for g in got.values()) == n and all(g["missed"] == 0 for g in got.values())
 
 
+def test_keypoint_errors_are_zero_for_exact_points_and_scale_with_the_shift(tiny_split):
+    hw = (256, 192)
+    exact = R.keypoint_errors(tiny_split, hw, _exact_results(tiny_split, hw))
+    assert all(e["median_error"] == pytest.approx(0, abs=1e-3) and e["oks_at_median"] == pytest.approx(1.0)
+               for e in exact.values() if e["points"])
+    assert list(exact)[:2] == ["nose", "left_eye"] and len(exact) == 17
+    none = R.keypoint_errors(tiny_split, hw, [None] * len(_exact_results(tiny_split, hw)))
+    assert all(e["points"] == 0 and e["median_error"] is None for e in none.values())
+    shifted = R.keypoint_errors(tiny_split, hw, _exact_results(tiny_split, hw, 0.2))
+    assert all(e["median_error"] > 0.05 and e["oks_at_median"] < 1 for e in shifted.values() if e["points"])
+
+
 def test_class_census_counts_images_per_class(tiny_split):
     counts = R.class_census(tiny_split)
     assert counts["Background"] == 2 and max(counts.values()) <= 2

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "references" / "mediapipe_realistic.json"
 CONDITIONS = ("realistic", "capsule", "procedural")
 COCO17 = 17  # the first 17 entries of the shared keypoints are the COCO body points
-EVAL_VERSION = 2  # bump when evaluate_condition's result changes (kept results are then remade)
+EVAL_VERSION = 3  # bump when evaluate_condition's result changes (kept results are then remade)
 FEW_LABELLED = 5  # a person with at most this many COCO-17 points labelled is cut by the border
 FEW_VISIBLE = 3  # ... with at most this many visible is mostly hidden
 PCK_THRESHOLD = 0.1
@@ -214,6 +214,36 @@ def breakdown(split: Path, crop_hw: tuple[int, int], results: list) -> dict:
     return out
 
 
+def keypoint_errors(split: Path, crop_hw: tuple[int, int], results: list) -> dict[str, dict]:
+    """Per COCO-17 point: median distance to the GT over sqrt(GT area) (the OKS scale) of the detected
+    persons' labelled points, the point's OKS sigma, and the OKS of a point that far off."""
+    from benchmarks.systems import mediapipe_system as M
+    from sapiens2.datasets import open_split
+
+    ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
+    meta = M.shared_meta()
+    vids = M.vocabulary_ids()[:COCO17]
+    errors: list[list[float]] = [[] for _ in range(COCO17)]
+    for i, res in enumerate(results):
+        ann = ds.anns[i]
+        if res is None or not ann.get("area"):
+            continue
+        gt = np.asarray(ann["keypoints"], float).reshape(-1, 3)[vids]
+        inv = np.asarray(ds[i]["crop"]["inv_affine"], float)
+        xy = res.shared()[0][:COCO17] @ inv[:, :2].T + inv[:, 2]
+        d = np.linalg.norm(xy - gt[:, :2], axis=1) / np.sqrt(float(ann["area"]))
+        for k in np.nonzero(gt[:, 2] > 0)[0]:
+            errors[k].append(float(d[k]))
+    out = {}
+    for k in range(COCO17):
+        sigma = float(meta["sigmas"][k])
+        med = float(np.median(errors[k])) if errors[k] else None
+        oks = None if med is None else round(float(np.exp(-med**2 / (2 * (2 * sigma) ** 2))), 3)
+        out[meta["keypoints"][k]] = {"points": len(errors[k]), "sigma": sigma, "oks_at_median": oks,
+                                     "median_error": None if med is None else round(med, 4)}
+    return out
+
+
 def class_census(split: Path) -> dict[str, int]:
     """In how many images of ``split`` each seg class (by name) has at least one pixel."""
     from PIL import Image
@@ -265,6 +295,7 @@ def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> dict:
         "selfie_mask_person_IoU": round(float(masks["selfie"]["per_class"]["IoU"]["person"]), 4),
         "eval_s": round(time.monotonic() - start, 1),
         "by_group": breakdown(split, crop_hw, recorder.results),
+        "keypoint_errors": keypoint_errors(split, crop_hw, recorder.results),
         "images_with_class": class_census(split),
     }
     write_json_atomic(cache, {"key": key, "result": result})
