@@ -16,7 +16,7 @@ from _realistic_standin import standin_person
 
 from benchmarks.analysis import capsule_people as C
 from benchmarks.analysis import realism_mediapipe as R
-from sapiens2.reference import keypoints308
+from sapiens2.reference import keypoints308, seg_classes29
 
 IDS = {k["name"]: k["id"] for k in keypoints308()["keypoints"]}
 
@@ -62,6 +62,17 @@ def test_capsule_person_takes_classes_and_colours_from_the_nearest_body_parts():
     head_class = person.face_class[np.argmin(np.linalg.norm(
         person.vertices[person.faces].mean(1) - head, axis=1))]
     assert near_head.any() and (mesh.face_class[near_head] == head_class).all()
+    # a tongue inside the head is never the class or colour a capsule takes
+    tongue = next(c["id"] for c in seg_classes29()["classes"] if c["name"] == "Tongue")
+    tongue_v, tongue_f = C.capsule_mesh(head, head, 0.09)  # nearer to the head sphere than the skin in places
+    mouthed = dataclasses.replace(
+        person, vertices=np.concatenate([person.vertices, tongue_v]),
+        faces=np.concatenate([person.faces, tongue_f + len(person.vertices)]),
+        face_class=np.concatenate([person.face_class, np.full(len(tongue_f), tongue, np.uint8)]),
+        vertex_albedo=np.concatenate([person.vertex_albedo, np.ones((len(tongue_v), 3), np.float32)]))
+    with_tongue = C.capsule_person(mouthed, 0)
+    assert tongue not in set(with_tongue.face_class.tolist())
+    assert not (with_tongue.vertex_albedo == 1).all(axis=1).any()
     missing = dataclasses.replace(person, keypoint_defined=np.zeros(308, bool))
     with pytest.raises(ValueError, match="undefined; a capsule body needs them"):
         C.capsule_person(missing, 0)

@@ -44,6 +44,7 @@ BONES: tuple[tuple[str, str, float], ...] = (
 )
 TORSO_RADIUS_OF_SHOULDER_WIDTH = 0.33  # the spine capsule's radius, a fraction of the shoulder width
 HEAD_RADIUS_OF_EAR_DISTANCE = 0.62  # the head sphere's radius, a fraction of the ear-to-ear distance
+INTERIOR_CLASS = 28  # seg_classes29 "Tongue": inside the mouth, never what a capsule surface shows
 
 
 def capsule_mesh(a: np.ndarray, b: np.ndarray, radius: float, rings: int = 5,
@@ -140,11 +141,14 @@ def capsule_person(person, index: int):
         offset += len(v)
     vertices, faces = np.concatenate(parts), np.concatenate(faces_all)
     anny_v = np.asarray(person.vertices, float)
-    anny_f = np.asarray(person.faces, np.int64)
-    albedo = np.asarray(person.vertex_albedo, np.float32)[cKDTree(anny_v).query(vertices)[1]]
-    centres = anny_v[anny_f].mean(1)
-    nearest_face = cKDTree(centres).query(vertices[faces].mean(1))[1]
-    face_class = np.asarray(person.face_class, np.uint8)[nearest_face]
+    classes = np.asarray(person.face_class, np.uint8)
+    # the tongue lies inside the head, nearer to the head sphere than the skin in places: left out
+    outer = classes != INTERIOR_CLASS
+    anny_f = np.asarray(person.faces, np.int64)[outer]
+    used = np.unique(anny_f)
+    albedo = np.asarray(person.vertex_albedo, np.float32)[used[cKDTree(anny_v[used]).query(vertices)[1]]]
+    nearest_face = cKDTree(anny_v[anny_f].mean(1)).query(vertices[faces].mean(1))[1]
+    face_class = classes[outer][nearest_face]
     return SceneMesh(f"{person.name}_capsules", vertices, faces, albedo, face_class, index, True)
 
 
