@@ -43,7 +43,8 @@ def realism_table(rel: str = REALISM_FILE) -> str:
             d = row["by_group"][g]
             ap = "-" if d["body_AP"] is None else f"{d['body_AP']:.3f}"
             cells.append(f"{d['missed']} of {d['people']} missed, AP {ap}")
-        lines.append(f"| {row['condition']} {row['size']} | " + " | ".join(cells) + " |")
+        name = f"{row['condition']} {row['size']}, {row['n_images']} images"
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     prev = rec["numbers"].get("previous")
     if prev:
         lines += ["", f"With the generator's earlier defaults (measured {prev['date']} at commit "
