@@ -21,7 +21,7 @@ def realism_table(rel: str = REALISM_FILE) -> str:
 
     rec = read_measurement(ROOT / rel)
     rows = rec["numbers"]["conditions"]
-    lines = [f"Measured {rec['date']} at commit {rec['commit']} ([`{rel}`](../{rel})):", "",
+    lines = [f"Measured at commit {rec['commit']} ([`{rel}`](../{rel})):", "",
              "| condition | size | render | images | people | body AP | PCK@0.1 | persons missed | "
              "images where nobody is found | person IoU (pose mask) | person IoU (selfie) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -47,7 +47,7 @@ def realism_table(rel: str = REALISM_FILE) -> str:
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     prev = rec["numbers"].get("previous")
     if prev:
-        lines += ["", f"With the generator's earlier defaults (measured {prev['date']} at commit "
+        lines += ["", f"With the generator's earlier defaults (measured at commit "
                   f"{prev['commit']}; changed since: {prev['what_changed']}):", "",
                   "| condition | size | images | people | body AP | PCK@0.1 | persons missed | "
                   "images where nobody is found |", "|---|---|---|---|---|---|---|---|"]
