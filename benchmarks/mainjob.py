@@ -32,14 +32,70 @@ TASKS = ",".join(task_names())
 DEFAULT_SPLIT_IMAGES = 384
 QUICK_SPLIT_IMAGES = 96
 
+# The embedded split's generators: realistic (anny bodies path-traced by Mitsuba) is the default;
+# procedural (ray-cast capsule people, seconds per split) stays by name and under --quick, which
+# the tests run. The realistic split's image: path tracing at 16 samples per pixel, chosen so
+# that a fresh main job on two cores stays near ten minutes (64 spp would double its render time;
+# benchmarks/results/mainjob/ has the measurement). Render processes: one per core, at most two.
+SPLIT_GENERATORS = ("realistic", "procedural")
+SPLIT_RENDER = "path"
+SPLIT_SPP = 16
+SPLIT_WORKERS = 2
 
 
-def default_data_dir(protocol, quick: bool = False) -> str:
-    """The cached embedded synthetic split at the protocol's input size (``quick``: the small one)."""
+def split_generator(name: str | None = None, quick: bool = False, render: str | None = None,
+                    spp: int | None = None, people: int | None = None):
+    """The synthetic writer's ``generator`` for a generator name and the realistic render flags.
+
+    Args:
+        name: ``realistic`` / ``procedural``; None: ``procedural`` when ``quick``, else ``realistic``.
+        quick: the quick protocol's default (procedural: the tests' speed).
+        render, spp, people: the realistic generator's ``--render`` / ``--spp`` / ``--people``
+            (None: :data:`SPLIT_RENDER`, :data:`SPLIT_SPP`, the generator's own people count).
+
+    Returns:
+        None for the procedural generator, else a validated ``RealisticSettings``.
+
+    Raises:
+        UnknownNameError: an unknown generator (names ``--generator``).
+        ValueError: a realistic flag given with the procedural generator, or an impossible setting
+            (names the flag).
+    """
+    from sapiens2.datasets.synth.writer import resolve_generator
+
+    name = name or ("procedural" if quick else "realistic")
+    if name != "realistic":
+        resolve_generator(name)  # an unknown name: an error naming --generator
+        given = {"--render": render, "--spp": spp, "--people": people}
+        for flag, value in given.items():
+            if value is not None:
+                raise ValueError(f"{flag} applies to --generator realistic only (not {name})")
+        return None
+    from sapiens2.datasets.synth.realistic.sample import RealisticSettings
+
+    people = RealisticSettings().max_people if people is None else people
+    settings = RealisticSettings(mode=render or SPLIT_RENDER, spp=SPLIT_SPP if spp is None else spp,
+                                 max_people=people)
+    settings.check()
+    return settings
+
+
+def default_data_dir(protocol, quick: bool = False, generator: str | None = None) -> str:
+    """The cached embedded synthetic split at the protocol's input size (``quick``: the small one).
+
+    Args:
+        protocol: the probing protocol (its input size is the split's image size).
+        quick: the quick protocol's small split.
+        generator: ``realistic`` / ``procedural``; None: :func:`split_generator`'s default
+            (realistic, procedural under ``quick``). The cache key includes it and its settings.
+    """
     from sapiens2.datasets.synth import ensure_default_split
 
     n = QUICK_SPLIT_IMAGES if quick else DEFAULT_SPLIT_IMAGES
-    return str(ensure_default_split("probe", n, tuple(protocol.input_size), 0))
+    settings = split_generator(generator, quick=quick)
+    workers = 1 if settings is None else max(1, min(SPLIT_WORKERS, os.cpu_count() or 1))
+    return str(ensure_default_split("probe", n, tuple(protocol.input_size), 0, workers=workers,
+                                    generator=settings))
 
 
 def tasks_of_data(data, protocol) -> tuple[str, str | None]:
@@ -136,6 +192,7 @@ def run_main_job(
     tasks: str = TASKS,
     seeds: Iterable[int] = (0,),
     data: str | os.PathLike | None = None,
+    generator: str | None = None,
     weights: Mapping[str, str] | None = None,
     include: Iterable[str] = (),
     compare: Iterable[tuple[str, str]] = (),
@@ -157,6 +214,8 @@ def run_main_job(
         tasks: comma-separated tasks.
         seeds: decoder seeds.
         data: dataset folder (default: the embedded synthetic split, :func:`default_data_dir`).
+        generator: the embedded split's generator (``realistic``, or ``procedural``; None: realistic,
+            procedural under ``quick``); not with ``data``.
         weights: backbone name -> weights path (:func:`parse_weights`).
         include: ``.py`` files or folders imported before the backbones are resolved.
         compare: extra ``(a, b)`` pairs of backbones of the run to compare paired.
@@ -227,11 +286,17 @@ def run_main_job(
     out = Path(out)
     results = out / "results"
 
-    source = f"using {data}" if data is not None else "embedded synthetic split (rendered once, cached)"
-    print(f"[1/3] data: {source}")
     if data is None:
-        data = default_data_dir(protocol, quick=quick)
-    print(f"      {data}")
+        generator = generator or ("procedural" if quick else "realistic")
+        print(f"[1/3] data: embedded synthetic split ({generator}; rendered once, cached)", flush=True)
+        td = time.perf_counter()
+        data = default_data_dir(protocol, quick=quick, generator=generator)
+        print(f"      {data} (ready in {time.perf_counter() - td:.0f}s)")
+    else:
+        if generator is not None:
+            raise ValueError(f"--generator {generator} chooses the embedded split; not with --data {data}")
+        print(f"[1/3] data: using {data}")
+        print(f"      {data}")
     print(f"[2/3] probing {len(names)} backbone(s) x tasks {tasks} x seeds {seeds} under protocol "
           f"ids {', '.join(f'{t} {i}' for t, i in protocol.protocol_ids().items())}")
     failed: dict[str, str] = {}
