@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.mainjob import SPLIT_SPP
+from benchmarks.embedded_split import SPLIT_SPP
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -123,7 +123,7 @@ def run_synth(args) -> int:
 
 def _generator(args):
     """The writer's ``generator`` argument from the flags (errors name the flag)."""
-    from benchmarks.mainjob import split_generator
+    from benchmarks.embedded_split import split_generator
 
     settings = split_generator(args.generator, render=args.render, spp=args.spp, people=args.people)
     if settings is not None:

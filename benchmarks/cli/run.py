@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
     seeds = seed_list(str(args.seeds))  # before any work: names --seeds, refuses repeats
     if args.generator is not None:  # before any work: an unknown name or a clash names --generator
-        from benchmarks.mainjob import split_generator
+        from benchmarks.embedded_split import split_generator
 
         if args.data is not None:
             raise ValueError(f"--generator {args.generator} chooses the embedded split; not with "
