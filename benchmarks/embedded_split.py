@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from sapiens2.errors import BenchError
+
 # Scenes of the default synthetic split; the protocol holds out every 4th (test), the rest train.
 # 384 -> 96 test scenes (and their pose crops): docs/probing.md says why (interval widths).
 DEFAULT_SPLIT_IMAGES = 384
@@ -77,5 +79,19 @@ def default_data_dir(protocol, quick: bool = False, generator: str | None = None
     n = QUICK_SPLIT_IMAGES if quick else DEFAULT_SPLIT_IMAGES
     settings = split_generator(generator, quick=quick)
     workers = 1 if settings is None else max(1, min(SPLIT_WORKERS, os.cpu_count() or 1))
-    return str(ensure_default_split("probe", n, tuple(protocol.input_size), 0, workers=workers,
-                                    generator=settings))
+    try:
+        return str(ensure_default_split("probe", n, tuple(protocol.input_size), 0, workers=workers,
+                                        generator=settings))
+    except BenchError as e:
+        if settings is None or not _realistic_missing():
+            raise
+        raise BenchError(f"{e}. The main job's default split is the realistic one: install the "
+                         "'realistic' extra (scripts/bootstrap.sh does), or pass --generator procedural "
+                         "for the ray-cast people") from e
+
+
+def _realistic_missing() -> bool:
+    """True when the realistic generator's packages (mitsuba, drjit, anny) are not importable."""
+    import importlib.util
+
+    return any(importlib.util.find_spec(name) is None for name in ("mitsuba", "drjit", "anny"))

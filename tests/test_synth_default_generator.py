@@ -102,3 +102,25 @@ def test_default_data_dir_asks_the_cache_for_the_generator(monkeypatch, tmp_path
     assert realistic == split_generator() and 1 <= workers <= 2
     assert procedural[2] is None and procedural[:2] == (n, size)
     assert quick[2] is None and quick[0] == 96
+
+
+def test_a_missing_renderer_names_the_extra_and_the_procedural_way_out(monkeypatch, tmp_path):
+    import importlib.util
+
+    import sapiens2.datasets.synth as synth
+    from sapiens2.datasets.synth.realistic.variant import RendererMissingError, require_mitsuba
+    from sapiens2.errors import BenchError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "mitsuba" else real(name))
+
+    def split_needing_mitsuba(name, n, size, seed, **kw):
+        require_mitsuba()
+        return tmp_path
+
+    monkeypatch.setattr(synth, "ensure_default_split", split_needing_mitsuba)
+    with pytest.raises(BenchError, match="'mitsuba' package") as info:
+        default_data_dir(default_protocol())
+    assert "'realistic' extra" in str(info.value) and "--generator procedural" in str(info.value)
+    assert isinstance(info.value.__cause__, RendererMissingError)
