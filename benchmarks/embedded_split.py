@@ -18,10 +18,10 @@ DEFAULT_SPLIT_IMAGES = 384
 QUICK_SPLIT_IMAGES = 96
 
 # The embedded split's generators: realistic (anny bodies path-traced by Mitsuba) is the default;
-# procedural (ray-cast capsule people, seconds per split) stays by name and under --quick, which
+# procedural (ray-cast capsule people, no extra dependency) stays by name and under --quick, which
 # the tests run. The realistic split's image: path tracing at 16 samples per pixel, chosen so
-# that a fresh main job on two cores stays near ten minutes (64 spp would double its render time;
-# benchmarks/results/mainjob/ has the measurement). Render processes: one per core, at most two.
+# that a fresh main job on two cores stays near ten minutes (64 spp costs about 1.6x its render CPU:
+# benchmarks/results/realistic_render_speed.txt). Render processes: one per core, at most two.
 SPLIT_GENERATORS = ("realistic", "procedural")
 SPLIT_RENDER = "path"
 SPLIT_SPP = 16

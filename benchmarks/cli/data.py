@@ -35,7 +35,7 @@ def register(sub) -> None:
     s.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     s.add_argument("--generator", default="realistic",
                    help="realistic (default: anny bodies rendered by Mitsuba, the 'realistic' extra; the "
-                        "main job's split) or procedural (embedded ray-cast people, seconds per split)")
+                        "main job's split) or procedural (embedded ray-cast people, no extra needed)")
     s.add_argument("--render", default=None,
                    help="realistic image mode: path (path tracing, default) or fast (direct light, 4 "
                         "samples: CI-sized splits)")

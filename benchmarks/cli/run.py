@@ -12,7 +12,7 @@ backbone, the twin of another shipped backbone of its arch) is in the run, and e
 ``--compare A:B`` pair, is compared paired (95% paired bootstrap of the difference on the same test
 images): printed and written to ``OUT/comparisons.json``.
 ``--quick`` runs a tiny protocol for tests (its own protocol id, never ranked with the default one) on
-a small procedural split (seconds to render; ``--generator realistic`` for the realistic one).
+a small procedural split (``--generator realistic`` for the realistic one).
 
 Backbones that take weights but get none are probed from a seeded random initialisation (the
 records and the report say so); pass ``--weights NAME=PATH`` to probe pretrained weights (``probe``
