@@ -5,7 +5,8 @@ the split is rendered; anny's model cache, which ``scripts/bootstrap.sh`` builds
 the load average and the summed resident memory of the job's whole process tree (the render
 workers run beside the main process; ``time -v`` reports only the largest one) every few seconds,
 and writes a measurement file (``benchmarks.results.write_measurement``). ``--from DIR`` reads a run
-made before by the same means (``log.txt``, ``time.txt``, ``samples.txt``) instead of running one.
+made before by the same means (``log.txt``, ``time.txt``, ``samples.txt``) instead of running one;
+a run stopped during the probe gives the backbones it finished (``finished`` false).
 
 Example:
     python -m benchmarks.speed.main_job_budget --work /tmp/budget \\
@@ -101,13 +102,16 @@ def summarise(work: Path) -> dict:
     log = (work / "log.txt").read_text()
     ready = re.search(r"\(ready in (\d+)s\)", log)
     total = re.search(r"^total (\d+)s", log, re.M)
-    if ready is None or total is None:
-        raise ValueError(f"{work / 'log.txt'}: no 'ready in' / 'total' line (did the job finish?)")
+    if ready is None:
+        raise ValueError(f"{work / 'log.txt'}: no 'ready in' line (the split was not rendered)")
     done = [int(s) for s in re.findall(r"done in (\d+)s", log)]
+    probed = re.findall(r"^  \(\d+/\d+\) (\S+)", log, re.M)
     samples = [line.split() for line in (work / "samples.txt").read_text().splitlines() if line.strip()]
     loads = [float(s[1]) for s in samples]
     return {**_time_v((work / "time.txt").read_text()),
-            "render_s": int(ready.group(1)), "job_s": int(total.group(1)), "probe_s_per_backbone": done,
+            "render_s": int(ready.group(1)), "finished": total is not None,
+            "job_s": int(total.group(1)) if total else None,
+            "probe_s_per_backbone": dict(zip(probed, done)),
             "process_tree_peak_rss_gb": round(max(int(s[2]) for s in samples) / 2**20, 2),
             "load_1min": {"min": min(loads), "median": sorted(loads)[len(loads) // 2], "max": max(loads)},
             "samples": len(samples)}
