@@ -26,21 +26,53 @@ from sapiens2.tasks import task_names
 _REFERENCE_KINDS = ("oracle", "floor")
 
 
-def _records(results: Path) -> dict[tuple[str, str], RecordView]:
-    """``(backbone folder, task) -> record`` of a main job's ``results`` folder (seed 0)."""
+def _records(results: list[Path]) -> dict[tuple[str, str], RecordView]:
+    """``(backbone, task) -> record`` of main jobs' ``results`` folders (seed 0; the first folder wins)."""
     found = {}
-    for path in sorted(results.glob("*/*/*/seed0.json")):
-        rec = RecordView.of(json.loads(path.read_text()))
-        if rec.protocol.kind == "probe":
-            found[(rec.model.name, rec.task)] = rec
+    for folder in results:
+        for path in sorted(folder.glob("*/*/*/seed0.json")):
+            rec = RecordView.of(json.loads(path.read_text()))
+            if rec.protocol.kind == "probe":
+                found.setdefault((rec.model.name, rec.task), rec)
     if not found:
-        raise ValueError(f"{results}: no probe records (<backbone>/<protocol id>/<task>/seed0.json)")
+        raise ValueError(f"{', '.join(map(str, results))}: no probe records "
+                         "(<backbone>/<protocol id>/<task>/seed0.json)")
     return found
 
 
-def split_rows(out: Path) -> dict:
-    """One main job's rows and comparisons (see the module docstring)."""
-    records = _records(out / "results")
+def _comparisons(outs: list[Path], names: list[str], extra: list[tuple[str, str]]) -> tuple[list, list]:
+    """The jobs' ``comparisons.json`` entries, plus the pairs they lack (every measured backbone vs the
+    floor, twins, ``extra``) compared from the records of all ``outs``; ``(comparisons, skipped)``."""
+    from benchmarks.probe.backbones.presets import twin_pairs
+    from benchmarks.probe.compare import comparisons_from_records
+    from sapiens2.records.results import load_records
+
+    comps = []
+    for out in outs:
+        if (out / "comparisons.json").is_file():
+            comps += json.loads((out / "comparisons.json").read_text())["comparisons"]
+    have = {(c["a"], c["b"], c["task"]) for c in comps}
+    wanted = [(n, "floor") for n in names if n not in ("floor", "gt-oracle")] + twin_pairs(names)
+    wanted += [p for p in extra if set(p) <= set(names)]
+    records, skipped = None, []
+    for a, b in dict.fromkeys(wanted):
+        if "floor" not in names and b == "floor":
+            continue
+        if any((a, b) == (x, y) for x, y, _ in have):
+            continue
+        if records is None:
+            records = load_records([o / "results" for o in outs], skip_foreign=True)
+        try:
+            comps += comparisons_from_records(records, a, b, where=", ".join(map(str, outs)))
+        except ValueError as e:
+            skipped.append({"a": a, "b": b, "reason": str(e)})
+    return comps, skipped
+
+
+def split_rows(out: Path | list[Path], extra: list[tuple[str, str]] = ()) -> dict:
+    """One split's rows and comparisons from one or more main-job folders (see the module docstring)."""
+    outs = [out] if isinstance(out, Path) else list(out)
+    records = _records([o / "results" for o in outs])
     kinds = {name: row_kind(rec.model.as_dict(), dict(rec.config)) for (name, _), rec in records.items()}
     refs = {(kinds[name], task): rec for (name, task), rec in records.items()
             if kinds[name] in _REFERENCE_KINDS}
@@ -56,10 +88,10 @@ def split_rows(out: Path) -> dict:
                      "low": iv.lo if iv else None, "high": iv.hi if iv else None,
                      "n": rec.intervals.n if rec.intervals else None, "protocol_id": rec.protocol.id,
                      "gap_closed": gap, "dataset": rec.dataset.as_dict().get("content_hash")})
-    comps_file = out / "comparisons.json"
-    comps = json.loads(comps_file.read_text())["comparisons"] if comps_file.is_file() else []
+    comps, skipped = _comparisons(outs, list(dict.fromkeys(n for n, _ in records)), list(extra))
     keep = ("a", "b", "task", "metric", "value_a", "value_b", "difference", "low", "high", "n", "verdict")
-    return {"rows": rows, "comparisons": [{k: c.get(k) for k in keep} for c in comps]}
+    return {"rows": rows, "comparisons": [{k: c.get(k) for k in keep} for c in comps],
+            "not_compared": skipped}
 
 
 def _cell(row: dict | None) -> str:
@@ -153,9 +185,12 @@ def main(argv=None) -> int:
     from benchmarks.results import start_measurement, write_measurement
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("runs", nargs="+", metavar="LABEL=OUT",
-                    help="a split's label and its main-job output folder")
+    ap.add_argument("runs", nargs="+", metavar="LABEL=OUT[,OUT...]",
+                    help="a split's label and its main-job output folder(s) (records of several jobs on "
+                         "the same split are joined; the first folder's record wins)")
     ap.add_argument("--json", required=True, help="the measurement file to write")
+    ap.add_argument("--compare", action="append", default=["dinov2_small:pixels"], metavar="A:B",
+                    help="also compare A and B paired (default: dinov2_small:pixels)")
     ap.add_argument("--notes", default="", help="caveats kept with the numbers")
     args = ap.parse_args(argv)
     started = start_measurement()
@@ -164,7 +199,8 @@ def main(argv=None) -> int:
         label, sep, out = item.partition("=")
         if not sep or not label or not out:
             raise SystemExit(f"run {item!r}: expected LABEL=OUT (e.g. realistic=sapiens2-bench-out)")
-        splits[label] = split_rows(Path(out))
+        pairs = [tuple(p.split(":", 1)) for p in args.compare]
+        splits[label] = split_rows([Path(o) for o in out.split(",")], pairs)
     path = write_measurement(args.json, "the main job's leaderboard on " + " and ".join(splits)
                              + " splits: headline with 95% intervals, paired comparisons",
                              {"splits": splits}, started=started, notes=args.notes)
