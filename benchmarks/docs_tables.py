@@ -23,6 +23,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.synthetic_docs_tables import realism_table, realistic_limits
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 
@@ -274,6 +276,15 @@ def mediapipe_left_out_table() -> str:
     lines = ["| MediaPipe landmark | why |", "|---|---|"]
     lines += [f"| {name} | {why} |" for name, why in mp.LEFT_OUT.items()]
     return "\n".join(lines)
+SPLIT_LEADERBOARDS = RESULTS_DIR / "mainjob" / "realistic_vs_procedural_leaderboard.json"
+
+
+def split_leaderboards() -> str:
+    """The main job's leaderboards on the realistic and the procedural split (from their measurement)."""
+    from benchmarks.analysis.split_leaderboards import leaderboard_markdown
+    from benchmarks.results import read_measurement
+
+    return leaderboard_markdown(read_measurement(SPLIT_LEADERBOARDS))
 
 
 # block name -> (file holding it, the function that makes its content)
@@ -290,6 +301,9 @@ BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "mediapipe-models": (ROOT / "docs" / "reference_systems.md", mediapipe_models_table),
     "mediapipe-landmarks": (ROOT / "docs" / "reference_systems.md", mediapipe_landmarks_table),
     "mediapipe-left-out": (ROOT / "docs" / "reference_systems.md", mediapipe_left_out_table),
+    "realism-mediapipe": (ROOT / "docs" / "synthetic_data.md", realism_table),
+    "realistic-limits": (ROOT / "docs" / "synthetic_data.md", realistic_limits),
+    "split-leaderboards": (ROOT / "docs" / "realistic_leaderboard.md", split_leaderboards),
 }
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from benchmarks.results import start_measurement, write_measurement
 
 # leaves that say when, where or how fast a record was made, not what it measured
-_SKIPPED = re.compile(r"(^|\.)(timings|created|date|provenance|record_hash|environment|host)(\.|$)")
+_SKIPPED = re.compile(r"(^|\.)(timings|created_utc|run_id|provenance|record_hash)(\.|$)")
 _TIME_FIELDS = {
     "User time (seconds)": "user_s", "System time (seconds)": "system_s",
     "Elapsed (wall clock) time (h:mm:ss or m:ss)": "wall", "Maximum resident set size (kbytes)": "max_rss_kb",

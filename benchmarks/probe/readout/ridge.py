@@ -96,7 +96,7 @@ class RidgeStats:
         rows a shared feature stream returns), so it is not copied and shifted again. ``block``: the
         outputs come in blocks of this many columns (a map's sub-pixels) that are often all zero on a
         row (a one-hot class, a heatmap's window, a mask), used only with ``exact=False``; ``exact``
-        (the default) keeps v5's product-then-add arithmetic bit for bit (:func:`add_cross`).
+        (the default) keeps the plain product-then-add arithmetic bit for bit (:func:`add_cross`).
         """
         if x.shape[1] != self.in_dim or y.shape[1] != self.out_dim or x.shape[0] != y.shape[0]:
             raise ValueError(

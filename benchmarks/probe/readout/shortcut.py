@@ -1,8 +1,9 @@
 """The read-out: a per-position train prior plus closed-form ridge regression from the tapped features.
 
 Every feature position predicts its ``R x R`` block of output pixels (``R = ceil(patch / output
-stride)``), i.e. a 1x1 conv to ``out * R^2`` channels followed by PixelShuffle(R). Protocol v5 nests
-the feature-free floor in it: at position ``p`` the read-out is ``my_p + (x - mx_p) W``, where ``my_p``
+stride)``), i.e. a 1x1 conv to ``out * R^2`` channels followed by PixelShuffle(R). The feature-free
+floor is nested in it (the penalty search always has the floor itself as a candidate): at position
+``p`` the read-out is ``my_p + (x - mx_p) W``, where ``my_p``
 is the train mean of the targets at that output pixel (every sub-pixel and channel: the per-pixel
 class prior, mean heatmap, mean masked pointmap, ...) and ``mx_p`` the train mean of the features at
 that position; ``W`` is shared by all positions and fitted in closed form on the train split

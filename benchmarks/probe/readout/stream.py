@@ -112,7 +112,7 @@ class _FeatureSums:
 
     @classmethod
     def start(cls, fs: FeatureSet, product_dtype, device: str = "cpu", exact: bool = False) -> _FeatureSums:
-        """``exact``: v5's product-then-add arithmetic (the reference rows: the oracle's fit, whose
+        """``exact``: the plain product-then-add arithmetic (the reference rows: the oracle's fit, whose
         penalty goes down to 1e-9, turns a different order of float64 additions into a different pose
         EPE), else BLAS syrk for the Gram and block-sparse ``x^T y``
         (:func:`~benchmarks.probe.readout.products.add_cross`)."""
@@ -190,14 +190,14 @@ class _TaskSums:
 
 
 # below this many feature channels the syrk Gram and the block-sparse x^T y gained nothing measurable in
-# the main job (256x192, 384-1536 channels: 422 s against 401 s side by side), so v5's arithmetic stays
-# there and its records stay bit for bit; at sapiens2_1b's 6144 they are 1.6x and 5-6x
+# the main job (256x192, 384-1536 channels: 422 s against 401 s side by side), so the plain arithmetic
+# stays there and its records stay bit for bit; at sapiens2_1b's 6144 they are 1.6x and 5-6x
 # (benchmarks/speed/cross_products.py)
 FAST_PRODUCTS_MIN_CHANNELS = 2048
 
 
 def _exact_sums(stream, fs: FeatureSet) -> bool:
-    """Whether a feature stream keeps v5's product-then-add arithmetic (:class:`_FeatureSums`)."""
+    """Whether a feature stream keeps the plain product-then-add arithmetic (:class:`_FeatureSums`)."""
     return isinstance(stream, ReferenceStream) or fs.feats.shape[1] < FAST_PRODUCTS_MIN_CHANNELS
 
 
