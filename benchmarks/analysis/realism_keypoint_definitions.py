@@ -166,7 +166,7 @@ def main(argv=None) -> int:
     result = {"split": split.name, "n_images": len(points), "n_people": n_people,
               "missed_people": sum(r is None for r in predictions), "definitions": rows}
     print(json.dumps(result, indent=1))
-    write_measurement(args.out, "MediaPipe body AP on one realistic split under two COCO-17 keypoint "
+    write_measurement(args.out, "MediaPipe body AP on one realistic split under several COCO-17 keypoint "
                       "definitions (same images, same predictions)", result, started=started,
                       notes="The ground truth differs only in the 3D points of the 17 COCO body points; "
                             "missed persons count as in the realism measurement (GT boxes, top-down).")
