@@ -275,6 +275,15 @@ def mediapipe_left_out_table() -> str:
     lines = ["| MediaPipe landmark | why |", "|---|---|"]
     lines += [f"| {name} | {why} |" for name, why in mp.LEFT_OUT.items()]
     return "\n".join(lines)
+SPLIT_LEADERBOARDS = RESULTS_DIR / "mainjob" / "realistic_vs_procedural_leaderboard.json"
+
+
+def split_leaderboards() -> str:
+    """The main job's leaderboards on the realistic and the procedural split (from their measurement)."""
+    from benchmarks.analysis.split_leaderboards import leaderboard_markdown
+    from benchmarks.results import read_measurement
+
+    return leaderboard_markdown(read_measurement(SPLIT_LEADERBOARDS))
 
 
 # block name -> (file holding it, the function that makes its content)
@@ -293,6 +302,7 @@ BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "mediapipe-left-out": (ROOT / "docs" / "reference_systems.md", mediapipe_left_out_table),
     "realism-mediapipe": (ROOT / "docs" / "synthetic_data.md", realism_table),
     "realistic-limits": (ROOT / "docs" / "synthetic_data.md", realistic_limits),
+    "split-leaderboards": (ROOT / "docs" / "realistic_leaderboard.md", split_leaderboards),
 }
 
 

@@ -16,6 +16,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.embedded_split import (  # noqa: F401  (the main job's data defaults, re-exported)
+    DEFAULT_SPLIT_IMAGES,
+    QUICK_SPLIT_IMAGES,
+    SPLIT_GENERATORS,
+    SPLIT_RENDER,
+    SPLIT_SPP,
+    SPLIT_WORKERS,
+    default_data_dir,
+    split_generator,
+)
 from sapiens2.output_lock import output_lock
 from sapiens2.tasks import task_names
 
@@ -26,21 +36,6 @@ DEFAULT_BACKBONES = ("gt-oracle", "floor", "sapiens2_cpu_small", "sapiens2_cpu_s
                      "sapiens2_cpu_small-random", "dinov2_small", "pixels")
 QUICK_BACKBONES = ("gt-oracle", "floor", "sapiens2_tiny", "pixels")
 TASKS = ",".join(task_names())
-
-# Scenes of the default synthetic split; the protocol holds out every 4th (test), the rest train.
-# 384 -> 96 test scenes (and their pose crops): docs/probing.md says why (interval widths).
-DEFAULT_SPLIT_IMAGES = 384
-QUICK_SPLIT_IMAGES = 96
-
-
-
-def default_data_dir(protocol, quick: bool = False) -> str:
-    """The cached embedded synthetic split at the protocol's input size (``quick``: the small one)."""
-    from sapiens2.datasets.synth import ensure_default_split
-
-    n = QUICK_SPLIT_IMAGES if quick else DEFAULT_SPLIT_IMAGES
-    return str(ensure_default_split("probe", n, tuple(protocol.input_size), 0))
-
 
 def tasks_of_data(data, protocol) -> tuple[str, str | None]:
     """(the tasks whose ground truth ``data`` has, comma-separated; a note naming the skipped ones, or
@@ -136,6 +131,7 @@ def run_main_job(
     tasks: str = TASKS,
     seeds: Iterable[int] = (0,),
     data: str | os.PathLike | None = None,
+    generator: str | None = None,
     weights: Mapping[str, str] | None = None,
     include: Iterable[str] = (),
     compare: Iterable[tuple[str, str]] = (),
@@ -157,6 +153,8 @@ def run_main_job(
         tasks: comma-separated tasks.
         seeds: decoder seeds.
         data: dataset folder (default: the embedded synthetic split, :func:`default_data_dir`).
+        generator: the embedded split's generator (``realistic``, or ``procedural``; None: realistic,
+            procedural under ``quick``); not with ``data``.
         weights: backbone name -> weights path (:func:`parse_weights`).
         include: ``.py`` files or folders imported before the backbones are resolved.
         compare: extra ``(a, b)`` pairs of backbones of the run to compare paired.
@@ -227,11 +225,17 @@ def run_main_job(
     out = Path(out)
     results = out / "results"
 
-    source = f"using {data}" if data is not None else "embedded synthetic split (rendered once, cached)"
-    print(f"[1/3] data: {source}")
     if data is None:
-        data = default_data_dir(protocol, quick=quick)
-    print(f"      {data}")
+        generator = generator or ("procedural" if quick else "realistic")
+        print(f"[1/3] data: embedded synthetic split ({generator}; rendered once, cached)", flush=True)
+        td = time.perf_counter()
+        data = default_data_dir(protocol, quick=quick, generator=generator)
+        print(f"      {data} (ready in {time.perf_counter() - td:.0f}s)")
+    else:
+        if generator is not None:
+            raise ValueError(f"--generator {generator} chooses the embedded split; not with --data {data}")
+        print(f"[1/3] data: using {data}")
+        print(f"      {data}")
     print(f"[2/3] probing {len(names)} backbone(s) x tasks {tasks} x seeds {seeds} under protocol "
           f"ids {', '.join(f'{t} {i}' for t, i in protocol.protocol_ids().items())}")
     failed: dict[str, str] = {}

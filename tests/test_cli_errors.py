@@ -46,7 +46,8 @@ def _golden(root: Path) -> Path:
 def _argv(command: str, tmp_path: Path, out: Path) -> list[str]:
     """A command line of ``command`` that writes its output to ``out``."""
     if command == "data synth":
-        return ["data", "synth", "--out", str(out), "--n", "1", "--size", "64x48"]
+        return ["data", "synth", "--generator", "procedural", "--out", str(out), "--n", "1",
+                "--size", "64x48"]
     if command == "eval seg":
         seg = _seg_pair(tmp_path / "seg")
         return ["eval", "seg", "--pred", str(seg / "pred"), "--gt", str(seg / "gt"), "--json", str(out)]

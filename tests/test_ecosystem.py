@@ -59,7 +59,8 @@ def test_torchrun_no_python_form_ignores_a_users_benchmarks_package(tmp_path):
                               capture_output=True, text=True, timeout=120)
     assert shadowed.returncode != 0 and "the user project benchmarks" in shadowed.stderr
     data, out = tmp_path / "synth", tmp_path / "out"
-    synth = [str(cli), "data", "synth", "--out", str(data), "--n", "8", "--size", "64x48"]
+    synth = [str(cli), "data", "synth", "--generator", "procedural", "--out", str(data), "--n", "8",
+             "--size", "64x48"]
     subprocess.run(synth, cwd=project, env=env, check=True, capture_output=True, timeout=300)
     cmd = [str(torchrun), "--standalone", "--nproc_per_node=2", "--no-python", str(cli), "probe",
            "--backbone", "pixels", "--tasks", "seg", "--data", str(data), "--out", str(out), "--quick",

@@ -25,7 +25,8 @@ INPUT_4K = (128, 64)
 @pytest.fixture(scope="module")
 def synth_split(tmp_path_factory):
     out = tmp_path_factory.mktemp("synth") / "split"
-    assert main(["data", "synth", "--out", str(out), "--n", "3", "--seed", "1", "--size", "64x48"]) == 0
+    assert main(["data", "synth", "--generator", "procedural", "--out", str(out), "--n", "3", "--seed", "1",
+                 "--size", "64x48"]) == 0
     return out
 
 

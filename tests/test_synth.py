@@ -146,8 +146,10 @@ def test_cli_synth_and_show(tmp_path):
     from benchmarks.cli.main import main
 
     out = tmp_path / "cli"
-    assert main(["data", "synth", "--out", str(out), "--n", "2", "--seed", "0", "--size", "128x96"]) == 0
-    assert main(["data", "synth", "--out", str(out), "--n", "2"]) == 1  # exists: clean error
+    assert main(["data", "synth", "--generator", "procedural", "--out", str(out), "--n", "2", "--seed", "0",
+                 "--size", "128x96"]) == 0
+    # exists: a clean error
+    assert main(["data", "synth", "--generator", "procedural", "--out", str(out), "--n", "2"]) == 1
     png = tmp_path / "sheet.png"
     assert main(["data", "show", str(out), "--out", str(png), "--n", "2", "--tile-height", "128"]) == 0
     from PIL import Image

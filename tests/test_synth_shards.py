@@ -54,10 +54,12 @@ def test_cli_shards_and_merge(tmp_path, capsys):
 
     out = tmp_path / "s"
     for i in range(2):
-        args = ["data", "synth", "--out", str(out), "--n", "3", "--size", "48x32", "--shard", f"{i}/2"]
+        args = ["data", "synth", "--generator", "procedural", "--out", str(out), "--n", "3",
+                "--size", "48x32", "--shard", f"{i}/2"]
         assert main(args) == 0
     assert main(["data", "synth", "--out", str(out), "--merge-shards", "2"]) == 0
     info = json.loads((out / "split.json").read_text())
     assert info["n"] == 3 and info["generator"] == "sapiens2-bench synth"
-    assert main(["data", "synth", "--out", str(tmp_path / "x"), "--n", "1", "--spp", "8"]) != 0
+    assert main(["data", "synth", "--generator", "procedural", "--out", str(tmp_path / "x"), "--n", "1",
+                 "--spp", "8"]) != 0
     assert "--spp applies to --generator realistic only" in capsys.readouterr().err

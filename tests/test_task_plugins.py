@@ -52,8 +52,8 @@ def probed(tmp_path_factory):
     protocol = root / "protocol.json"
     protocol.write_text(json.dumps({"input_size": list(INPUT), "bootstrap_resamples": 50}))
     try:
-        assert main(["--include", str(EXAMPLE), "data", "synth", "--out", str(split), "--n", "12",
-                     "--size", f"{NATIVE[0]}x{NATIVE[1]}"]) == 0
+        assert main(["--include", str(EXAMPLE), "data", "synth", "--generator", "procedural",
+                     "--out", str(split), "--n", "12", "--size", f"{NATIVE[0]}x{NATIVE[1]}"]) == 0
         for bb in BACKBONES:  # --include after the subcommand too
             assert main(["probe", "--include", str(EXAMPLE), "--backbone", bb, "--tasks", "depth",
                          "--data", str(split), "--protocol", str(protocol), "--out", str(out)]) == 0
@@ -136,7 +136,8 @@ def test_the_oracle_is_scored_on_the_native_ground_truth(probed):
 
 def test_data_derive_writes_the_plugins_ground_truth_into_an_existing_split(tmp_path):
     split = tmp_path / "split"
-    assert main(["data", "synth", "--out", str(split), "--n", "3", "--size", "48x32"]) == 0
+    assert main(["data", "synth", "--generator", "procedural", "--out", str(split), "--n", "3",
+                 "--size", "48x32"]) == 0
     assert "depth" not in json.loads((split / "split.json").read_text())["tasks"]
     try:
         assert main(["data", "derive", str(split), "--task", "depth", "--include", str(EXAMPLE)]) == 0

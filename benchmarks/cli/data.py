@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from benchmarks.embedded_split import SPLIT_SPP
+
 
 def _size(text: str) -> tuple[int, int]:
     try:
@@ -31,12 +33,14 @@ def register(sub) -> None:
     s.add_argument("--size", type=_size, default=(256, 192), help="image size HxW (default 256x192)")
     s.add_argument("--workers", type=int, default=1, help="render processes (default 1)")
     s.add_argument("--overwrite", action="store_true", help="replace an existing --out")
-    s.add_argument("--generator", default="procedural",
-                   help="procedural (default: embedded ray-cast people) or realistic (anny bodies rendered "
-                        "by Mitsuba; the 'realistic' extra)")
+    s.add_argument("--generator", default="realistic",
+                   help="realistic (default: anny bodies rendered by Mitsuba, the 'realistic' extra; the "
+                        "main job's split) or procedural (embedded ray-cast people, no extra needed)")
     s.add_argument("--render", default=None,
-                   help="realistic image mode: fast (direct light, 4 samples) or path (path tracing)")
-    s.add_argument("--spp", type=int, default=None, help="samples per pixel of --render path (default 64)")
+                   help="realistic image mode: path (path tracing, default) or fast (direct light, 4 "
+                        "samples: CI-sized splits)")
+    s.add_argument("--spp", type=int, default=None,
+                   help=f"samples per pixel of --render path (default {SPLIT_SPP}, the main job's)")
     s.add_argument("--people", type=int, default=None,
                    help="realistic: 1..PEOPLE people per image (default 2)")
     s.add_argument("--shard", default=None,
@@ -119,22 +123,11 @@ def run_synth(args) -> int:
 
 def _generator(args):
     """The writer's ``generator`` argument from the flags (errors name the flag)."""
-    from sapiens2.datasets.synth.writer import resolve_generator
+    from benchmarks.embedded_split import split_generator
 
-    given = {"--render": args.render, "--spp": args.spp, "--people": args.people}
-    if args.generator != "realistic":
-        resolve_generator(args.generator)  # an unknown name: an error naming --generator
-        for flag, value in given.items():
-            if value is not None:
-                raise ValueError(f"{flag} applies to --generator realistic only (not {args.generator})")
-        return None
-    from sapiens2.datasets.synth.realistic.sample import RealisticSettings
-
-    defaults = RealisticSettings()
-    settings = RealisticSettings(mode=args.render or defaults.mode,
-                                 spp=defaults.spp if args.spp is None else args.spp,
-                                 max_people=defaults.max_people if args.people is None else args.people)
-    settings.check(args.size)
+    settings = split_generator(args.generator, render=args.render, spp=args.spp, people=args.people)
+    if settings is not None:
+        settings.check(args.size)
     return settings
 
 

@@ -15,7 +15,8 @@ import argparse
 import os
 import sys
 
-from benchmarks.mainjob import default_data_dir, tasks_of_data
+from benchmarks.embedded_split import default_data_dir, split_generator
+from benchmarks.mainjob import tasks_of_data
 from sapiens2.tasks import task_names
 
 
@@ -51,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated tasks (default: every task whose ground truth the data has; "
                    "the command names the ones it skips)")
     p.add_argument("--data", default=None, help="dataset folder (default: the embedded synthetic split)")
+    p.add_argument("--generator", default=None,
+                   help="the embedded split's generator when no --data: realistic (default) or procedural "
+                        "(the default under --quick)")
     p.add_argument("--out", default="results/probe", help="output folder")
     p.add_argument("--seeds", default="0", help="comma-separated decoder seeds")
     p.add_argument("--protocol", default=None, help="JSON file with ProbeProtocol fields to override")
@@ -150,6 +154,11 @@ def run(args) -> int:
         return 0
     if not args.backbone:
         raise ValueError("--backbone is required (see --list-backbones)")
+    if args.generator is not None:  # before any work: an unknown name or a clash names --generator
+        if args.data is not None:
+            raise ValueError(f"--generator {args.generator} chooses the embedded split; not with "
+                             f"--data {args.data}")
+        split_generator(args.generator, quick=args.quick)
     weights = _weights(args)
     if args.backbone not in REFERENCE_BACKBONES:
         resolve_backbone_cfg(args.backbone)  # an unknown name or a bad module:Class fails before any work
@@ -165,7 +174,7 @@ def run(args) -> int:
             )
         os.environ[TIMEOUT_ENV] = repr(args.loader_timeout)
     with dist_utils.process_group(args.device):
-        data = args.data or default_data_dir(protocol, quick=args.quick)
+        data = args.data or default_data_dir(protocol, quick=args.quick, generator=args.generator)
         tasks = _tasks(args, data, protocol, say=dist_utils.is_main())
         paths = run_probe(
             args.backbone,

@@ -1,6 +1,7 @@
 """``sapiens2-bench run``: the main job, end to end on the embedded synthetic data.
 
-With no arguments: render (or reuse) the default synthetic split (384 scenes), probe the default
+With no arguments: render (or reuse) the default synthetic split (384 scenes of realistic people:
+anny bodies path-traced by Mitsuba; ``--generator procedural`` for the ray-cast ones), probe the default
 backbones (the shipped pretrained sapiens2_cpu_small and its MAE-only variant beside their
 random-init twin, dinov2_small, pixels and the ground-truth oracle) on all five tasks under the
 default probing protocol (the linear read-out with the floor nested), write one result record per (backbone,
@@ -10,7 +11,8 @@ and where the report is. Every backbone X whose random-init twin ``X-random`` (o
 backbone, the twin of another shipped backbone of its arch) is in the run, and every
 ``--compare A:B`` pair, is compared paired (95% paired bootstrap of the difference on the same test
 images): printed and written to ``OUT/comparisons.json``.
-``--quick`` runs a tiny protocol for tests (its own protocol id, never ranked with the default one).
+``--quick`` runs a tiny protocol for tests (its own protocol id, never ranked with the default one) on
+a small procedural split (``--generator realistic`` for the realistic one).
 
 Backbones that take weights but get none are probed from a seeded random initialisation (the
 records and the report say so); pass ``--weights NAME=PATH`` to probe pretrained weights (``probe``
@@ -40,6 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "truth it has, naming the skipped ones)")
     p.add_argument("--seeds", default="0", help="comma-separated decoder seeds")
     p.add_argument("--data", default=None, help="dataset folder (default: the embedded synthetic split)")
+    p.add_argument("--generator", default=None,
+                   help="the embedded split's generator: realistic (default; anny bodies path-traced by "
+                        "Mitsuba) or procedural (ray-cast people; the default under --quick); "
+                        "not with --data")
     p.add_argument("--weights", action="append", default=[], metavar="NAME=PATH",
                    help="weights for a backbone (repeatable), e.g. "
                         "sapiens2_0.1b=pretrain/sapiens2_0.1b.safetensors")
@@ -87,6 +93,13 @@ def run(args: argparse.Namespace) -> int:
     from benchmarks.probe.runkey import seed_list
 
     seeds = seed_list(str(args.seeds))  # before any work: names --seeds, refuses repeats
+    if args.generator is not None:  # before any work: an unknown name or a clash names --generator
+        from benchmarks.embedded_split import split_generator
+
+        if args.data is not None:
+            raise ValueError(f"--generator {args.generator} chooses the embedded split; not with "
+                             f"--data {args.data}")
+        split_generator(args.generator, quick=args.quick)
     default = QUICK_BACKBONES if args.quick else DEFAULT_BACKBONES
     names = [b.strip() for b in args.backbones.split(",") if b.strip()] if args.backbones else list(default)
     tasks = args.tasks or TASKS
@@ -98,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(f"run: {note}", file=sys.stderr)
     job = run_main_job(args.out, quick=args.quick, backbones=names, tasks=tasks, seeds=seeds,
-                       data=args.data, weights=parse_weights(args.weights), include=args.include,
+                       data=args.data, generator=args.generator, weights=parse_weights(args.weights),
+                       include=args.include,
                        compare=parse_compare(args.compare, names), include_paper=not args.no_paper,
                        mediapipe=not args.no_mediapipe, device=args.device,
                        keep_going=args.keep_going and not args.debug)

@@ -1,0 +1,97 @@
+"""The main job's embedded synthetic split: its generator, its settings, where it is cached.
+
+:func:`default_data_dir` renders (once) and returns the split the main job and ``probe`` read when no
+``--data`` is given; :func:`split_generator` turns ``--generator`` and the realistic render flags
+into the synthetic writer's ``generator`` argument (``data synth`` uses it too, so that its defaults
+are the main job's).
+"""
+
+from __future__ import annotations
+
+import os
+
+from sapiens2.errors import BenchError
+
+# Scenes of the default synthetic split; the protocol holds out every 4th (test), the rest train.
+# 384 -> 96 test scenes (and their pose crops): docs/probing.md says why (interval widths).
+DEFAULT_SPLIT_IMAGES = 384
+QUICK_SPLIT_IMAGES = 96
+
+# The embedded split's generators: realistic (anny bodies path-traced by Mitsuba) is the default;
+# procedural (ray-cast capsule people, no extra dependency) stays by name and under --quick, which
+# the tests run. The realistic split's image: path tracing at 16 samples per pixel, chosen so
+# that a fresh main job on two cores stays near ten minutes (64 spp costs about 1.6x its render CPU:
+# benchmarks/results/realistic_render_speed.txt). Render processes: one per core, at most two.
+SPLIT_GENERATORS = ("realistic", "procedural")
+SPLIT_RENDER = "path"
+SPLIT_SPP = 16
+SPLIT_WORKERS = 2
+
+
+def split_generator(name: str | None = None, quick: bool = False, render: str | None = None,
+                    spp: int | None = None, people: int | None = None):
+    """The synthetic writer's ``generator`` for a generator name and the realistic render flags.
+
+    Args:
+        name: ``realistic`` / ``procedural``; None: ``procedural`` when ``quick``, else ``realistic``.
+        quick: the quick protocol's default (procedural: the tests' speed).
+        render, spp, people: the realistic generator's ``--render`` / ``--spp`` / ``--people``
+            (None: :data:`SPLIT_RENDER`, :data:`SPLIT_SPP`, the generator's own people count).
+
+    Returns:
+        None for the procedural generator, else a validated ``RealisticSettings``.
+
+    Raises:
+        UnknownNameError: an unknown generator (names ``--generator``).
+        ValueError: a realistic flag given with the procedural generator, or an impossible setting
+            (names the flag).
+    """
+    from sapiens2.datasets.synth.writer import resolve_generator
+
+    name = name or ("procedural" if quick else "realistic")
+    if name != "realistic":
+        resolve_generator(name)  # an unknown name: an error naming --generator
+        given = {"--render": render, "--spp": spp, "--people": people}
+        for flag, value in given.items():
+            if value is not None:
+                raise ValueError(f"{flag} applies to --generator realistic only (not {name})")
+        return None
+    from sapiens2.datasets.synth.realistic.sample import RealisticSettings
+
+    people = RealisticSettings().max_people if people is None else people
+    settings = RealisticSettings(mode=render or SPLIT_RENDER, spp=SPLIT_SPP if spp is None else spp,
+                                 max_people=people)
+    settings.check()
+    return settings
+
+
+def default_data_dir(protocol, quick: bool = False, generator: str | None = None) -> str:
+    """The cached embedded synthetic split at the protocol's input size (``quick``: the small one).
+
+    Args:
+        protocol: the probing protocol (its input size is the split's image size).
+        quick: the quick protocol's small split.
+        generator: ``realistic`` / ``procedural``; None: :func:`split_generator`'s default
+            (realistic, procedural under ``quick``). The cache key includes it and its settings.
+    """
+    from sapiens2.datasets.synth import ensure_default_split
+
+    n = QUICK_SPLIT_IMAGES if quick else DEFAULT_SPLIT_IMAGES
+    settings = split_generator(generator, quick=quick)
+    workers = 1 if settings is None else max(1, min(SPLIT_WORKERS, os.cpu_count() or 1))
+    try:
+        return str(ensure_default_split("probe", n, tuple(protocol.input_size), 0, workers=workers,
+                                        generator=settings))
+    except BenchError as e:
+        if settings is None or not _realistic_missing():
+            raise
+        raise BenchError(f"{e}. The main job's default split is the realistic one: install the "
+                         "'realistic' extra (scripts/bootstrap.sh does), or pass --generator procedural "
+                         "for the ray-cast people") from e
+
+
+def _realistic_missing() -> bool:
+    """True when the realistic generator's packages (mitsuba, drjit, anny) are not importable."""
+    import importlib.util
+
+    return any(importlib.util.find_spec(name) is None for name in ("mitsuba", "drjit", "anny"))
