@@ -8,11 +8,11 @@ the choice is reproducible and explained in the entry's ``how``. Points the mesh
 
 The 17 COCO body points (nose, eyes, ears, shoulders, elbows, wrists, hips, knees, ankles) follow
 anny's own COCO keypoint regressor (rule ``anny_coco``): COCO's points are where annotators click,
-not anatomical joint centres (a COCO shoulder sits about 2 cm above the glenohumeral centre, an
-ankle about 2 cm above the rig's ankle bone head), and the regressor is the body model's authors'
-placement of them on this mesh. Scored against the same MediaPipe predictions on the same renders,
-it agrees better with a model trained on such annotations than the rig joints and tip vertices
-did (benchmarks/results/references/mediapipe_keypoint_definitions.json).
+not anatomical joint centres, and the regressor is the body model's authors' placement of them on
+this mesh (on the mean body it puts the shoulder about 2 cm above the rig's glenohumeral centre and
+the ankle about 2 cm above the rig's ankle bone head). Scored against the same MediaPipe
+predictions on the same renders, it agrees better with a model trained on such annotations than
+the rig joints and tip vertices did (benchmarks/results/references/mediapipe_keypoint_definitions.json).
 """
 
 from __future__ import annotations
