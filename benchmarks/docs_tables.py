@@ -133,24 +133,25 @@ def _coverage(in_linear: bool, in_body: bool, default) -> str:
 
 
 def protocol_fields_table() -> str:
-    """Every top-level ``ProbeProtocol`` field: default, which protocol ids cover it, what it does."""
+    """Every ``ProbeProtocol`` field by group: default, which protocol ids cover it, what it does."""
+    from benchmarks.probe import config
     from benchmarks.probe import protocol as proto
 
     linear, body = proto.default_protocol(), proto.body_protocol()
     task = next(iter(linear.tasks))
     covered_linear, covered_body = linear.task_protocol(task), body.task_protocol(task)
-    meaning = docstring_args(proto.ProbeProtocol)
-    lines = ["| field | default | in the protocol id of | what |", "|---|---|---|---|"]
-    for f in dataclasses.fields(proto.ProbeProtocol):
-        if f.name == "tasks":
-            what = "per-task settings (the table below); each task's id holds its own entry alone"
-            lines.append(f"| `tasks` | one entry per registered task | that task's id | {what} |")
-            continue
-        default = getattr(linear, f.name)
-        cover = _coverage(f.name in covered_linear, f.name in covered_body, default)
-        text = ("the protocol version: a new version changes every id" if f.name == "version"
-                else _meaning(meaning, f.name))
-        lines.append(f"| `{f.name}` | {_value(default)} | {cover} | {text} |")
+    lines = ["| group | field | default | in the protocol id of | what |", "|---|---|---|---|---|"]
+    lines.append("| - | `version` | `5` | every id | the protocol version: a new version changes every id |"
+                 .replace("`5`", _value(linear.version)))
+    for group, cls in config.GROUPS.items():
+        meaning = docstring_args(cls)
+        for f in dataclasses.fields(cls):
+            default = getattr(getattr(linear, group), f.name)
+            cover = _coverage(f.name in covered_linear, f.name in covered_body, default)
+            text = _meaning(meaning, f.name)
+            lines.append(f"| `{group}` | `{f.name}` | {_value(default)} | {cover} | {text} |")
+    what = "per-task settings (the table below); each task's id holds its own entry alone"
+    lines.append(f"| - | `tasks` | one entry per registered task | that task's id | {what} |")
     return "\n".join(lines)
 
 

@@ -104,7 +104,7 @@ class MainJobResult:
     Attributes:
         records_dir: the folder of the result records (``OUT/results``).
         site: the report's files (``{"html", "markdown", "csv"}``).
-        comparisons: the paired comparisons made (plain dicts, :mod:`benchmarks.probe.compare`).
+        comparisons: the paired comparisons made (plain dicts, :mod:`benchmarks.probe.records.compare`).
         not_compared: the pairs that could not be compared (``{"a", "b", "reason"}``).
         comparisons_file: ``OUT/comparisons.json`` when any pair was asked for, else None.
         failed: backbone -> error text, for the backbones that failed (``keep_going``).
@@ -183,7 +183,7 @@ def run_main_job(
     """
     import torch
 
-    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.api import RunOptions, run_probe
     from benchmarks.probe.backbones import (
         FLOOR,
         ORACLE,
@@ -259,7 +259,8 @@ def run_main_job(
             print(f"  ({i}/{len(names)}) {name} [{state}]", flush=True)
             try:
                 run_probe(name, tasks, data, results, seeds=seeds, protocol=protocol,
-                          checkpoint=weights.get(name), device=device, sample_cache=samples)
+                          checkpoint=weights.get(name),
+                          options=RunOptions(device=device, sample_cache=samples))
             except (BenchError, ValueError, KeyError, RuntimeError, OSError, ImportError, TypeError) as e:
                 if not keep_going:
                     raise
@@ -277,7 +278,7 @@ def run_main_job(
     print_probe_summary(results)
     job = MainJobResult(results, paths, comps, skipped, failed=failed)
     if pairs:
-        from benchmarks.probe.compare import format_comparisons
+        from benchmarks.probe.records.compare import format_comparisons
         from sapiens2.utils_io import write_json_atomic
 
         print("\n" + format_comparisons(comps))
@@ -330,7 +331,7 @@ def _mediapipe(data, out, quick: bool) -> None:
 
 def print_probe_summary(results) -> None:
     """The probe records under ``results``: headline metric per task with its 95% interval and n."""
-    from benchmarks.probe.summary import summary_table
+    from benchmarks.probe.records.summary import summary_table
     from sapiens2.records.results import load_records
     from sapiens2.records.view import record_views
 
@@ -344,7 +345,7 @@ def _comparisons(results, pairs, failed: dict, tasks: str, protocol_id: dict) ->
     not be paired (``{"a", "b", "reason"}``: a backbone failed, or the records refuse to pair)."""
     if not pairs:
         return [], []
-    from benchmarks.probe.compare import comparisons_from_records
+    from benchmarks.probe.records.compare import comparisons_from_records
     from sapiens2.records.results import load_records
 
     records = load_records([results], skip_foreign=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import resource
 import sys
 
-from benchmarks.probe.data import FolderData
-from benchmarks.probe.loader import SceneLoader
+from benchmarks.probe.data.loader import SceneLoader
+from benchmarks.probe.data.source import FolderData
 from benchmarks.probe.protocol import ProbeProtocol
 from benchmarks.probe.tasks import build_task
 

@@ -1,6 +1,6 @@
 """A naive closed-form reference of the probe's linear read-out, in numpy, on whole (tiny) splits.
 
-Written from the read-out's definition (:mod:`benchmarks.probe.shortcut`), not from its streamed sums:
+Written from the read-out's definition (:mod:`benchmarks.probe.readout.shortcut`), not from its streamed sums:
 at feature position ``p`` the read-out is ``my_p + (x - mx_p) W`` with ``W`` shared by the positions,
 fitted by ridge on the features centred on their per-position train means and standardised per
 channel (penalty ``alpha * rows``). The penalty is the grid value (or infinity) of least held-out

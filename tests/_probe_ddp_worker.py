@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _probe_toy import make_toy_data  # noqa: E402
 
-from benchmarks.probe.api import run_probe  # noqa: E402
+from benchmarks.probe.api import RunOptions, run_probe  # noqa: E402
 from benchmarks.probe.protocol import quick_protocol  # noqa: E402
 from sapiens2 import distributed as dist_utils  # noqa: E402
 
@@ -21,7 +21,8 @@ def main(out: str, backbone: str, tasks: str, decoder: str = "pixelshuffle") -> 
         protocol = protocol.replace(tasks={t: {"decoder": "linear"} for t in tasks.split(",")})
     data = make_toy_data(n_train=8, n_test=5, size=(64, 48))
     with dist_utils.process_group("cpu"):
-        paths = run_probe(backbone, tasks, data, out, seeds=(0,), protocol=protocol, batch_size=2)
+        paths = run_probe(backbone, tasks, data, out, seeds=(0,), protocol=protocol,
+                          options=RunOptions(batch_size=2))
         if dist_utils.is_main():
             summary = {str(p): json.loads(Path(p).read_text())["metrics"] for p in paths}
             Path(out, "summary.json").write_text(json.dumps(summary))

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from benchmarks.probe.data import MemoryData
+from benchmarks.probe.data.source import MemoryData
 from benchmarks.probe.tasks import probe_task_class, probe_task_names
 
 
@@ -70,8 +70,8 @@ def make_toy_data(n_train=8, n_test=4, size=(64, 48), seed=0, tasks=None):
 def fit_readouts(data, names, protocol, stream_of, alphas=None):
     """The streamed spine's read-outs of ``names`` on ``data``'s train split: (``{task: read-out}``,
     ``{task: ProbeTask}``, ``{split: SceneLoader}``); ``stream_of(tasks)`` builds the feature stream."""
-    from benchmarks.probe.loader import SceneLoader
-    from benchmarks.probe.stream import fit_group
+    from benchmarks.probe.data.loader import SceneLoader
+    from benchmarks.probe.readout.stream import fit_group
     from benchmarks.probe.tasks import build_task
 
     tasks = {t: build_task(t, protocol) for t in names}
@@ -86,8 +86,8 @@ def fit_readouts(data, names, protocol, stream_of, alphas=None):
 def pixels_stream(protocol):
     """The raw-pixel backbone's feature stream (``stream_of`` of :func:`fit_readouts`)."""
     from benchmarks.probe.backbones import build_probe_backbone
-    from benchmarks.probe.features import FeatureStore
-    from benchmarks.probe.stream import BackboneStream
+    from benchmarks.probe.features.store import FeatureStore
+    from benchmarks.probe.readout.stream import BackboneStream
 
     store = FeatureStore(build_probe_backbone("pixels"), [0], protocol)
     return lambda tasks: BackboneStream(store, protocol.input_size)

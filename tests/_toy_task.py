@@ -16,10 +16,10 @@ import numpy as np
 import torch
 from PIL import Image
 
-from benchmarks.probe.losses import LOSSES, register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks import ProbeTask, register_probe_task, unregister_probe_task
 from benchmarks.probe.tasks.base import loss_grid, per_sample_masked_mean, resize_to, subsample
+from benchmarks.probe.train.losses import LOSSES, register_loss
 from evaluators.base import Evaluator
 from evaluators.metric_decl import MetricDecl
 from evaluators.registry import EVALUATORS

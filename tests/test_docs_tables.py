@@ -121,11 +121,15 @@ def test_reference_docs_hold_no_dated_measurement():
 def test_protocol_tables_list_every_field_and_task_setting():
     import dataclasses
 
+    from benchmarks.probe.config import GROUPS
     from benchmarks.probe.protocol import ProbeProtocol, default_protocol
 
     fields = docs_tables.current_block("protocol-fields")
-    for f in dataclasses.fields(ProbeProtocol):
+    for f in dataclasses.fields(ProbeProtocol):  # the groups, version and tasks
         assert f"| `{f.name}` |" in fields, f.name
+    for group, cls in GROUPS.items():
+        for f in dataclasses.fields(cls):
+            assert f"| `{group}` | `{f.name}` |" in fields, (group, f.name)
     settings = docs_tables.current_block("task-settings")
     for task, value in default_protocol().tasks.items():
         for f in dataclasses.fields(value):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.probe.summary import summary_table
+from benchmarks.probe.records.summary import summary_table
 from leaderboard.comparisons import comparisons_view, folded_comparisons
 from leaderboard.protocols import protocol_infos
 from leaderboard.report_view import table_view

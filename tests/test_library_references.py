@@ -2,7 +2,7 @@
 
 - The evaluators' percentile bootstrap equals ``scipy.stats.bootstrap(method="percentile")`` given the
   same generator: both draw ``rng.integers(0, n, (resamples, n))`` and take NumPy's linear percentiles.
-- The probe's closed-form ridge (``benchmarks/probe/ridge.py``) equals scikit-learn's ``Ridge`` on
+- The probe's closed-form ridge (``benchmarks/probe/readout/ridge.py``) equals scikit-learn's ``Ridge`` on
   standardised features (penalty ``alpha * n``), its held-out penalty choice equals a scikit-learn
   train/validation loop.
 """
@@ -18,7 +18,7 @@ from sklearn.metrics import mean_squared_error
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from benchmarks.probe.ridge import RidgeStats, fit_ridge
+from benchmarks.probe.readout.ridge import RidgeStats, fit_ridge
 from evaluators import build_evaluator
 
 # ---------------------------------------------------------------------------------------- bootstrap

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from benchmarks.probe.data import FolderData
-from benchmarks.probe.loader import SceneLoader
-from benchmarks.probe.loader_guard import TIMEOUT_ENV, LoaderTimeoutError, loader_timeout
+from benchmarks.probe.data.loader import SceneLoader
+from benchmarks.probe.data.loader_guard import TIMEOUT_ENV, LoaderTimeoutError, loader_timeout
+from benchmarks.probe.data.source import FolderData
 from benchmarks.probe.protocol import ProbeProtocol
 from benchmarks.probe.tasks import build_task
 from sapiens2.datasets.dense import SegDataset

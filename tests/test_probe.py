@@ -268,10 +268,10 @@ def test_missing_keys_in_samples_are_named(tmp_path):
 
 def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch):
     from benchmarks.probe.backbones import build_probe_backbone
-    from benchmarks.probe.data import stack_images
-    from benchmarks.probe.features import FeatureStore
+    from benchmarks.probe.data.source import stack_images
+    from benchmarks.probe.features.store import FeatureStore
     from benchmarks.probe.tasks import build_task
-    from benchmarks.probe.train import train_decoder
+    from benchmarks.probe.train.loop import DecoderCheckpoint, train_decoder
 
     protocol = quick_protocol().replace(iterations=10, shortcut="none")  # the body's own training
     data = make_toy_data()
@@ -282,7 +282,7 @@ def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch)
     tgt = task.targets(samples)
     ref, _ = train_decoder(task, feats, tgt, protocol, seed=0)
 
-    ckpt = tmp_path / "d.ckpt.pt"
+    keep = DecoderCheckpoint(tmp_path / "d.ckpt.pt", every=5)
     calls = {"n": 0}
     real_loss = task.loss
 
@@ -294,9 +294,9 @@ def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch)
 
     monkeypatch.setattr(task, "loss", crashing_loss)
     with pytest.raises(KeyboardInterrupt):
-        train_decoder(task, feats, tgt, protocol, seed=0, ckpt_path=ckpt, ckpt_every=5)
+        train_decoder(task, feats, tgt, protocol, seed=0, checkpoint=keep)
     monkeypatch.setattr(task, "loss", real_loss)
-    resumed, info = train_decoder(task, feats, tgt, protocol, seed=0, ckpt_path=ckpt, ckpt_every=5)
+    resumed, info = train_decoder(task, feats, tgt, protocol, seed=0, checkpoint=keep)
     assert info["resumed_from"] == 5
     for (k, a), b in zip(ref.state_dict().items(), resumed.state_dict().values()):
         torch.testing.assert_close(a, b, msg=k)
@@ -319,7 +319,7 @@ def test_finished_records_are_not_recomputed(tmp_path):
 
 def test_feature_cache_runs_backbone_once_per_image(tmp_path):
     from benchmarks.probe.backbones import build_probe_backbone
-    from benchmarks.probe.features import FeatureStore
+    from benchmarks.probe.features.store import FeatureStore
 
     protocol = quick_protocol()
     bb = build_probe_backbone("sapiens2_tiny", img_size=protocol.input_size)
@@ -338,7 +338,7 @@ def test_loss_grid_phases_cover_every_pixel_shuffle_sub_position():
     has every sub-position trained (a fixed offset trained only 4 of its 16)."""
     import torch
 
-    from benchmarks.probe.decoders import ProbeDecoder
+    from benchmarks.probe.readout.base import DecoderShape, get_readout
     from benchmarks.probe.tasks import build_task
     from benchmarks.probe.tasks.base import loss_grid
 
@@ -352,7 +352,8 @@ def test_loss_grid_phases_cover_every_pixel_shuffle_sub_position():
         picked = loss_grid(coords, (8, 8), protocol.loss_stride, task.loss_offset)
         seen[picked[0, 0].long(), picked[0, 1].long()] = True
     assert seen.all()
-    dec = ProbeDecoder("pixelshuffle", 5, 29, patch_size=16, output_stride=1)
+    shape = DecoderShape(5, 29, patch_size=16, output_stride=1)
+    dec = get_readout("pixelshuffle").build_decoder(shape, protocol)
     maps, _ = dec(torch.zeros(2, 5, 4, 3), (64, 48))
     assert maps.shape == (2, 29, 64, 48)
 
@@ -365,8 +366,8 @@ def test_shortcut_reproduces_oracle_features_exactly(name):
     fit crops do not span every heatmap direction a new crop can take)."""
     from _probe_toy import fit_readouts
 
-    from benchmarks.probe.shortcut import ReadoutGeometry
-    from benchmarks.probe.stream import ReferenceStream
+    from benchmarks.probe.readout.shortcut import ReadoutGeometry
+    from benchmarks.probe.readout.stream import ReferenceStream
 
     protocol = quick_protocol()
     stream = ReferenceStream("oracle", protocol)
@@ -392,9 +393,9 @@ def test_linear_decoder_is_the_closed_form_shortcut_alone(tmp_path):
 
     from benchmarks.probe.api import run_probe
     from benchmarks.probe.backbones import build_probe_backbone
-    from benchmarks.probe.data import stack_images
-    from benchmarks.probe.features import FeatureStore
-    from benchmarks.probe.train import train_decoder
+    from benchmarks.probe.data.source import stack_images
+    from benchmarks.probe.features.store import FeatureStore
+    from benchmarks.probe.train.loop import train_decoder
 
     protocol = quick_protocol().replace(tasks={"seg": {"decoder": "linear"}})
     data = make_toy_data(tasks=("seg",))

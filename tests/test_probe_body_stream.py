@@ -13,10 +13,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _probe_toy import make_toy_data  # noqa: E402
 
-from benchmarks.probe import body_stream  # noqa: E402
-from benchmarks.probe.api import run_probe  # noqa: E402
+from benchmarks.probe.api import RunOptions, run_probe  # noqa: E402
 from benchmarks.probe.protocol import quick_protocol  # noqa: E402
-from benchmarks.probe.spill import Rows  # noqa: E402
+from benchmarks.probe.train import body_stream  # noqa: E402
+from benchmarks.probe.train.spill import Rows  # noqa: E402
 from sapiens2.records.results import read_record  # noqa: E402
 
 
@@ -70,11 +70,11 @@ def test_trained_body_reads_its_split_from_disk_whatever_the_batches(tmp_path, m
 
     monkeypatch.setattr(body_stream, "train_decoder", spy)
     disk = run_probe(backbone, ("seg", "normal", "pose"), data, tmp_path / "disk", protocol=protocol,
-                     batch_size=2)
+                     options=RunOptions(batch_size=2))
     assert sorted(s[0] for s in seen) == ["normal", "pose", "seg"]
     assert all(s[1] is Rows and s[2] == {Rows} and s[3] for s in seen), seen
     whole = run_probe(backbone, ("seg", "normal", "pose"), data, tmp_path / "whole", protocol=protocol,
-                      batch_size=6)
+                      options=RunOptions(batch_size=6))
     assert len(seen) == 6
     # the oracle's features make the pose fit amplify float rounding (another summation order: on an
     # AMD EPYC VM, 2026-12-02, its foot EPE came out 1.1e-4 relative apart); the pixels stay at 1e-4
@@ -86,8 +86,10 @@ def test_trained_body_reads_its_split_from_disk_whatever_the_batches(tmp_path, m
 def test_trained_body_without_a_shortcut_does_not_depend_on_the_batches(tmp_path):
     data = make_toy_data(n_train=5, n_test=3, tasks=("seg",))
     protocol = quick_protocol().replace(iterations=6, shortcut="none")
-    disk = run_probe("pixels", ("seg",), data, tmp_path / "disk", protocol=protocol, batch_size=2)
-    whole = run_probe("pixels", ("seg",), data, tmp_path / "whole", protocol=protocol, batch_size=5)
+    disk = run_probe("pixels", ("seg",), data, tmp_path / "disk", protocol=protocol,
+                     options=RunOptions(batch_size=2))
+    whole = run_probe("pixels", ("seg",), data, tmp_path / "whole", protocol=protocol,
+                      options=RunOptions(batch_size=5))
     _assert_close(_metrics(whole), _metrics(disk), rel=1e-4)
 
 
@@ -117,12 +119,14 @@ def test_images_of_several_sizes_train_the_body_from_disk_in_batches_of_two(tmp_
     maps, which the losses read, stack across batches), and the records equal those of one batch."""
     from test_probe_realdata import _mixed_size_seg
 
-    from benchmarks.probe.data import MemoryData
+    from benchmarks.probe.data.source import MemoryData
 
     sizes = [(64, 48), (60, 52), (70, 40), (64, 48), (58, 46)]
     train, test = _mixed_size_seg(sizes), _mixed_size_seg([(56, 44), (72, 50), (64, 48)])
     data = MemoryData({t: {"train": train, "test": test} for t in ("seg", "normal")}, name="mixed")
     protocol = quick_protocol().replace(iterations=6)
-    disk = run_probe("pixels", ("seg", "normal"), data, tmp_path / "disk", protocol=protocol, batch_size=2)
-    whole = run_probe("pixels", ("seg", "normal"), data, tmp_path / "whole", protocol=protocol, batch_size=5)
+    disk = run_probe("pixels", ("seg", "normal"), data, tmp_path / "disk", protocol=protocol,
+                     options=RunOptions(batch_size=2))
+    whole = run_probe("pixels", ("seg", "normal"), data, tmp_path / "whole", protocol=protocol,
+                      options=RunOptions(batch_size=5))
     _assert_close(_metrics(whole), _metrics(disk), rel=1e-4)

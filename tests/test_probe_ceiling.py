@@ -15,10 +15,10 @@ import pytest
 from _probe_toy import make_toy_data
 
 from benchmarks.analysis.noisy_oracle import GroundTruthStream, probe_stream
-from benchmarks.probe.data import MemoryData
-from benchmarks.probe.headline import PROBE_HEADLINE
+from benchmarks.probe.data.source import MemoryData
 from benchmarks.probe.protocol import default_protocol
-from benchmarks.probe.stream import ReferenceStream
+from benchmarks.probe.readout.stream import ReferenceStream
+from benchmarks.probe.records.headline import PROBE_HEADLINE
 
 TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
 LEVELS = (0.0, 1.0, 4.0, math.inf)  # clean, small, large, pure noise (x each channel RMS)

@@ -16,14 +16,14 @@ from _probe_toy import make_toy_data  # noqa: E402
 from test_eval_ddp import build, make_dataset, run_over  # noqa: E402
 
 from benchmarks.cli.main import main  # noqa: E402
-from benchmarks.probe.compare import (  # noqa: E402
+from benchmarks.probe.records.compare import (  # noqa: E402
     comparisons_from_records,
     format_comparisons,
     paired_comparisons,
     paired_difference,
 )
-from benchmarks.probe.evaluate import bootstrap_intervals_field  # noqa: E402
-from benchmarks.probe.sidefile import content_sha256, images_sha256, read_side_file, side_path  # noqa: E402
+from benchmarks.probe.records.evaluate import bootstrap_intervals_field  # noqa: E402
+from benchmarks.probe.records.sidefile import content_sha256, images_sha256, read_side_file, side_path  # noqa: E402
 from evaluators.bootstrap import resample_indices  # noqa: E402
 from sapiens2.records.results import load_records, make_record, read_record, write_record  # noqa: E402
 
@@ -343,8 +343,8 @@ def test_run_and_compare_cli_pair_the_probes_records(tmp_path, capsys, monkeypat
 
 
 def test_verdict_follows_the_metric_direction():
-    from benchmarks.probe.compare import _verdict
-    from benchmarks.probe.headline import PROBE_HEADLINE
+    from benchmarks.probe.records.compare import _verdict
+    from benchmarks.probe.records.headline import PROBE_HEADLINE
 
     epe, miou = PROBE_HEADLINE["pose"], PROBE_HEADLINE["seg"]  # lower / higher is better
     assert _verdict(epe, -3.0, -1.0, "p", "r", 0.95) == ("a", "p better beyond the 95% interval")

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _probe_toy import make_toy_data  # noqa: E402
 
+from benchmarks.probe.config import GROUPS  # noqa: E402
 from benchmarks.probe.protocol import ProbeProtocol, quick_protocol  # noqa: E402
 from benchmarks.probe.tasks import task_classes  # noqa: E402
 from sapiens2.errors import UnknownNameError  # noqa: E402
@@ -36,8 +37,9 @@ BOOKKEEPING = {
     "protocol_ids",
     "settings_class",
     "default_task_settings",
-    "_check_field_groups",
-    "_checked_keys",
+    "_check_field_names",
+    "__init__",
+    "__getattr__",
 }
 
 
@@ -62,14 +64,14 @@ def test_every_hashed_field_is_read():
     read = _attributes_read()
     # version: the id's prefix; augmentation: validated to be "none", the one policy implemented
     exempt = {"version", "augmentation", "tasks"}
-    fields = {f.name for f in dataclasses.fields(ProbeProtocol)} - exempt
+    fields = {f.name for g in GROUPS.values() for f in dataclasses.fields(g)} - exempt
     for cls in {t.settings_class for t in task_classes().values()}:
         fields |= {f.name for f in dataclasses.fields(cls)}
     assert sorted(fields - read) == []
 
 
 def test_no_task_knob_at_the_top_level():
-    top = {f.name for f in dataclasses.fields(ProbeProtocol)}
+    top = {f.name for g in GROUPS.values() for f in dataclasses.fields(g)} | {"version", "tasks"}
     assert not top & {"seg_logit_margin", "pose_sigma", "pose_blur_kernel", "canonical_focal_length"}
     p = ProbeProtocol()
     assert p.task("pose").sigma == 2.0 and p.task("pose").blur_kernel == 11
@@ -121,11 +123,11 @@ def test_losses_are_looked_up_by_name_and_weighted_by_term():
 
 def test_optimizer_and_schedule_are_built_from_their_names():
     from benchmarks.probe.backbones import build_probe_backbone
-    from benchmarks.probe.data import stack_images
-    from benchmarks.probe.features import FeatureStore
-    from benchmarks.probe.optim import lr_factor
+    from benchmarks.probe.data.source import stack_images
+    from benchmarks.probe.features.store import FeatureStore
     from benchmarks.probe.tasks import build_task
-    from benchmarks.probe.train import train_decoder
+    from benchmarks.probe.train.loop import train_decoder
+    from benchmarks.probe.train.optim import lr_factor
 
     p = quick_protocol().replace(iterations=6, warmup_iters=2, weight_decay=0.5, shortcut="none")
     assert lr_factor(4, p) < 1.0 == lr_factor(4, p.replace(schedule="warmup_constant"))
@@ -188,8 +190,8 @@ def test_replace_takes_json_overrides_like_the_cli(tmp_path, capsys):
 def test_shortcut_imports_without_train():
     """The shortcut <-> train import circle is gone: the shortcut module stands on its own."""
     code = (
-        "import sys; import benchmarks.probe.shortcut; "
-        "assert 'benchmarks.probe.train' not in sys.modules, 'shortcut pulls in train'"
+        "import sys; import benchmarks.probe.readout.shortcut; "
+        "assert 'benchmarks.probe.train.loop' not in sys.modules, 'shortcut pulls in train'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
@@ -205,4 +207,19 @@ def test_in_function_imports_only_defer_heavy_optional_packages():
                         found += [(path.name, a.name) for a in sub.names if a.name not in allowed]
                     elif isinstance(sub, ast.ImportFrom) and sub.module not in allowed:
                         found.append((path.name, sub.module))
+    assert found == []
+
+
+def test_no_probe_function_takes_more_than_nine_parameters():
+    """Stage functions take small typed groups (RunOptions, RecordSlot, ReadoutResult, DecoderCheckpoint,
+    DecoderShape) instead of long argument lists; ``run_probe``'s nine are its public call."""
+    found = []
+    for path in PROBE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                every = (*a.posonlyargs, *a.args, *a.kwonlyargs)
+                names = [x.arg for x in every if x.arg not in ("self", "cls")]
+                if len(names) > 9 or (len(names) > 8 and node.name != "run_probe"):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({len(names)})")
     assert found == []

@@ -58,7 +58,7 @@ def test_two_processes_match_one(tmp_path, backbone, decoder):
             assert b[k] == pytest.approx(a[k], **tol), (path_a, k, a[k], b[k])
         assert a["num_samples"] == 5  # odd test split: rank 0 scores 3 samples, rank 1 scores 2
         # the bootstrap side file (written by rank 0 only): the same images and resampled values
-        from benchmarks.probe.sidefile import read_side_file, side_path
+        from benchmarks.probe.records.sidefile import read_side_file, side_path
 
         (da, ia), (db, ib) = read_side_file(side_path(path_a)), read_side_file(side_path(path_b))
         assert ia.tolist() == ib.tolist() and len(ia) == 5 and da.keys() == db.keys(), path_a

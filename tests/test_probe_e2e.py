@@ -36,7 +36,7 @@ def _metrics(paths):
 
 def _codec_ceiling(data, protocol) -> float:
     """Wholebody AP of the GT heatmaps themselves, UDP-decoded: the best any pose probe can reach."""
-    from benchmarks.probe.data import FolderData, sample_indices
+    from benchmarks.probe.data.source import FolderData, sample_indices
     from benchmarks.probe.tasks import build_task
 
     task = build_task("pose", protocol)
@@ -51,7 +51,7 @@ def test_ground_truth_as_prediction_scores_perfectly(synth64):
     """The evaluation path itself: each task's GT fed in as the prediction gives perfect metrics."""
     import torch.nn.functional as F
 
-    from benchmarks.probe.data import FolderData, sample_indices
+    from benchmarks.probe.data.source import FolderData, sample_indices
     from benchmarks.probe.tasks import build_task
 
     protocol = quick_protocol()

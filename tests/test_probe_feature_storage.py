@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _probe_toy import make_toy_data  # noqa: E402
 
 from benchmarks.probe.backbones import build_probe_backbone  # noqa: E402
-from benchmarks.probe.feature_cache import NonFiniteFeatureError  # noqa: E402
-from benchmarks.probe.features import FeatureStore  # noqa: E402
+from benchmarks.probe.features.cache import NonFiniteFeatureError  # noqa: E402
+from benchmarks.probe.features.store import FeatureStore  # noqa: E402
 from benchmarks.probe.protocol import ProbeProtocol, quick_protocol  # noqa: E402
 
 
@@ -28,13 +28,13 @@ def _linear(p: ProbeProtocol, **changes) -> ProbeProtocol:
 def test_float16_overflow_is_an_error_naming_backbone_layer_and_image(tmp_path, monkeypatch):
     """A plug-in backbone emitting 8.5e4 values (float16 max: 65504) stops the run before any fit,
     with a message naming the backbone, the tapped layer and the image; float32 storage runs."""
-    from benchmarks.probe import stream
     from benchmarks.probe.api import run_probe
+    from benchmarks.probe.readout import stream
 
     fits = []
     real_solve = stream.solve_readout
     monkeypatch.setattr(  # the streamed read-out's solve: never reached before the error
-        "benchmarks.probe.stream.solve_readout", lambda *a, **k: fits.append(1) or real_solve(*a, **k)
+        "benchmarks.probe.readout.stream.solve_readout", lambda *a, **k: fits.append(1) or real_solve(*a, **k)
     )
     data = make_toy_data(n_train=4, n_test=2, tasks=("seg",))
     p = _linear(quick_protocol()).replace(feature_dtype="float16")

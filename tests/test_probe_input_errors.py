@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_probe_compare import N, seg_items, write_seg_record  # noqa: E402
 
-from benchmarks.probe.compare import paired_comparisons  # noqa: E402
-from benchmarks.probe.sidefile import content_sha256, read_side_file, side_path, write_side_file  # noqa: E402
+from benchmarks.probe.records.compare import paired_comparisons  # noqa: E402
+from benchmarks.probe.records.sidefile import content_sha256, read_side_file, side_path, write_side_file  # noqa: E402
 from leaderboard.results import read_record, write_record  # noqa: E402
 from sapiens2.records.integrity import record_hash  # noqa: E402
 

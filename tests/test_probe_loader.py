@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchmarks.probe.data import FolderData, load_task_split, stack_images
-from benchmarks.probe.loader import SceneLoader
+from benchmarks.probe.data.loader import SceneLoader
+from benchmarks.probe.data.source import FolderData, load_task_split, stack_images
 from benchmarks.probe.protocol import ProbeProtocol
 from benchmarks.probe.tasks import build_task
 
@@ -83,7 +83,7 @@ def test_rank_shards_and_workers_give_the_same_batches(split):
 
 
 def test_missing_ground_truth_and_empty_split_are_errors_before_any_batch():
-    from benchmarks.probe.data import MemoryData
+    from benchmarks.probe.data.source import MemoryData
 
     p = _protocol()
     seg = build_task("seg", p)

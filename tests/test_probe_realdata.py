@@ -13,7 +13,7 @@ import torch
 from _probe_toy import _scene
 
 from benchmarks.probe.api import MIN_INTERVAL_IMAGES, run_probe
-from benchmarks.probe.data import MemoryData
+from benchmarks.probe.data.source import MemoryData
 from benchmarks.probe.protocol import quick_protocol
 from benchmarks.probe.tasks import build_task
 from sapiens2.datasets.importers import import_dataset

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from benchmarks.probe.ridge import RidgeStats, fit_ridge, validation_curve
+from benchmarks.probe.readout.ridge import RidgeStats, fit_ridge, validation_curve
 
 
 def _data(n=300, c=12, o=5, seed=0, noise=0.5):
@@ -104,8 +104,8 @@ def test_output_subsampled_curve_matches_those_outputs():
 
 
 def test_grid_layout_round_trips_padded_outputs():
-    from benchmarks.probe.decoders import padded_size
-    from benchmarks.probe.shortcut import from_grid, to_grid
+    from benchmarks.probe.readout.decoders import padded_size
+    from benchmarks.probe.readout.shortcut import from_grid, to_grid
 
     g = torch.Generator().manual_seed(6)
     y = torch.randn(2, 3, 256, 192, generator=g)
@@ -118,7 +118,7 @@ def test_grid_layout_round_trips_padded_outputs():
 
 
 def test_holdout_fold_always_holds_one_image_out():
-    from benchmarks.probe.shortcut import holdout_fold
+    from benchmarks.probe.readout.shortcut import holdout_fold
 
     assert holdout_fold(8, 4).tolist() == [0, 0, 0, 1, 0, 0, 0, 1]
     assert holdout_fold(3, 4).tolist() == [0, 0, 1]
@@ -138,8 +138,8 @@ def _blocky_targets(rows: int, blocks: int, width: int, density: float, seed: in
 @pytest.mark.parametrize("density", [0.02, 0.3, 0.9])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_block_sparse_cross_products_equal_the_dense_product(density, dtype, monkeypatch):
-    from benchmarks.probe import products
-    from benchmarks.probe.products import add_cross
+    from benchmarks.probe.readout import products
+    from benchmarks.probe.readout.products import add_cross
 
     g = torch.Generator().manual_seed(1)
     x = torch.randn(97, 23, generator=g, dtype=torch.float64)
@@ -160,7 +160,7 @@ def test_block_sparse_cross_products_equal_the_dense_product(density, dtype, mon
 
 
 def test_block_updates_give_the_same_statistics_and_fit(monkeypatch):
-    from benchmarks.probe import products
+    from benchmarks.probe.readout import products
 
     # blocks cost nothing: the block path is taken although 10 channels would not pay for it
     monkeypatch.setattr(products, "_BLOCK_S", 0.0)
@@ -186,8 +186,8 @@ def test_block_updates_give_the_same_statistics_and_fit(monkeypatch):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_gram_through_blas_syrk_equals_the_full_product(dtype, monkeypatch):
-    from benchmarks.probe import products
-    from benchmarks.probe.products import add_gram, symmetrize_
+    from benchmarks.probe.readout import products
+    from benchmarks.probe.readout.products import add_gram, symmetrize_
 
     name = "dsyrk" if dtype == torch.float64 else "ssyrk"
     calls = []

@@ -76,7 +76,7 @@ def test_feature_key_hashes_every_weight(tmp_path):
     """A weight changed past the first 4096 bytes of its tensor gives another key, so a replaced
     checkpoint never reuses the old features."""
     from benchmarks.probe.backbones import build_probe_backbone
-    from benchmarks.probe.features import FeatureStore, feature_key
+    from benchmarks.probe.features.store import FeatureStore, feature_key
 
     protocol = quick_protocol()
     bb = build_probe_backbone("sapiens2_tiny", img_size=protocol.input_size)

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks.probe.api import run_probe
-from benchmarks.probe.data import FolderData
-from benchmarks.probe.loader import SceneLoader
+from benchmarks.probe.api import RunOptions, run_probe
+from benchmarks.probe.data.loader import SceneLoader
+from benchmarks.probe.data.sample_cache import SampleCache, SampleCacheError
+from benchmarks.probe.data.source import FolderData
 from benchmarks.probe.protocol import default_protocol
-from benchmarks.probe.sample_cache import SampleCache, SampleCacheError
 from benchmarks.probe.tasks import build_task
 
 DENSE = ("seg", "normal", "pointmap", "albedo")
@@ -94,7 +94,7 @@ def _equal_batches(a, b) -> None:
 
 
 def test_a_warm_cache_gives_the_same_batches_and_decodes_no_file(split, tmp_path, monkeypatch):
-    import benchmarks.probe.loader as loader_module
+    import benchmarks.probe.data.loader as loader_module
     import sapiens2.datasets.base as base
 
     p = _protocol()
@@ -152,7 +152,8 @@ def test_records_do_not_depend_on_the_cache(split, tmp_path):
     p = _protocol()
     metrics = []
     for name, cache in (("none", None), ("cold", tmp_path / "c"), ("warm", tmp_path / "c")):
-        paths = run_probe("pixels", ("pose", *DENSE), split, tmp_path / name, protocol=p, sample_cache=cache)
+        paths = run_probe("pixels", ("pose", *DENSE), split, tmp_path / name, protocol=p,
+                          options=RunOptions(sample_cache=cache))
         metrics.append({Path(q).parent.name: json.loads(Path(q).read_text())["metrics"] for q in paths})
     assert len(metrics[0]) == 5
     assert metrics[0] == metrics[1] == metrics[2]

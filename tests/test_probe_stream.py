@@ -19,7 +19,7 @@ from _probe_toy import make_toy_data  # noqa: E402
 
 from benchmarks.probe import api  # noqa: E402
 from benchmarks.probe.protocol import default_protocol  # noqa: E402
-from benchmarks.probe.shortcut import from_grid  # noqa: E402
+from benchmarks.probe.readout.shortcut import from_grid  # noqa: E402
 from benchmarks.probe.tasks import build_task  # noqa: E402
 
 TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
@@ -31,7 +31,7 @@ def _protocol(**changes):
 
 def _split_rows(loader, group, tasks, stream, protocol):
     """Per task of ``group``: (features N x P x C, grid targets N x P x O, geometry) of the whole split."""
-    from benchmarks.probe.shortcut import ReadoutGeometry, _rows, to_grid
+    from benchmarks.probe.readout.shortcut import ReadoutGeometry, _rows, to_grid
 
     xs, ys, geoms = [], {t: [] for t in group}, {}
     for batch in loader.batches(group, 0, 1):
@@ -52,8 +52,8 @@ def test_streamed_read_out_equals_a_naive_closed_form_reference():
     from _naive_readout import naive_predict, naive_readout
 
     from benchmarks.analysis.noisy_oracle import GroundTruthStream
-    from benchmarks.probe.loader import SceneLoader
-    from benchmarks.probe.stream import fit_group, scene_groups
+    from benchmarks.probe.data.loader import SceneLoader
+    from benchmarks.probe.readout.stream import fit_group, scene_groups
 
     protocol = _protocol(decoder_stage_stride=2)
     data = make_toy_data(n_train=11, n_test=3, size=(64, 48), tasks=["seg", "normal", "albedo"])
@@ -86,15 +86,15 @@ def test_loader_workers_give_the_same_records(tmp_path):
     recs = []
     for workers in (0, 2):
         paths = api.run_probe("pixels", "seg,normal,pose", data, tmp_path / f"w{workers}", protocol=protocol,
-                              workers=workers)
+                              options=api.RunOptions(workers=workers))
         recs.append({Path(p).parent.name: json.loads(Path(p).read_text())["metrics"] for p in paths})
     assert recs[0] == recs[1]
 
 
 def test_a_masked_fit_and_its_shift_do_not_depend_on_batch_composition(tmp_path):
     """The fit of 9 images equals whether the first batch is full or not (shift from another batch)."""
-    from benchmarks.probe.loader import SceneLoader
-    from benchmarks.probe.stream import ReferenceStream, fit_group
+    from benchmarks.probe.data.loader import SceneLoader
+    from benchmarks.probe.readout.stream import ReferenceStream, fit_group
 
     protocol = _protocol()
     data = make_toy_data(n_train=9, n_test=2, size=(64, 48))
@@ -115,7 +115,7 @@ def test_fast_products_give_the_exact_arithmetic_records(tmp_path, monkeypatch):
     """The syrk Gram and the block-sparse ``x^T y`` (wide features only by default) against v5's
     product-then-add arithmetic, forced on for the pixels' narrow features: same penalties, same
     metrics and bounds to float64 rounding amplified by the solve."""
-    from benchmarks.probe import products, stream
+    from benchmarks.probe.readout import products, stream
 
     protocol = _protocol()
     data = make_toy_data(n_train=11, n_test=6, size=(64, 48))
@@ -167,7 +167,7 @@ def test_float32_products_on_the_fast_path_match_the_float64_records(tmp_path, m
     within 1e-4 relative (float32 rounding of products about the shift, amplified by the solve)."""
     from scipy.linalg import blas
 
-    from benchmarks.probe import stream
+    from benchmarks.probe.readout import stream
 
     data = make_toy_data(n_train=11, n_test=6, size=(64, 48))
     ref = api.run_probe("pixels", ",".join(TASKS), data, tmp_path / "f64", protocol=_protocol())

@@ -67,7 +67,7 @@ def test_bad_new_knobs_are_errors(change, message):
 
 
 def _check_intervals(rec: dict, protocol) -> None:
-    from benchmarks.probe.headline import PROBE_HEADLINE
+    from benchmarks.probe.records.headline import PROBE_HEADLINE
 
     iv = rec["intervals"]
     assert iv["level"] == protocol.interval_level and iv["n"] == rec["dataset"]["num_samples"]
@@ -165,7 +165,7 @@ def test_main_job_probes_pretrained_beside_its_twin_and_the_references():
 
 
 def test_float32_products_keep_the_ridge_fit_of_float64():
-    from benchmarks.probe.ridge import RidgeStats, fit_ridge
+    from benchmarks.probe.readout.ridge import RidgeStats, fit_ridge
 
     g = torch.Generator().manual_seed(0)
     x = torch.randn(600, 40, generator=g) * 3 + 50  # a large mean: the shift must come first
@@ -183,7 +183,7 @@ def test_float32_products_keep_the_ridge_fit_of_float64():
 
 def test_bf16_backbone_features_are_close_to_float32():
     from benchmarks.probe.backbones import build_probe_backbone, resolve_backbone_cfg
-    from benchmarks.probe.features import FeatureStore
+    from benchmarks.probe.features.store import FeatureStore
 
     bb = build_probe_backbone(resolve_backbone_cfg("sapiens2_tiny"), img_size=(64, 48))
     images = torch.rand(2, 3, 64, 48, generator=torch.Generator().manual_seed(0))

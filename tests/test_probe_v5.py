@@ -34,7 +34,7 @@ def test_v5_protocol_id():
 def test_within_position_statistics_match_an_explicit_fit_and_merge():
     """The per-position centred ridge from streamed sums equals ridge on explicitly centred rows, and
     two halves merged equal the whole (the DDP contract)."""
-    from benchmarks.probe.ridge import PositionSums, RidgeStats, fit_ridge, within_positions
+    from benchmarks.probe.readout.ridge import PositionSums, RidgeStats, fit_ridge, within_positions
 
     g = torch.Generator().manual_seed(0)
     n_img, pos, c, o = 40, 6, 5, 3
@@ -76,7 +76,7 @@ def _scores(data, protocol, stream_of, alphas=None) -> tuple[dict, dict]:
     """(read-outs, ``{task: metrics}``) of the streamed spine on ``data``."""
     from _probe_toy import fit_readouts
 
-    from benchmarks.probe.stream import scene_groups, score_group
+    from benchmarks.probe.readout.stream import scene_groups, score_group
 
     fits, tasks, loaders = fit_readouts(data, TASKS, protocol, stream_of, alphas)
     train, test = loaders[protocol.train_split], loaders[protocol.test_split]
@@ -92,7 +92,7 @@ def test_readout_at_infinite_penalty_equals_the_floor():
     factor than the floor's) scores the floor's metrics exactly on every task."""
     from _probe_toy import pixels_stream
 
-    from benchmarks.probe.stream import ReferenceStream
+    from benchmarks.probe.readout.stream import ReferenceStream
 
     protocol = _protocol()
     data = make_toy_data(n_train=12, n_test=6)
@@ -123,7 +123,7 @@ def test_penalty_search_keeps_the_floor_for_features_without_information():
 def test_pixels_never_below_the_floor(tmp_path):
     """The raw-pixel baseline's paired difference to the floor is never negative beyond its interval."""
     from benchmarks.probe.api import run_probe
-    from benchmarks.probe.compare import compare_records
+    from benchmarks.probe.records.compare import compare_records
     from sapiens2.records.results import read_record
 
     protocol = _protocol(max_train_samples=0, max_test_samples=0, bootstrap_resamples=200)

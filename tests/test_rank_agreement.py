@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.probe.rank_agreement import mismatch_message
+from benchmarks.probe.records.rank_agreement import mismatch_message
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "_rank_agreement_worker.py"

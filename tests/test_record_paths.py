@@ -38,7 +38,7 @@ def test_a_probe_record_names_its_weights_by_file_and_hash_only(tmp_path, tiny_s
     from benchmarks.probe.api import run_probe
     from benchmarks.probe.backbones import build_probe_backbone, resolve_backbone_cfg
     from benchmarks.probe.protocol import quick_protocol
-    from benchmarks.probe.runkey import weights_sha256
+    from benchmarks.probe.records.runkey import weights_sha256
 
     monkeypatch.delenv(ROOT_ENV, raising=False)
     bb = build_probe_backbone(resolve_backbone_cfg("sapiens2_tiny"))

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_probe_compare import N, seg_items, write_seg_record  # noqa: E402
 
 from benchmarks.cli.main import main  # noqa: E402
-from benchmarks.probe.compare import paired_comparisons  # noqa: E402
+from benchmarks.probe.records.compare import paired_comparisons  # noqa: E402
 from leaderboard.comparisons import COMPARISON_HASH_FIELD, comparison_hash  # noqa: E402
 from sapiens2.records.results import make_record, read_record, write_record  # noqa: E402
 

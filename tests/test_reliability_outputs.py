@@ -39,7 +39,7 @@ def test_a_probe_into_a_locked_record_folder_stops_before_writing(tmp_path):
 def test_a_second_probe_started_during_the_first_fails_and_the_first_keeps_its_numbers(tmp_path, monkeypatch):
     """The second probe (another dataset) starts while the first trains: it fails, the first's record holds
     the first's numbers."""
-    from benchmarks.probe import body_stream
+    from benchmarks.probe.train import body_stream
 
     train = body_stream.train_decoder  # the trained body's path (quick=True) on the streamed spine
     seen = {}

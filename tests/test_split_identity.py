@@ -137,11 +137,12 @@ def test_a_missing_photo_is_named(tmp_path):
 
 
 def _probe(split, out, cache=None) -> dict:
-    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.api import RunOptions, run_probe
     from benchmarks.probe.protocol import quick_protocol
 
     protocol = quick_protocol().replace(tasks={"seg": {"decoder": "linear"}})
-    (path,) = run_probe("pixels", "seg", split, out, protocol=protocol, sample_cache=cache)
+    (path,) = run_probe("pixels", "seg", split, out, protocol=protocol,
+                        options=RunOptions(sample_cache=cache))
     return json.loads(Path(path).read_text())
 
 

@@ -175,7 +175,7 @@ def test_a_probe_only_task_without_a_loss_refuses_a_trained_body():
         load_plugins(["--include", str(EXAMPLE)])
         linear = default_protocol()
         assert build_task("depth", linear).loss_spec is None
-        with pytest.raises(ValueError, match="names no loss, so only the closed-form linear read-out"):
+        with pytest.raises(ValueError, match="names no loss, so only a read-out that trains nothing"):
             build_task("depth", linear.replace(tasks={"depth": {"decoder": "pixelshuffle"}}))
     finally:
         unload_depth()

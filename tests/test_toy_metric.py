@@ -53,8 +53,8 @@ def toy_albedo():
 
 
 def _record(ev, name: str):
-    from benchmarks.probe.evaluate import bootstrap_intervals_field
-    from benchmarks.probe.headline import interval_metrics
+    from benchmarks.probe.records.evaluate import bootstrap_intervals_field
+    from benchmarks.probe.records.headline import interval_metrics
     from sapiens2.records.results import make_record
 
     g = torch.Generator().manual_seed(1)
@@ -70,7 +70,7 @@ def _record(ev, name: str):
 
 
 def test_a_declared_toy_metric_reaches_catalog_intervals_tables_and_report(toy_albedo, tmp_path):
-    from benchmarks.probe.headline import INTERVAL_METRICS
+    from benchmarks.probe.records.headline import INTERVAL_METRICS
     from leaderboard.build import build_site
     from leaderboard.catalog import TASK_METRICS, headline_ok_metrics, metric_note, summary_metrics
     from leaderboard.tables import group_tables, records_to_frame

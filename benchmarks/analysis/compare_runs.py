@@ -15,7 +15,7 @@ import json
 import math
 from pathlib import Path
 
-from benchmarks.probe.headline import PROBE_HEADLINE
+from benchmarks.probe.records.headline import PROBE_HEADLINE
 from sapiens2.records.view import RecordView
 
 

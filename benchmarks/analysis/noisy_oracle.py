@@ -1,6 +1,6 @@
 """A quality ladder with a known order: features made of the scene's own ground truth, plus noise.
 
-:class:`GroundTruthStream` is a feature stream of the probe's spine (:mod:`benchmarks.probe.stream`)
+:class:`GroundTruthStream` is a feature stream of the probe's spine (:mod:`benchmarks.probe.readout.stream`)
 whose features hold, for every task of a scene group at once, that task's read-out targets (seg's
 one-hot classes, pose's heatmaps, a masked task's ``mask * t`` and mask), rearranged losslessly
 (space-to-depth) to the decoder's stage stride: the same features for every task of the group, as a
@@ -31,13 +31,13 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.probe.data import as_data_source
-from benchmarks.probe.features import FeatureSet
-from benchmarks.probe.headline import PROBE_HEADLINE
-from benchmarks.probe.loader import SceneLoader
+from benchmarks.probe.data.loader import SceneLoader
+from benchmarks.probe.data.source import as_data_source
+from benchmarks.probe.features.reference import oracle_features
+from benchmarks.probe.features.store import FeatureSet
 from benchmarks.probe.protocol import default_protocol
-from benchmarks.probe.reference import oracle_features
-from benchmarks.probe.stream import ReferenceStream, fit_group, scene_groups, score_group
+from benchmarks.probe.readout.stream import ReferenceStream, fit_group, scene_groups, score_group
+from benchmarks.probe.records.headline import PROBE_HEADLINE
 from benchmarks.probe.tasks import build_task
 
 
@@ -84,7 +84,7 @@ def probe_stream(data, task_names, stream_of, protocol, alphas=None) -> dict:
     """``{task: metrics}`` of the linear read-out on the features of ``stream_of(tasks)``.
 
     Args:
-        data: a data folder or :class:`~benchmarks.probe.data.MemoryData`.
+        data: a data folder or :class:`~benchmarks.probe.data.source.MemoryData`.
         task_names: the tasks.
         stream_of: ``{name: ProbeTask} -> feature stream`` (e.g. a :class:`GroundTruthStream`).
         protocol: the protocol (its linear read-out; ``max_*_samples`` limit the splits).

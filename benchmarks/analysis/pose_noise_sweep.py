@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from benchmarks.mainjob import default_data_dir
-from benchmarks.probe.data import as_data_source
+from benchmarks.probe.data.source import as_data_source
 from benchmarks.probe.protocol import default_protocol
 from benchmarks.probe.tasks import build_task
 from benchmarks.probe.tasks.pose import PoseTask

@@ -1,7 +1,7 @@
 """Probe several backbones and print each one's headline beside the feature-free floor.
 
 Every cell is ``value [low, high] n=N`` (the record's 95% bootstrap interval), then the paired
-difference to the ``floor`` row (:mod:`benchmarks.probe.compare`, same test images) with a flag when a
+difference to the ``floor`` row (:mod:`benchmarks.probe.records.compare`, same test images) with a flag when a
 row is worse than the floor beyond that interval, then the read-out's penalty and held-out R^2 (of
 what the per-pixel prior leaves).
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from benchmarks.probe.api import run_probe
-from benchmarks.probe.compare import compare_records
-from benchmarks.probe.headline import PROBE_HEADLINE, format_interval
+from benchmarks.probe.api import RunOptions, run_probe
 from benchmarks.probe.protocol import default_protocol
+from benchmarks.probe.records.compare import compare_records
+from benchmarks.probe.records.headline import PROBE_HEADLINE, format_interval
 from sapiens2.records.results import read_record
 from sapiens2.records.view import RecordView
 
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     recs: dict[tuple[str, str], RecordView] = {}
     for name in names:
         for path in run_probe(name, args.tasks, args.data, args.out, seeds=(0,), protocol=protocol,
-                              cache_dir=args.feature_cache):
+                              options=RunOptions(cache_dir=args.feature_cache)):
             # the path tells the paired comparison where the bootstrap side file is
             rec = RecordView(read_record(path), path=str(path))
             recs[(name, rec.task)] = rec

@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from benchmarks.probe.headline import PROBE_HEADLINE, format_interval
+from benchmarks.probe.records.headline import PROBE_HEADLINE, format_interval
 from leaderboard.rowinfo import row_kind
 from leaderboard.standing import gap_closed, gap_text
 from sapiens2.records.view import RecordView
@@ -44,7 +44,7 @@ def _comparisons(outs: list[Path], names: list[str], extra: list[tuple[str, str]
     """The jobs' ``comparisons.json`` entries, plus the pairs they lack (every measured backbone vs the
     floor, twins, ``extra``) compared from the records of all ``outs``; ``(comparisons, skipped)``."""
     from benchmarks.probe.backbones.presets import twin_pairs
-    from benchmarks.probe.compare import comparisons_from_records
+    from benchmarks.probe.records.compare import comparisons_from_records
     from sapiens2.records.results import load_records
 
     comps = []

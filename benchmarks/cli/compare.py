@@ -2,7 +2,7 @@
 
 For each task both backbones were probed on, the probe's headline metric of A and B, the
 difference A - B and its 95% paired bootstrap interval (the same resampled test images for both:
-:mod:`benchmarks.probe.compare`), n and a verdict. Records are paired only under one protocol,
+:mod:`benchmarks.probe.records.compare`), n and a verdict. Records are paired only under one protocol,
 dataset, n, bootstrap seed, resamples and test-image ids, each with its ``.bootstrap.npz`` side file.
 """
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the paired comparison table (and write it as JSON with ``--json``); returns the exit code."""
     from pathlib import Path
 
-    from benchmarks.probe.compare import format_comparisons, paired_comparisons
+    from benchmarks.probe.records.compare import format_comparisons, paired_comparisons
 
     if not Path(args.results).is_dir():
         raise FileNotFoundError(2, "no such results folder", args.results)

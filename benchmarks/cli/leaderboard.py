@@ -47,7 +47,7 @@ def _build(args) -> int:
     skipped: list[str] | None = [] if args.skip_unreadable else None
     comparisons = None
     for path in args.comparisons or []:
-        from benchmarks.probe.compare import check_comparisons
+        from benchmarks.probe.records.compare import check_comparisons
         from sapiens2.records.results import load_records
         from sapiens2.utils_io import read_json
 

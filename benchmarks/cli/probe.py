@@ -162,11 +162,11 @@ def run(args) -> int:
     weights = _weights(args)
     if args.backbone not in REFERENCE_BACKBONES:
         resolve_backbone_cfg(args.backbone)  # an unknown name or a bad module:Class fails before any work
-    from benchmarks.probe.api import run_probe, seed_list
+    from benchmarks.probe.api import RunOptions, run_probe, seed_list
 
     seeds = seed_list(str(args.seeds))  # before any work
     if args.loader_timeout is not None:  # the loader reads its setting from the environment
-        from benchmarks.probe.loader_guard import TIMEOUT_ENV
+        from benchmarks.probe.data.loader_guard import TIMEOUT_ENV
 
         if not 0 <= args.loader_timeout < float("inf"):
             raise ValueError(
@@ -184,10 +184,8 @@ def run(args) -> int:
             seeds=seeds,
             protocol=protocol,
             checkpoint=weights,
-            cache_dir=args.feature_cache,
-            sample_cache=args.sample_cache,
-            device=args.device,
-            workers=args.workers,
+            options=RunOptions(device=args.device, workers=args.workers, sample_cache=args.sample_cache,
+                               cache_dir=args.feature_cache),
         )
         if dist_utils.is_main():
             _print_summary(paths)
@@ -196,7 +194,7 @@ def run(args) -> int:
 
 def _print_summary(paths) -> None:
     """The records written: headline metric per task with its 95% interval and n, then the files."""
-    from benchmarks.probe.summary import summary_table
+    from benchmarks.probe.records.summary import summary_table
     from sapiens2.records.results import read_record
     from sapiens2.records.view import RecordView
 

@@ -153,7 +153,7 @@ def _task_table(args, sizes) -> int:
 def _table2(args, sizes) -> int:
     from pathlib import Path
 
-    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.api import RunOptions, run_probe
     from benchmarks.probe.protocol import default_protocol, quick_protocol
     from benchmarks.reproduce.tables import SIZES, checkpoint_path
     from sapiens2.tasks import task_names
@@ -184,7 +184,7 @@ def _table2(args, sizes) -> int:
     paths = []
     for size, path in ready:
         paths += run_probe(f"sapiens2_{size}", ",".join(task_names()), data, out / "results",
-                           protocol=protocol, checkpoint=str(path), device=args.device)
+                           protocol=protocol, checkpoint=str(path), options=RunOptions(device=args.device))
     ids = ", ".join(f"{t} {i}" for t, i in protocol.protocol_ids().items())
     print(f"\nour protocol (ids {ids}) on {data}; the paper's Table 2 protocol is unpublished, "
           "so its numbers are context only (no deltas):")

@@ -90,7 +90,7 @@ def parse_compare(items: list[str], names: list[str]) -> list[tuple[str, str]]:
 def run(args: argparse.Namespace) -> int:
     """Parse the flags, run the main job (:func:`benchmarks.mainjob.run_main_job`); returns the exit code."""
     from benchmarks.mainjob import parse_weights, run_main_job
-    from benchmarks.probe.runkey import seed_list
+    from benchmarks.probe.records.runkey import seed_list
 
     seeds = seed_list(str(args.seeds))  # before any work: names --seeds, refuses repeats
     if args.generator is not None:  # before any work: an unknown name or a clash names --generator

@@ -6,11 +6,11 @@ Example:
 
 Files under ``out_dir/<backbone>/<protocol_id>/<task>/``, with the task's own protocol id
 (:meth:`~benchmarks.probe.protocol.ProbeProtocol.protocol_id`): ``seed<k>.json`` (one record per seed),
-``seed<k>.bootstrap.npz`` (its resampled metric values, :mod:`benchmarks.probe.sidefile`), ``mean.json``
-(mean and std over seeds) and ``seed<k>.ckpt.pt`` (resumable decoder state). Records of
+``seed<k>.bootstrap.npz`` (its resampled metric values, :mod:`benchmarks.probe.records.sidefile`),
+``mean.json`` (mean and std over seeds) and ``seed<k>.ckpt.pt`` (resumable decoder state). Records of
 different protocols live apart, so one never overwrites another. A record is a done marker, and a
 decoder checkpoint is resumed, only for the same run: protocol id, data content, backbone config and
-weights hash, task and seed (:mod:`benchmarks.probe.runkey`). A mismatched checkpoint is ignored with
+weights hash, task and seed (:mod:`benchmarks.probe.records.runkey`). A mismatched checkpoint is ignored with
 a message; a record of another run at the path is never overwritten: the run stops before training.
 """
 
@@ -20,8 +20,8 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import torch
@@ -34,30 +34,25 @@ from benchmarks.probe.backbones import (
     build_probe_backbone,
     resolve_backbone_cfg,
 )
-from benchmarks.probe.body_stream import body_records, body_tasks
-from benchmarks.probe.data import as_data_source
-from benchmarks.probe.features import FeatureStore
-from benchmarks.probe.loader import SceneLoader
-from benchmarks.probe.optim import check_training_names
-from benchmarks.probe.path_checks import check_outputs_outside_data
-from benchmarks.probe.probe_records import (
+from benchmarks.probe.data.loader import SceneLoader
+from benchmarks.probe.data.path_checks import check_outputs_outside_data
+from benchmarks.probe.data.source import DataSource, as_data_source
+from benchmarks.probe.data.vocabularies import data_vocabularies
+from benchmarks.probe.features.store import FeatureStore
+from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
+from benchmarks.probe.readout.stream import BackboneStream, ReferenceStream
+from benchmarks.probe.records.context import RecordPlan, RunContext
+from benchmarks.probe.records.linear_pass import closed_form_records
+from benchmarks.probe.records.rank_agreement import check_ranks_agree, rank_identity
+from benchmarks.probe.records.runkey import run_identity, run_mismatch, seed_list, weights_sha256
+from benchmarks.probe.records.write import (
     MIN_INTERVAL_IMAGES,
     few_images_warning,
-    write_evaluated_record,
     write_mean,
 )
-from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
-from benchmarks.probe.rank_agreement import check_ranks_agree, rank_identity
-from benchmarks.probe.runkey import run_identity, run_mismatch, seed_list, weights_sha256
-from benchmarks.probe.stream import (
-    BackboneStream,
-    ReferenceStream,
-    StageTimes,
-    fit_group,
-    scene_groups,
-    score_group,
-)
 from benchmarks.probe.tasks import build_task, probe_task_names
+from benchmarks.probe.train.body_stream import body_records, body_tasks
+from benchmarks.probe.train.optim import check_training_names
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError, UnknownNameError
 from sapiens2.output_lock import output_lock
@@ -65,7 +60,9 @@ from sapiens2.records.paths import public_weights
 from sapiens2.records.results import read_record
 from sapiens2.records.view import RecordView
 
-__all__ = ["FLOOR", "ORACLE", "MIN_INTERVAL_IMAGES", "RecordConflictError", "run_probe", "seed_list"]
+__all__ = [
+    "FLOOR", "ORACLE", "MIN_INTERVAL_IMAGES", "RecordConflictError", "RunOptions", "run_probe", "seed_list",
+]
 
 # what older callers import from here
 _few_images_warning, _write_mean = few_images_warning, write_mean
@@ -92,41 +89,6 @@ def _task_list(tasks) -> list[str]:
         if t not in known:
             raise UnknownNameError("probe task", t, known)
     return tasks
-
-
-def _data_vocabularies(protocol: ProbeProtocol, tasks: list[str], source) -> tuple[ProbeProtocol, dict]:
-    """The protocol with each task's vocabulary field set from the data, and the data's sets by task.
-
-    A task's set is the one its train and test splits' readers name (they must agree); a set that is
-    the task's default is left empty in the protocol (the ids of default-vocabulary runs never change).
-
-    Raises:
-        ValueError: the train and test splits name different sets, or the protocol names another set.
-    """
-    vocabs = {}
-    for t in tasks:
-        task = build_task(t, protocol)
-        kind, field_name = task.vocabulary_kind, protocol.task(t).VOCABULARY_FIELD
-        if not kind or not field_name:
-            continue
-        splits = (protocol.train_split, protocol.test_split)
-        found = [source.vocabulary(t, split, protocol) for split in splits]
-        if found[0] is None and found[1] is None:
-            continue
-        ids = []
-        for v in found:
-            task.use_vocabulary(v)  # a protocol that names another set fails here
-            ids.append(task.vocabulary()[kind])
-        if ids[0] != ids[1]:
-            raise ValueError(
-                f"data {source.name}: the {t} {protocol.train_split!r} split's {kind} is {ids[0]!r} but the "
-                f"{protocol.test_split!r} split's is {ids[1]!r}"
-            )
-        vocabs[t] = found[1] if found[1] is not None else found[0]
-        named = "" if ids[1] == task.default_vocabulary else ids[1]
-        if getattr(protocol.task(t), field_name) != named:
-            protocol = protocol.replace(tasks={t: {field_name: named}})
-    return protocol, vocabs
 
 
 def _spec_identity(cfg: dict) -> dict:
@@ -157,20 +119,46 @@ def _done_record(path: Path, identity: dict) -> dict | None:
     return rec
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How :func:`run_probe` runs; none of it changes a number of the records.
+
+    Attributes:
+        device: ``cpu`` or ``cuda`` (only a batch of images and features lives on it).
+        workers: data-loader worker processes (0: read in this process).
+        batch_size: scenes per streamed batch (the sums do not depend on it; memory grows with it).
+        sample_cache: a folder keeping the prepared samples on disk
+            (:mod:`~benchmarks.probe.data.sample_cache`, keyed by data, tasks, protocol and reader code), so
+            that other backbones probed on the same split read them back instead of decoding every file
+            again (the main job's backbones share one); None: none kept.
+        cache_dir: on-disk feature cache (None: none kept; a trained body's train features then go to
+            the run's scratch folder ``out_dir/<backbone>/.scratch``, removed when the run ends).
+    """
+
+    device: str = "cpu"
+    workers: int = 0
+    batch_size: int = 8
+    sample_cache: str | os.PathLike | None = None
+    cache_dir: str | os.PathLike | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 0:
+            raise ValueError(f"--workers: expected a number of processes >= 0, got {self.workers!r}")
+        if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1:
+            raise ValueError(f"batch_size: expected a number of scenes >= 1, got {self.batch_size!r}")
+
+
 def run_probe(
     backbone: str | dict,
-    tasks,
-    data_dir,
-    out_dir,
-    seeds=(0,),
-    protocol=None,
-    checkpoint=None,
+    tasks: str | Sequence[str],
+    data_dir: str | os.PathLike | DataSource,
+    out_dir: str | os.PathLike,
+    seeds: int | str | Sequence[int] = (0,),
+    protocol: ProbeProtocol | dict | None = None,
+    *,
+    checkpoint: str | os.PathLike | None = None,
     quick: bool = False,
-    cache_dir: str | os.PathLike | None = None,
-    device: str = "cpu",
-    workers: int = 0,
-    batch_size: int = 8,
-    sample_cache: str | os.PathLike | None = None,
+    options: RunOptions | None = None,
 ) -> list[Path]:
     """Probe ``backbone`` on ``tasks``; write one record per (task, seed) plus mean +- std per task.
 
@@ -179,21 +167,14 @@ def run_probe(
             ``PROBE_BACKBONES`` type, ``package.module:ClassName``, config dict, ``"gt-oracle"``
             (features = ground truth) or ``"floor"`` (no features: the read-out's per-pixel train prior).
         tasks: task names (registered probe tasks: ``pose, seg, normal, pointmap, albedo``) or a comma string.
-        data_dir: dataset folder in the reader formats (or a :class:`~benchmarks.probe.data.MemoryData`).
+        data_dir: dataset folder in the reader formats (or a
+            :class:`~benchmarks.probe.data.source.MemoryData`).
         out_dir: output folder.
         seeds: decoder seeds.
         protocol: a :class:`ProbeProtocol`, its dict, or None for the default (``quick`` picks the tiny one).
         checkpoint: backbone weights (file or folder), checked against the arch before training.
         quick: use :func:`~benchmarks.probe.protocol.quick_protocol` when ``protocol`` is None.
-        cache_dir: on-disk feature cache (None: none kept; a trained body's train features then go to
-            the run's scratch folder ``out_dir/<backbone>/.scratch``, removed when the run ends).
-        device: ``cpu`` or ``cuda`` (only a batch of images and features lives on it).
-        workers: data-loader worker processes of the streamed read-out (0: read in this process).
-        batch_size: scenes per streamed batch (the sums do not depend on it; memory grows with it).
-        sample_cache: a folder keeping the streamed read-out's prepared samples on disk
-            (:mod:`~benchmarks.probe.sample_cache`, keyed by data, tasks, protocol and reader code), so
-            that other backbones probed on the same split read them back instead of decoding every file
-            again (the main job's backbones share one); None: none kept. The records do not depend on it.
+        options: device, loader workers and batch, sample and feature caches (:class:`RunOptions`).
 
     Returns:
         Paths of the record files written or found complete (per seed, then the mean), rank 0 only
@@ -204,10 +185,7 @@ def run_probe(
         OutputBusyError: another probe is writing into the same record folder (its lock is held).
     """
     t_start = time.perf_counter()
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
-        raise ValueError(f"--workers: expected a number of processes >= 0, got {workers!r}")
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ValueError(f"batch_size: expected a number of scenes >= 1, got {batch_size!r}")
+    options = options or RunOptions()
     tasks = _task_list(tasks)
     seeds = seed_list(seeds)
     protocol = _protocol(protocol, quick)
@@ -216,10 +194,11 @@ def run_probe(
     cfg = None if reference else resolve_backbone_cfg(backbone)  # a bad name fails here
     label = reference or backbone_label(backbone)
     source = as_data_source(data_dir)
-    outputs = {"--out": out_dir, "--sample-cache": sample_cache, "--feature-cache": cache_dir}
+    outputs = {"--out": out_dir, "--sample-cache": options.sample_cache,
+               "--feature-cache": options.cache_dir}
     check_outputs_outside_data(source, (protocol.train_split, protocol.test_split), outputs)
     # the data's keypoint / label sets size the tasks and enter their protocol ids
-    protocol, vocabs = _data_vocabularies(protocol, tasks, source)
+    protocol, vocabs = data_vocabularies(protocol, tasks, source)
     # the task's protocol id: out/<backbone>/<its id>/<task>/
     out = Path(out_dir) / label.replace(os.sep, "_").replace(":", "_")
     folder = {t: out / protocol.protocol_id(t) / t for t in tasks}
@@ -233,9 +212,8 @@ def run_probe(
             shutil.rmtree(scratch, ignore_errors=True)
         dist_utils.barrier()
         try:
-            run = _Run(label, protocol, source, device, cfg, reference, checkpoint, cache_dir, scratch)
-            loading = {"batch_size": batch_size, "num_workers": workers, "sample_cache": sample_cache}
-            return _probe(run, tasks, seeds, folder, vocabs, loading, t_start)
+            run = _Run(label, protocol, source, options, cfg, reference, checkpoint, scratch)
+            return _probe(run, tasks, seeds, folder, vocabs, t_start)
         finally:
             dist_utils.barrier()
             if dist_utils.is_main():
@@ -248,12 +226,11 @@ class _Run:
 
     label: str
     protocol: ProbeProtocol
-    source: object
-    device: str
+    source: DataSource
+    options: RunOptions
     cfg: dict | None  # the backbone's config (None for a reference row)
     reference: str | None  # "gt-oracle" / "floor", or None
-    checkpoint: object = None
-    cache_dir: object = None
+    checkpoint: str | os.PathLike | None = None
     scratch: Path | None = None  # a trained body's train split is spilled below it
 
 
@@ -269,9 +246,9 @@ def _check_readouts(task_objs: dict) -> None:
                              "predicts global outputs (predict them as maps)")
 
 
-def _backbone(run: _Run, with_body: bool):
+def _backbone(run: _Run, with_body: bool) -> tuple[FeatureStore | None, dict, dict]:
     """(feature store or None, the records' backbone description, the run identity's backbone part)."""
-    protocol, device = run.protocol, run.device
+    protocol, device = run.protocol, run.options.device
     if run.cfg is None:
         kind = "GroundTruthOracle" if run.reference == ORACLE else "FeatureFreeFloor"
         desc = {"type": kind, "params": 0, "weights": "none", "cls_used": False}
@@ -284,7 +261,7 @@ def _backbone(run: _Run, with_body: bool):
     weights_hash = weights_sha256(bb)
     # a trained body reads its train features back from a disk cache (the user's, else the scratch folder)
     store = FeatureStore(bb, layers, protocol,
-                         cache_dir=run.cache_dir or (run.scratch / "features" if with_body else None),
+                         cache_dir=run.options.cache_dir or (run.scratch / "features" if with_body else None),
                          weights_hash=weights_hash, keep_in_memory=False)
     desc = {**bb.describe(), "layers": layers, "cls_used": bool(bb.has_cls and protocol.cls_concat)}
     # records name the weights by file name (or relative to $SAPIENS2_RECORD_ROOT) and hash, never by the
@@ -293,7 +270,8 @@ def _backbone(run: _Run, with_body: bool):
     return store, desc, {"spec": _spec_identity(run.cfg), "weights_sha256": weights_hash}
 
 
-def _probe(run: _Run, tasks, seeds, folder: dict, vocabs: dict, loading: dict, t_start: float) -> list[Path]:
+def _probe(run: _Run, tasks: list[str], seeds: list[int], folder: dict[str, Path], vocabs: dict,
+           t_start: float) -> list[Path]:
     """:func:`run_probe` after its argument checks, holding the lock of the backbone's record folder.
 
     Args:
@@ -301,7 +279,6 @@ def _probe(run: _Run, tasks, seeds, folder: dict, vocabs: dict, loading: dict, t
         tasks, seeds: what to probe.
         folder: ``{task: record folder}``.
         vocabs: the data's keypoint / label sets by task.
-        loading: the scene loaders' ``batch_size``, ``num_workers`` and ``sample_cache``.
         t_start: when the call began (for the summary line).
     """
     protocol, source = run.protocol, run.source
@@ -313,6 +290,8 @@ def _probe(run: _Run, tasks, seeds, folder: dict, vocabs: dict, loading: dict, t
     body = body_tasks(task_objs, protocol)
     linear = [t for t in tasks if t not in body]
     # scenes are read per batch; the loaders check the splits and their GT here
+    loading = {"batch_size": run.options.batch_size, "num_workers": run.options.workers,
+               "sample_cache": run.options.sample_cache}
     loaders = {split: SceneLoader(source, task_objs, split, protocol, limit=limit, **loading)
                for split, limit in ((protocol.train_split, protocol.max_train_samples),
                                     (protocol.test_split, protocol.max_test_samples))}
@@ -322,7 +301,7 @@ def _probe(run: _Run, tasks, seeds, folder: dict, vocabs: dict, loading: dict, t
 
     check_ranks_agree(rank_identity(tasks, seeds, data_ids, protocol, bb_id))  # DDP: same run on every rank
     # 2. done markers: a record counts only for this very run; one of another run stops us here
-    plan = {
+    runs = {
         name: [
             (seed, folder[name] / f"seed{seed}.json",
              run_identity(protocol.protocol_id(name), data_ids[name], bb_id, name, seed))
@@ -330,27 +309,27 @@ def _probe(run: _Run, tasks, seeds, folder: dict, vocabs: dict, loading: dict, t
         ]
         for name in tasks
     }
-    done = {
-        (name, seed): _done_record(path, ident) for name, runs in plan.items() for seed, path, ident in runs
-    }
-    todo = [t for t in tasks if any(done[(t, s)] is None for s in seeds)]
+    done = {(name, seed): _done_record(path, ident)
+            for name, slots in runs.items() for seed, path, ident in slots}
+    plan = RecordPlan(runs, done)
+    todo = [t for t in tasks if plan.todo(t)]
 
-    ctx = _Context(run.label, bb_desc, protocol, source, run.device)
+    ctx = RunContext(run.label, bb_desc, protocol, source, run.options.device, run.scratch)
     records: dict = {}
     stream = _stream(ctx, store, run.reference)
     if any(t in linear for t in todo):
-        records.update(_streamed_records(ctx, [t for t in linear if t in todo], task_objs, loaders, stream,
-                                         plan, done))
+        names = [t for t in linear if t in todo]
+        train, test = _loaders_for(ctx, names, task_objs, loaders)
+        records.update(closed_form_records(ctx, {t: task_objs[t] for t in names}, train, test, stream, plan))
     if any(t in body for t in todo):
         names = [t for t in body if t in todo]
-        train, test = (_loaders_for(ctx, names, task_objs, loaders)[s]
-                       for s in (protocol.train_split, protocol.test_split))
+        train, test = _loaders_for(ctx, names, task_objs, loaders)
         records.update(body_records(ctx, {t: task_objs[t] for t in names}, train, test, stream, store,
-                                    _reference_kind(run.reference), plan, done, run.scratch))
+                                    _reference_kind(run.reference), plan))
     written: list[Path] = []
     for name in tasks:
         per_seed = [done[(name, seed)] or records[(name, seed)] for seed in seeds]
-        written += [path for _, path, _ in plan[name]]
+        written += [path for _, path, _ in runs[name]]
         if len(seeds) > 1:
             written.append(write_mean(folder[name] / "mean.json", per_seed))
     dist_utils.barrier()
@@ -362,75 +341,26 @@ def _probe(run: _Run, tasks, seeds, folder: dict, vocabs: dict, loading: dict, t
     return written
 
 
-def _streamed_records(ctx, todo, task_objs, loaders, stream, plan, done) -> dict:
-    """The records of the streamed tasks ``todo``: per scene group one train pass (statistics, solve)
-    and one test pass (evaluators), then a record per seed (the read-out is seed-independent)."""
-    protocol = ctx.protocol
-    loaders = _loaders_for(ctx, todo, task_objs, loaders)
-    train, test = loaders[protocol.train_split], loaders[protocol.test_split]
-    out = {}
-    for group, test_group in scene_groups(train, test):
-        desc = f"{ctx.label} {'/'.join(group)}"
-        fits, fit_times = fit_group(train, group, task_objs, stream, protocol, desc=f"{desc} train")
-        evaluators, test_times = score_group(test, group, task_objs, stream, fits, protocol,
-                                             desc=f"{desc} test")
-        for t in group:
-            task, ev = task_objs[t], evaluators[t]
-            t0 = time.perf_counter()
-            metrics = ev.compute()
-            info = {"shortcut": fits[t].describe(), "final_loss": float("nan"), "resumed_from": 0}
-            for seed, path, ident in plan[t]:
-                if done[(t, seed)] is not None:
-                    continue
-                out[(t, seed)] = write_evaluated_record(
-                    ctx, task, ev, metrics, seed, path, ident, info,
-                    partial(_stream_timings, fit_times, test_times, t0),
-                    test.num_samples(test_group), train.num_samples(group))
-    return out
+def _loaders_for(ctx: RunContext, names: list[str], task_objs: dict,
+                 loaders: dict[str, SceneLoader]) -> tuple[SceneLoader, SceneLoader]:
+    """(train, test): the run's loaders, or loaders over ``names`` alone when they differ (so the scenes
+    are read for the tasks left to do, grouped among themselves)."""
+    splits = (ctx.protocol.train_split, ctx.protocol.test_split)
+    if set(names) != set(loaders[splits[0]].tasks):
+        loaders = {split: SceneLoader(ctx.source, {t: task_objs[t] for t in names}, split, ctx.protocol,
+                                      batch_size=ld.batch_size, num_workers=ld.num_workers, limit=ld.limit,
+                                      sample_cache=ld.sample_cache)
+                   for split, ld in loaders.items()}
+    return loaders[splits[0]], loaders[splits[1]]
 
 
-def _loaders_for(ctx, names, task_objs: dict, loaders: dict) -> dict:
-    """The run's loaders, or loaders over ``names`` alone when they differ (so the scenes are read for
-    the tasks left to do, grouped among themselves)."""
-    if set(names) == set(loaders[ctx.protocol.train_split].tasks):
-        return loaders
-    return {split: SceneLoader(ctx.source, {t: task_objs[t] for t in names}, split, ctx.protocol,
-                               batch_size=ld.batch_size, num_workers=ld.num_workers, limit=ld.limit,
-                               sample_cache=ld.sample_cache)
-            for split, ld in loaders.items()}
-
-
-def _reference_kind(reference) -> str | None:
+def _reference_kind(reference: str | None) -> str | None:
     return None if reference is None else ("floor" if reference == FLOOR else "oracle")
 
 
-def _stream(ctx, store, reference):
+def _stream(ctx: RunContext, store: FeatureStore | None,
+            reference: str | None) -> BackboneStream | ReferenceStream:
     """The run's feature stream: the backbone's, or the reference row's (made from the targets)."""
     if reference is None:
         return BackboneStream(store, ctx.protocol.input_size, ctx.device)
     return ReferenceStream(_reference_kind(reference), ctx.protocol)
-
-
-def _stream_timings(fit: StageTimes, test: StageTimes, t_metrics: float) -> dict:
-    """A streamed record's seconds per stage (the group's: its tasks share the scenes and features);
-    the task's metrics and bootstrap took the seconds since ``t_metrics``."""
-    metrics_s = time.perf_counter() - t_metrics
-    return {
-        "features_s": fit.forward_s + test.forward_s,
-        "data_s": fit.data_s + test.data_s,
-        "statistics_s": fit.stats_s,
-        "shortcut_fit_s": fit.stats_s + fit.solve_s,
-        "train_s": 0.0,
-        "eval_s": test.test_s + metrics_s,
-    }
-
-
-@dataclass
-class _Context:
-    """What every record of one ``run_probe`` call shares."""
-
-    label: str
-    backbone: dict
-    protocol: ProbeProtocol
-    source: object
-    device: str

@@ -1,13 +1,18 @@
-"""The dense-probing protocol as one typed config, with one hashable protocol per task.
+"""The dense-probing protocol as one nested, typed config, with one hashable protocol per task.
 
-Every knob that changes a probe's numbers lives in :class:`ProbeProtocol`. Each task has its own
-protocol id: :meth:`ProbeProtocol.task_protocol` is the part of the protocol that task's numbers
-depend on (the shared fields, that task's settings, and the knobs its read-out reads:
-:data:`SHARED_FIELDS`, :data:`READOUT_FIELDS`, ``TaskSettings.BODY_ONLY_FIELDS``), and
-:meth:`ProbeProtocol.protocol_id` hashes it (canonical JSON, SHA-256). Every result record carries
-its task's id and stores that part as its ``config["protocol"]``, so results made under different
-protocols are never ranked together, and a change to one task's knob leaves the other tasks' ids
-(and records) as they are.
+Every knob that changes a probe's numbers lives in :class:`ProbeProtocol`, in one of its groups
+(:mod:`benchmarks.probe.config`: ``input``, ``readout``, ``body``, ``bootstrap``, ``data``) or in a
+task's settings (``tasks``). Each task has its own protocol id: :meth:`ProbeProtocol.task_protocol`
+is the part of the protocol that task's numbers depend on (the shared groups, the groups its
+read-out declares, :attr:`~benchmarks.probe.readout.base.ProbeReadout.protocol_groups`, and that
+task's settings), and :meth:`ProbeProtocol.protocol_id` hashes it (canonical JSON, SHA-256). Every
+result record carries its task's id and stores that part, flat, as its ``config["protocol"]``, so
+results made under different protocols are never ranked together, and a change to one task's knob
+leaves the other tasks' ids (and records) as they are.
+
+A group's field also reads by its flat name (``p.lr is p.body.lr``), and the constructor,
+:meth:`ProbeProtocol.replace` and :meth:`ProbeProtocol.from_dict` take flat names: a record's stored
+protocol and a JSON file of overrides are flat.
 
 Example:
     >>> from benchmarks.probe.protocol import ProbeProtocol
@@ -18,29 +23,39 @@ Example:
     True
     >>> "lr" in p.task_protocol("seg"), "lr" in body_protocol().task_protocol("seg")
     (False, True)
-    >>> p.tapped_layers(12)
-    [2, 5, 8, 11]
+    >>> p.replace(lr=0.01).body.lr, p.tapped_layers(12)
+    (0.01, [2, 5, 8, 11])
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.probe.config import (
+    GROUPS,
+    SHARED_GROUPS,
+    BodyConfig,
+    BootstrapConfig,
+    DataConfig,
+    InputConfig,
+    ReadoutConfig,
+    check_field_types,
+    checked_keys,
+    group_fields,
+    group_of,
+)
+from benchmarks.probe.readout.base import get_readout, readout_names
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks import probe_task_class, probe_task_names
 from sapiens2.errors import UnknownNameError
 from sapiens2.records.integrity import protocol_id
 
 PROTOCOL_VERSION = 5
-_DTYPE_CHOICES = {
-    "feature_dtype": ("float16", "bfloat16", "float32"),
-    "backbone_dtype": ("float32", "bfloat16", "float16"),
-    "ridge_product_dtype": ("float32", "float64"),
-}
+# a masked task's read-out form ("": the task is not masked)
+MASKED_READOUTS = ("", "mask-and-prior")
 
 
 def settings_class(name: str) -> type[TaskSettings]:
@@ -55,9 +70,9 @@ def settings_class(name: str) -> type[TaskSettings]:
 def default_task_settings(decoder: str = "linear") -> dict[str, TaskSettings]:
     """Every registered probe task's default settings (its settings class's defaults) with ``decoder``.
 
-    ``decoder="linear"`` is the closed-form linear probe (v4's headline, nothing trained); the losses
-    and the body's knobs apply to ``decoder="pixelshuffle"`` (the body-trained variant,
-    :func:`body_protocol`).
+    ``decoder="linear"`` is the closed-form linear read-out (the headline: nothing trained, so the
+    score is what the features hold linearly); the losses and the body's knobs apply to a read-out
+    that trains, ``decoder="pixelshuffle"`` (:func:`body_protocol`).
     """
     return {name: settings_class(name)(decoder=decoder) for name in probe_task_names()}
 
@@ -75,171 +90,83 @@ def task_settings(name: str, value) -> TaskSettings:
         return value
     if not isinstance(value, dict):
         raise ValueError(f"protocol.tasks[{name!r}]: expected a dict of settings, got {value!r}")
-    return cls(**_checked_keys(value, cls, f"protocol.tasks[{name!r}] key"))
+    return cls(**checked_keys(value, cls, f"protocol.tasks[{name!r}] key"))
 
 
-_SCALAR_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
-_SCALAR_WANTED = {"int": "an integer", "float": "a finite number", "str": "a string", "bool": "true or false"}
+def _known_keys() -> list[str]:
+    return sorted(["version", "tasks", *GROUPS, *(k for g in GROUPS for k in group_fields(g))])
 
 
-def check_field_types(obj, where: str) -> None:
-    """Every ``int``/``float``/``str``/``bool`` field of dataclass ``obj`` holds that type (a float finite),
-    so ``{"lr": "fast"}`` is an error naming the setting here, not a TypeError inside the optimiser.
-
-    Raises:
-        ValueError: ``where.field: expected a number, got 'fast'``.
-    """
-    for f in dataclasses.fields(obj):
-        kinds = _SCALAR_TYPES.get(f.type if isinstance(f.type, str) else getattr(f.type, "__name__", ""))
-        value = getattr(obj, f.name)
-        if kinds is None:
-            continue
-        ok = isinstance(value, kinds) and (f.type == "bool" or not isinstance(value, bool))
-        if ok and f.type == "float" and not math.isfinite(value):
-            ok = False
-        if not ok:
-            raise ValueError(f"{where}.{f.name}: expected {_SCALAR_WANTED[f.type]}, got {value!r}")
-
-
-def _checked_keys(d: dict, cls, kind: str) -> dict:
-    """``d`` with JSON lists turned back into tuples; unknown keys raise :class:`UnknownNameError`."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    for k in d:
-        if k not in fields:
-            raise UnknownNameError(kind, k, sorted(fields))
-    return {k: tuple(v) if isinstance(v, list) and fields[k].type == "tuple" else v for k, v in d.items()}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ProbeProtocol:
     """One probing protocol: everything that defines how a frozen backbone is probed.
 
     Args:
-        input_size: (H, W) the image (pose: the top-down crop) is resized to.
-        padding: ``"pad"``: zero-pad bottom/right (after normalisation) to a multiple of the patch size;
-            ``"resize"``: resize to the nearest multiple instead.
-        num_tapped_layers: how many blocks to tap, evenly spaced with the last one included.
-        cls_concat: broadcast each tapped layer's CLS token over the grid and concatenate it (ignored
-            for backbones without a CLS token; the record says so).
-        decoder_channels: hidden width of the pixel-shuffle decoder.
-        decoder_min_channels: narrowest upsampling stage of the pixel-shuffle decoder.
-        decoder_stage_stride: the pixel-shuffle decoder's conv3x3 + PixelShuffle(2) stages stop at this
-            stride; its prediction conv then emits ``out * r**2`` channels and one PixelShuffle(r) reaches
-            the task's ``output_stride`` (``r = decoder_stage_stride / output_stride``).
-        loss_stride: dense training losses use every ``loss_stride``-th GT pixel (predictions are
-            bilinearly upsampled to the GT size and read at those pixels); evaluation uses all pixels.
-        tasks: per-task settings (:class:`TaskSettings` or the task's subclass of it: decoder, output
-            stride, loss and the task's own knobs, e.g. ``tasks["pose"].sigma``).
-        shortcut: ``"ridge"``: every decoder starts from a linear shortcut fitted in closed form on
-            the train split (:mod:`benchmarks.probe.shortcut`) and the body learns the residual;
-            ``"none"``: the body alone (protocol v2's decoders).
-        ridge_alphas: penalty grid of the shortcut (per row, on standardised features); the train
-            mean alone (an infinite penalty) is always a candidate too.
-        ridge_holdout_every: train image ``i`` is held out to pick the penalty when
-            ``i % ridge_holdout_every == ridge_holdout_every - 1`` (the final fit uses every image).
-        optimizer: the decoder's optimiser (:data:`benchmarks.probe.optim.OPTIMIZERS`: ``"adamw"``,
-            ``"adam"``) with ``lr``, ``betas`` and ``weight_decay``.
-        schedule: the learning-rate schedule (:data:`benchmarks.probe.optim.SCHEDULES`):
-            ``"warmup_cosine"`` (linear warm-up over ``warmup_iters``, then cosine decay to
-            ``min_lr_ratio * lr`` at ``iterations``) or ``"warmup_constant"``.
-        iterations: decoder training iterations.
-        batch_size: global batch size (split over distributed ranks).
-        grad_clip: max gradient norm.
-        augmentation: ``"none"``; features are cached once per image, so no train-time augmentation.
-        feature_dtype: dtype the tapped features are kept in (per batch, and in the on-disk cache):
-            ``"float32"`` (the default: it holds any finite activation), or ``"bfloat16"`` /
-            ``"float16"`` (half the cache; float16 overflows above 65504, an error naming the image).
-        backbone_dtype: dtype the frozen backbone computes in: ``"float32"``, or ``"bfloat16"``
-            (autocast: matrix products in bfloat16, norms and softmax in float32).
-        ridge_product_dtype: dtype of the per-batch products of the shortcut's statistics
-            (``"float64"``, or ``"float32"``: 1.8x less CPU, but it breaks the oracle's exact fit
-            at the grid's smallest penalties; docs/probing.md, "Speed"), accumulated in float64.
-        interval_level: confidence level of the intervals stored in every record.
-        bootstrap_resamples, bootstrap_seed: the fixed-seed bootstrap over test images that gives
-            those intervals.
-        train_split, test_split: dataset splits used.
-        max_train_samples, max_test_samples: caps on split sizes (0: all).
-        holdout_every: for a single split folder, sample ``i`` is a test sample when
-            ``i % holdout_every == holdout_every - 1``.
+        version: the protocol version (the ids' prefix).
+        tasks: per-task settings (:class:`TaskSettings` or the task's subclass of it: read-out, output
+            stride, loss and the task's own knobs, e.g. ``tasks["pose"].sigma``; default: every task's
+            defaults with the linear read-out).
+        **groups_and_fields: a group by name (``body=BodyConfig(lr=0.01)`` or a dict of its fields),
+            or any group field by its flat name (``lr=0.01``), applied over the group.
+
+    Attributes:
+        input: :class:`~benchmarks.probe.config.InputConfig` (image size, padding, taps, dtypes).
+        readout: :class:`~benchmarks.probe.config.ReadoutConfig` (the closed-form fit's knobs).
+        body: :class:`~benchmarks.probe.config.BodyConfig` (a trained body's widths and optimiser).
+        bootstrap: :class:`~benchmarks.probe.config.BootstrapConfig` (the records' intervals).
+        data: :class:`~benchmarks.probe.config.DataConfig` (splits and caps).
     """
 
-    version: int = PROTOCOL_VERSION
-    input_size: tuple = (256, 192)
-    padding: str = "pad"
-    num_tapped_layers: int = 4
-    cls_concat: bool = True
-    decoder_channels: int = 64
-    decoder_min_channels: int = 32
-    decoder_stage_stride: int = 4
-    loss_stride: int = 2
-    tasks: dict = field(default_factory=default_task_settings)
-    shortcut: str = "ridge"
-    ridge_alphas: tuple = tuple(10.0**k for k in range(-9, 4))
-    ridge_holdout_every: int = 4
-    optimizer: str = "adamw"
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    betas: tuple = (0.9, 0.999)
-    schedule: str = "warmup_cosine"
-    warmup_iters: int = 20
-    min_lr_ratio: float = 0.01
-    iterations: int = 200
-    batch_size: int = 8
-    grad_clip: float = 1.0
-    augmentation: str = "none"
-    feature_dtype: str = "float32"
-    backbone_dtype: str = "bfloat16"
-    ridge_product_dtype: str = "float64"
-    interval_level: float = 0.95
-    bootstrap_resamples: int = 1000
-    bootstrap_seed: int = 0
-    train_split: str = "train"
-    test_split: str = "test"
-    max_train_samples: int = 0
-    max_test_samples: int = 0
-    holdout_every: int = 4
+    version: int
+    input: InputConfig
+    readout: ReadoutConfig
+    body: BodyConfig
+    bootstrap: BootstrapConfig
+    data: DataConfig
+    tasks: dict
+
+    def __init__(self, version: int = PROTOCOL_VERSION, tasks: dict | None = None, **groups_and_fields):
+        flat: dict[str, dict] = {g: {} for g in GROUPS}
+        groups = {}
+        for key, value in groups_and_fields.items():
+            if key in GROUPS:
+                cls = GROUPS[key]
+                groups[key] = value if isinstance(value, cls) else cls(
+                    **checked_keys(dict(value), cls, f"protocol.{key} key"))
+            elif group_of(key) is not None:
+                flat[group_of(key)][key] = value
+            else:
+                raise UnknownNameError("probe protocol key", key, _known_keys())
+        for name, cls in GROUPS.items():
+            group = groups.get(name) or cls()
+            if flat[name]:
+                group = dataclasses.replace(group, **checked_keys(flat[name], cls, "probe protocol key"))
+            object.__setattr__(self, name, group)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "tasks", default_task_settings() if tasks is None else tasks)
+        self.__post_init__()
+
+    def __getattr__(self, name: str):
+        # only called when normal lookup fails: a group's field read by its flat name
+        group = group_of(name)
+        if group is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(object.__getattribute__(self, group), name)
 
     def __post_init__(self):
         check_field_types(self, "protocol")
-        if self.padding not in ("pad", "resize"):
-            raise ValueError(f"protocol.padding: expected 'pad' or 'resize', got {self.padding!r}")
-        if self.augmentation != "none":
-            raise ValueError(
-                "protocol.augmentation: only 'none' is supported (features are cached per image)"
-            )
-        if len(self.input_size) != 2 or min(self.input_size) < 8:
-            raise ValueError(f"protocol.input_size: expected (H, W) >= 8, got {self.input_size!r}")
         for name, ts in self.tasks.items():
             task_settings(name, ts)  # a known task with its own settings class
             check_field_types(ts, f"protocol.tasks[{name!r}]")
             if ts.masked_readout not in MASKED_READOUTS:
                 raise ValueError(f"protocol.tasks[{name!r}].masked_readout: expected one of "
                                  f"{MASKED_READOUTS}, got {ts.masked_readout!r}")
-            if ts.decoder not in ("linear", "pixelshuffle"):
-                raise ValueError(
-                    f"protocol.tasks[{name!r}].decoder: expected 'linear' or 'pixelshuffle', "
-                    f"got {ts.decoder!r}"
-                )
-        if self.shortcut not in ("ridge", "none"):
-            raise ValueError(f"protocol.shortcut: expected 'ridge' or 'none', got {self.shortcut!r}")
-        if self.shortcut == "none" and any(ts.decoder == "linear" for ts in self.tasks.values()):
-            raise ValueError(
-                "protocol: the 'linear' decoder is the ridge shortcut; it needs shortcut='ridge'"
-            )
-        if not self.ridge_alphas or not all(0 < a < float("inf") for a in self.ridge_alphas):
-            raise ValueError(
-                f"protocol.ridge_alphas: expected positive finite values, got {self.ridge_alphas!r}"
-            )
-        for key, allowed in _DTYPE_CHOICES.items():
-            if getattr(self, key) not in allowed:
-                raise ValueError(f"protocol.{key}: expected one of {allowed}, got {getattr(self, key)!r}")
-        if not 0 < self.interval_level < 1 or self.bootstrap_resamples < 1:
-            raise ValueError(
-                f"protocol: interval_level must be in (0, 1) and bootstrap_resamples >= 1, got "
-                f"{self.interval_level!r}, {self.bootstrap_resamples!r}"
-            )
-        if self.batch_size < 1 or self.iterations < 1:
-            raise ValueError("protocol: batch_size and iterations must be >= 1")
+            if ts.decoder not in readout_names():
+                raise ValueError(f"protocol.tasks[{name!r}].decoder: expected a registered read-out "
+                                 f"({', '.join(readout_names())}), got {ts.decoder!r}")
+            if get_readout(ts.decoder).needs_shortcut and self.readout.shortcut == "none":
+                raise ValueError(f"protocol: the {ts.decoder!r} decoder is the ridge shortcut; it needs "
+                                 "shortcut='ridge'")
 
     def task(self, name: str) -> TaskSettings:
         """Settings of task ``name`` (KeyError naming the known tasks otherwise)."""
@@ -249,27 +176,34 @@ class ProbeProtocol:
 
     def tapped_layers(self, num_layers: int) -> list[int]:
         """0-based block indices to tap: ``num_tapped_layers`` evenly spaced, the last one included."""
-        n = max(1, min(self.num_tapped_layers, num_layers))
+        n = max(1, min(self.input.num_tapped_layers, num_layers))
         return sorted({(i + 1) * num_layers // n - 1 for i in range(n)})
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict of every field (tuples as lists)."""
-        return json.loads(json.dumps(dataclasses.asdict(self)))
+        """Plain JSON-ready flat dict of every field (tuples as lists): what records store."""
+        d: dict[str, Any] = {"version": self.version}
+        for name in GROUPS:
+            d.update(dataclasses.asdict(getattr(self, name)))
+        d["tasks"] = {name: dataclasses.asdict(ts) for name, ts in self.tasks.items()}
+        return json.loads(json.dumps(d))
 
     def task_protocol(self, name: str) -> dict[str, Any]:
-        """The part of the protocol task ``name``'s numbers depend on, as a JSON-ready dict.
+        """The part of the protocol task ``name``'s numbers depend on, as a flat JSON-ready dict.
 
-        The shared fields (:data:`SHARED_FIELDS`), the fields the task's read-out reads
-        (:data:`READOUT_FIELDS` of its decoder) and ``tasks`` holding that task's settings alone
-        (without ``BODY_ONLY_FIELDS`` for the linear read-out, and without an empty vocabulary field:
-        the task's default keypoint / label set). It is a valid protocol dict:
-        ``ProbeProtocol.from_dict(view).task_protocol(name) == view`` (the fields left out are
-        read by nothing that runs), and records store it as their ``config["protocol"]``.
+        The shared groups' fields, the fields of the groups the task's read-out declares and ``tasks``
+        holding that task's settings alone (without ``BODY_ONLY_FIELDS`` for a read-out that trains
+        nothing, and without an empty vocabulary field: the task's default keypoint / label set). It
+        is a valid protocol dict: ``ProbeProtocol.from_dict(view).task_protocol(name) == view`` (the
+        fields left out are read by nothing that runs), and records store it as their
+        ``config["protocol"]``.
         """
         settings = self.task(name)
+        readout = get_readout(settings.decoder)
         d = self.to_dict()
-        view = {k: d[k] for k in (*SHARED_FIELDS, *READOUT_FIELDS[settings.decoder])}
-        body_only = settings.BODY_ONLY_FIELDS if settings.decoder == "linear" else ()
+        groups = (*SHARED_GROUPS, *readout.protocol_groups)
+        covered = ("version", *(k for g in groups for k in group_fields(g)))
+        view = {k: d[k] for k in covered}
+        body_only = () if readout.trains else settings.BODY_ONLY_FIELDS
         vocab = settings.VOCABULARY_FIELD
         left_out = (*body_only, vocab) if vocab and not getattr(settings, vocab) else body_only
         if not settings.masked_readout:  # a task that is not masked: its ids never carried the field
@@ -290,7 +224,7 @@ class ProbeProtocol:
         return {name: self.protocol_id(name) for name in self.tasks}
 
     def replace(self, **changes) -> ProbeProtocol:
-        """A copy with ``changes`` applied.
+        """A copy with ``changes`` applied (flat field names, group names or ``tasks``).
 
         ``tasks`` maps a task name to a dict of its changes (merged into that task's settings) or to
         a settings object; values may be JSON-style (lists for tuples), so a parsed JSON file of
@@ -299,25 +233,34 @@ class ProbeProtocol:
         Raises:
             UnknownNameError: an unknown protocol key, task or task settings key.
         """
-        changes = _checked_keys(changes, type(self), "probe protocol key")
+        tasks = self.tasks
         if "tasks" in changes:
             if not isinstance(changes["tasks"], dict):
                 raise ValueError(f"protocol.tasks: expected a dict by task name, got {changes['tasks']!r}")
-            merged = dict(self.tasks)
-            for name, value in changes["tasks"].items():
-                if isinstance(value, dict) and name in merged:
-                    value = {**dataclasses.asdict(merged[name]), **value}
-                merged[name] = task_settings(name, value)
-            changes["tasks"] = merged
-        return dataclasses.replace(self, **changes)
+            tasks = dict(self.tasks)
+            for name, value in changes.pop("tasks").items():
+                if isinstance(value, dict) and name in tasks:
+                    value = {**dataclasses.asdict(tasks[name]), **value}
+                tasks[name] = task_settings(name, value)
+        version = changes.pop("version", self.version)
+        groups = {name: getattr(self, name) for name in GROUPS}
+        for name, cls in GROUPS.items():
+            if isinstance(changes.get(name), dict):  # a dict of changes merges into the group
+                fields = checked_keys(changes.pop(name), cls, f"protocol.{name} key")
+                groups[name] = dataclasses.replace(groups[name], **fields)
+            elif name in changes:
+                groups[name] = changes.pop(name)
+        return type(self)(version, tasks, **groups, **changes)
 
     @classmethod
     def from_dict(cls, d: dict) -> ProbeProtocol:
-        """Inverse of :meth:`to_dict`; unknown keys raise :class:`UnknownNameError` naming the known ones."""
-        d = _checked_keys(d, cls, "probe protocol key")
-        if "tasks" in d:
-            d["tasks"] = {k: task_settings(k, v) for k, v in d["tasks"].items()}
-        return cls(**d)
+        """Inverse of :meth:`to_dict` (groups may also be given nested); unknown keys raise
+        :class:`UnknownNameError` naming the known ones."""
+        d = dict(d)
+        tasks = d.pop("tasks", None)
+        if tasks is not None:
+            tasks = {k: task_settings(k, v) for k, v in tasks.items()}
+        return cls(d.pop("version", PROTOCOL_VERSION), tasks, **d)
 
 
 def default_protocol() -> ProbeProtocol:
@@ -326,7 +269,7 @@ def default_protocol() -> ProbeProtocol:
 
 
 def body_protocol() -> ProbeProtocol:
-    """The default protocol with the trained pixel-shuffle body on every task (v3's decoders).
+    """The default protocol with the trained pixel-shuffle body on every task.
 
     Not the headline: on the synthetic split the body learns the tasks from random features about
     as well as from pretrained ones (docs/probing.md, "Validity"). Its own protocol id.
@@ -350,38 +293,13 @@ def quick_protocol() -> ProbeProtocol:
     )
 
 
-# What each task's protocol id covers (every field of ProbeProtocol is in exactly one group; checked
-# below). Shared: the input policy, the backbone's precision and taps, the interval and the splits.
-# a masked task's read-out form ("": the task is not masked)
-MASKED_READOUTS = ("", "mask-and-prior")
-
-SHARED_FIELDS = (
-    "version", "input_size", "padding", "num_tapped_layers", "cls_concat", "augmentation", "feature_dtype",
-    "backbone_dtype", "interval_level", "bootstrap_resamples", "bootstrap_seed", "train_split", "test_split",
-    "max_train_samples", "max_test_samples", "holdout_every",
-)
-# The closed-form shortcut's knobs (both read-outs fit it; the oracle's features are laid out at
-# the stage stride) and those only a trained body reads (optimiser, schedule, widths, loss grid).
-_SHORTCUT_FIELDS = (
-    "shortcut", "ridge_alphas", "ridge_holdout_every", "ridge_product_dtype", "decoder_stage_stride",
-)
-_BODY_FIELDS = (
-    "decoder_channels", "decoder_min_channels", "loss_stride", "optimizer", "lr", "weight_decay", "betas",
-    "schedule", "warmup_iters", "min_lr_ratio", "iterations", "batch_size", "grad_clip",
-)
-# by ``TaskSettings.decoder``: the top-level fields that read-out reads
-READOUT_FIELDS = {"linear": _SHORTCUT_FIELDS, "pixelshuffle": (*_SHORTCUT_FIELDS, *_BODY_FIELDS)}
+def _check_field_names() -> None:
+    """No flat field name is taken twice (by two groups, or by a group and a top-level field)."""
+    names = [k for g in GROUPS for k in group_fields(g)]
+    taken = {"version", "tasks", *GROUPS}
+    clashes = sorted({k for k in names if names.count(k) > 1 or k in taken})
+    if clashes:
+        raise RuntimeError(f"benchmarks.probe.config: flat field names taken twice: {clashes}")
 
 
-def _check_field_groups() -> None:
-    grouped = [*SHARED_FIELDS, *_SHORTCUT_FIELDS, *_BODY_FIELDS, "tasks"]
-    fields = [f.name for f in dataclasses.fields(ProbeProtocol)]
-    if sorted(grouped) != sorted(fields):
-        raise RuntimeError(
-            "benchmarks.probe.protocol: every ProbeProtocol field must be in exactly one of SHARED_FIELDS, "
-            f"_SHORTCUT_FIELDS, _BODY_FIELDS (ungrouped: {sorted(set(fields) - set(grouped))}, "
-            f"unknown or twice: {sorted(k for k in set(grouped) if grouped.count(k) != fields.count(k))})"
-        )
-
-
-_check_field_groups()
+_check_field_names()

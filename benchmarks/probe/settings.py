@@ -22,13 +22,13 @@ class TaskSettings:
             conv3x3 + PixelShuffle(2) stages to the stage stride, a zero-initialised prediction conv).
         output_stride: stride of the decoder output w.r.t. the input (pose heatmaps are at this stride;
             dense predictions are bilinearly resized from it to the full target size).
-        loss: name of a loss registered for the task (:mod:`benchmarks.probe.losses`).
+        loss: name of a loss registered for the task (:mod:`benchmarks.probe.train.losses`).
         loss_weights: weights of the loss terms, by term name (a term left out keeps the loss's
             default weight; an unknown term is an error).
         masked_readout: how the read-out of a masked task (scored on the GT mask only) treats the mask:
             ``"mask-and-prior"`` regresses ``mask * t`` and the mask and predicts
-            ``mask * t + prior * (1 - mask)`` (:mod:`benchmarks.probe.shortcut`); empty for a task that
-            is not masked, and then left out of the protocol id.
+            ``mask * t + prior * (1 - mask)`` (:mod:`benchmarks.probe.readout.shortcut`); empty for a
+            task that is not masked, and then left out of the protocol id.
     """
 
     decoder: str = "linear"

@@ -22,8 +22,8 @@ import time
 import numpy as np
 import torch
 
-from benchmarks.probe.products import add_cross, add_gram, symmetrize_
-from benchmarks.probe.shortcut import _rows, to_grid
+from benchmarks.probe.readout.products import add_cross, add_gram, symmetrize_
+from benchmarks.probe.readout.shortcut import _rows, to_grid
 from sapiens2.codecs.udp import udp_encode
 
 PATCH = 16

@@ -58,11 +58,11 @@ def run_child(cfg: dict) -> dict:
         return bare_forward(cfg["backbone"], tasks, cfg["data"], protocol)
     if cfg["path"] != "stream":
         raise ValueError(f"--paths {cfg['path']!r}: expected stream or forward")
-    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.api import RunOptions, run_probe
 
     t0, c0 = time.perf_counter(), time.process_time()
     paths = run_probe(cfg["backbone"], tasks, cfg["data"], work / "out", protocol=protocol,
-                      workers=int(cfg.get("workers", 0)))
+                      options=RunOptions(workers=int(cfg.get("workers", 0))))
     res = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "records": len(paths)}
     res["stages"] = stage_seconds(paths)
     if cfg.get("protocol") != "body":
@@ -98,8 +98,8 @@ def bare_forward(backbone: str, tasks, data, protocol) -> dict:
     import torch
 
     from benchmarks.probe.backbones import build_probe_backbone, resolve_backbone_cfg
-    from benchmarks.probe.features import backbone_autocast
-    from benchmarks.probe.loader import SceneLoader
+    from benchmarks.probe.data.loader import SceneLoader
+    from benchmarks.probe.features.store import backbone_autocast
     from benchmarks.probe.tasks import build_task
 
     objs = {t: build_task(t, protocol) for t in tasks}

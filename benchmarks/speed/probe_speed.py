@@ -60,8 +60,8 @@ def main(argv=None) -> int:
 
     from benchmarks.mainjob import DEFAULT_BACKBONES, parse_weights
     from benchmarks.probe.api import run_probe
-    from benchmarks.probe.headline import PROBE_HEADLINE
     from benchmarks.probe.protocol import body_protocol, default_protocol
+    from benchmarks.probe.records.headline import PROBE_HEADLINE
     from sapiens2.datasets.synth import ensure_default_split
     from sapiens2.records.results import read_record
     from sapiens2.records.view import RecordView

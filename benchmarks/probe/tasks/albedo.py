@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from benchmarks.probe.losses import register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     gradient_l1,
@@ -21,6 +20,7 @@ from benchmarks.probe.tasks.base import (
     subsample,
 )
 from benchmarks.probe.tasks.dense import MaskedDenseTask
+from benchmarks.probe.train.losses import register_loss
 
 
 @dataclass(frozen=True)

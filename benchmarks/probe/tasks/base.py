@@ -16,9 +16,10 @@ import json
 import torch
 import torch.nn.functional as F
 
-from benchmarks.probe.losses import get_loss
+from benchmarks.probe.readout.base import get_readout
 from benchmarks.probe.registry import PROBE_TASKS
 from benchmarks.probe.settings import TaskSettings
+from benchmarks.probe.train.losses import get_loss
 from sapiens2 import vocab as vocabularies
 
 
@@ -218,10 +219,11 @@ class ProbeTask:
         # a probe-only task names none: the closed-form linear read-out trains nothing
         self.loss_spec = get_loss(self.name, self.settings.loss) if self.settings.loss else None
         self.loss_weights = self.loss_spec.weights(self.settings.loss_weights) if self.loss_spec else {}
-        if self.loss_spec is None and self.settings.decoder != "linear":
-            raise ValueError(f"probe task {self.name!r} names no loss, so only the closed-form linear "
-                             f"read-out can run it, but the protocol's tasks.{self.name}.decoder is "
-                             f"{self.settings.decoder!r}: set it to 'linear' or give the task a loss")
+        if self.loss_spec is None and get_readout(self.settings.decoder).trains:
+            raise ValueError(f"probe task {self.name!r} names no loss, so only a read-out that trains "
+                             f"nothing (the closed-form 'linear') can run it, but the protocol's "
+                             f"tasks.{self.name}.decoder is {self.settings.decoder!r}, which trains: set "
+                             "it to 'linear' or give the task a loss")
 
     def use_vocabulary(self, vocab=None) -> None:
         """Size the read-out and the evaluator from the split's vocabulary (a task with one overrides this).
@@ -294,7 +296,7 @@ class ProbeTask:
 
         A ``masked`` task (the evaluator scores only GT-mask pixels) returns ``[mask * t, mask]``
         (out + 1 maps): its read-out regresses both and predicts ``mask * t + mu * (1 - mask)``, with
-        ``mu`` the per-pixel train mean of ``t`` over the masks (:mod:`benchmarks.probe.shortcut`).
+        ``mu`` the per-pixel train mean of ``t`` over the masks (:mod:`benchmarks.probe.readout.shortcut`).
         """
         raise NotImplementedError
 

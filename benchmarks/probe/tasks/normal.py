@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from benchmarks.probe.losses import register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     ProbeTask,
@@ -23,6 +22,7 @@ from benchmarks.probe.tasks.base import (
     register_probe_task,
     subsample,
 )
+from benchmarks.probe.train.losses import register_loss
 from evaluators.normal import NormalEvaluator
 
 

@@ -2,8 +2,8 @@
 
 The GT pointmap (camera frame, metres) is canonicalised to focal length ``f_c`` (768):
 ``P_c = P * f_c / fx``, and scored against the prediction by ``PointmapEvaluator`` on the GT mask.
-Protocol v5 regresses ``P_c`` itself (v4 split it into ``P_c / s`` and a per-image ``log s`` from
-pooled features, which is not linear in features that hold the points linearly: docs/probing.md).
+The read-out regresses ``P_c`` itself: a split into ``P_c / s`` and a per-image ``log s`` from pooled
+features is not linear in features that hold the points linearly (docs/probing.md).
 The task is ``masked`` (:meth:`ProbeTask.linear_targets`): the feature-free floor is the per-pixel
 train mean of ``P_c`` over the masks that cover that pixel. Images may differ in size: the read-out
 sees every image at the protocol's input size (``P_c``, per-pixel points canonicalised with the image's
@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmarks.probe.losses import register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     ProbeTask,
@@ -30,6 +29,7 @@ from benchmarks.probe.tasks.base import (
     resize_to,
     subsample,
 )
+from benchmarks.probe.train.losses import register_loss
 from evaluators.pointmap import PointmapEvaluator
 
 

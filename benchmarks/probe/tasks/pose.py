@@ -22,9 +22,9 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from benchmarks.probe.losses import register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import ProbeTask, register_probe_task
+from benchmarks.probe.train.losses import register_loss
 from evaluators.pose.evaluator import PoseEvaluator
 from sapiens2.codecs.udp import udp_decode, udp_encode
 from sapiens2.vocab import keypoint_set

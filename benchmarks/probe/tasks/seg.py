@@ -14,9 +14,9 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from benchmarks.probe.losses import register_loss
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import ProbeTask, loss_grid, register_probe_task, subsample
+from benchmarks.probe.train.losses import register_loss
 from evaluators.seg import SegEvaluator
 from sapiens2.vocab import label_set
 

@@ -3,13 +3,13 @@
 The backbone runs under ``torch.inference_mode()``; each image's tapped layers are concatenated
 (``L*C x h x w``, plus ``L*C`` CLS values) and kept in memory (unless ``keep_in_memory=False``), and
 optionally on disk under ``cache_dir/<feature key>/<image hash>.safetensors``
-(:mod:`benchmarks.probe.feature_cache`: crash-safe, a truncated entry is named and rebuilt) so other
+(:mod:`benchmarks.probe.features.cache`: crash-safe, a truncated entry is named and rebuilt) so other
 tasks, seeds and later (resumed) runs reuse them. The dense tasks of the synthetic benchmark share
 their images, so their features are computed once. A NaN, Inf or a value the protocol's
 ``feature_dtype`` cannot hold is an error naming the backbone, the layer and the image, raised before
 any fit. Under torch.distributed each rank computes a shard of :meth:`FeatureStore.compute` and the
 shards are all-gathered; :meth:`FeatureStore.features` serves one batch on the calling rank alone
-(for a streamed path: :mod:`benchmarks.probe.loader`).
+(for a streamed path: :mod:`benchmarks.probe.data.loader`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from benchmarks.probe.feature_cache import DiskCache, check_finite
-from benchmarks.probe.runkey import weights_sha256
+from benchmarks.probe.features.cache import DiskCache, check_finite
+from benchmarks.probe.records.runkey import weights_sha256
 from sapiens2 import distributed as dist_utils
 from sapiens2.distributed import all_gather_varlen
 
@@ -91,7 +91,7 @@ def feature_key(backbone, layers: list[int], protocol, weights_hash: str | None 
         backbone: the probing backbone.
         layers: tapped block indices.
         protocol: the protocol (padding, feature dtype).
-        weights_hash: :func:`~benchmarks.probe.runkey.weights_sha256` of the backbone when already
+        weights_hash: :func:`~benchmarks.probe.records.runkey.weights_sha256` of the backbone when already
             computed (every byte of every tensor is hashed: a changed weight anywhere changes the key).
     """
     desc = backbone.describe()

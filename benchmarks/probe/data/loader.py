@@ -23,7 +23,7 @@ Interface (what the streamed read-out consumes)::
 
 ``batches(group, rank=r, world=w)`` yields only every w-th batch from the r-th (a rank's shard).
 With ``num_workers`` > 0 batches are read and their targets built in a ``torch.utils.data.DataLoader``
-(one batch per work item, order kept). Checks as :func:`~benchmarks.probe.data.load_task_split`:
+(one batch per work item, order kept). Checks as :func:`~benchmarks.probe.data.source.load_task_split`:
 an empty split and a sample without the task's ground truth are errors naming the data and task.
 """
 
@@ -35,9 +35,9 @@ from functools import partial
 import torch
 from torch.utils.data import Dataset
 
-from benchmarks.probe.data import FolderData, as_data_source, stack_images
-from benchmarks.probe.loader_guard import describe_chunk, guarded_batches, read_batch
-from benchmarks.probe.sample_cache import SampleCache, cache_key
+from benchmarks.probe.data.loader_guard import describe_chunk, guarded_batches, read_batch
+from benchmarks.probe.data.sample_cache import SampleCache, cache_key
+from benchmarks.probe.data.source import FolderData, as_data_source, stack_images
 from sapiens2.datasets.base import ManifestDataset
 
 
@@ -169,7 +169,7 @@ class SceneLoader:
     """Lazy batches of one split for several tasks (see the module docstring for the interface).
 
     Args:
-        source: a data folder or :class:`~benchmarks.probe.data.MemoryData`.
+        source: a data folder or :class:`~benchmarks.probe.data.source.MemoryData`.
         tasks: ``{name: ProbeTask}``.
         split: the split name (``protocol.train_split`` or ``protocol.test_split``).
         protocol: the protocol (input size, hold-out rule).
@@ -177,7 +177,7 @@ class SceneLoader:
         num_workers: DataLoader worker processes (0: read in this process).
         limit: keep the first ``limit`` samples of each task (0: all), as ``max_*_samples``.
         sample_cache: a folder keeping each batch's samples on disk
-            (:mod:`~benchmarks.probe.sample_cache`; data folders only), so later runs over the same
+            (:mod:`~benchmarks.probe.data.sample_cache`; data folders only), so later runs over the same
             split, tasks and protocol read them back instead of decoding the files again; None: none.
     """
 

@@ -5,7 +5,7 @@ with :func:`register_loss`; the total is the weighted sum of its terms in their 
 Each task module registers its own losses, so a protocol's loss name is looked up, never assumed.
 
 Example:
-    >>> from benchmarks.probe.losses import get_loss
+    >>> from benchmarks.probe.train.losses import get_loss
     >>> import benchmarks.probe.tasks  # registers the five tasks' losses
     >>> spec = get_loss("seg", "cross_entropy_dice")
     >>> spec.weights({"dice": 0.5})

@@ -2,7 +2,8 @@
 
 :func:`add_gram` (BLAS syrk: one triangle) and :func:`add_cross` (block-sparse ``x^T y``) are the
 fast paths a wide feature stream takes (``stream.FAST_PRODUCTS_MIN_CHANNELS``); with ``exact`` both
-keep protocol v5's arithmetic (the full product, then the addition). Measured side by side in
+keep the plain arithmetic (the full product, then the addition), so records made with it stay
+bit for bit. Measured side by side in
 ``benchmarks/speed/cross_products.py``.
 """
 
@@ -42,8 +43,8 @@ def add_cross(acc: torch.Tensor, x: torch.Tensor, y: torch.Tensor, block: int = 
     that block's product: they add exactly zero, so the sum is the same up to the order of its
     float64 additions. A 29-class one-hot at stride 1 has one non-zero block in 29 per row, a
     308-keypoint heatmap a few rows per keypoint (``benchmarks/speed/cross_products.py``: 5-6x at
-    ``sapiens2_1b``'s width). ``exact``: the product, then the addition, in that order (protocol
-    v5's arithmetic, bit for bit; the reference rows keep it, see ``stream._FeatureSums``).
+    ``sapiens2_1b``'s width). ``exact``: the product, then the addition, in that order (the plain
+    arithmetic, bit for bit; the reference rows keep it, see ``stream._FeatureSums``).
     """
     parts = None if exact else _nonzero_rows(y, block, x.shape[1])
     if parts is None:

@@ -7,7 +7,7 @@ matrix scores every ``alpha`` without another solve, then the model is refit on 
 
 Example:
     >>> import torch
-    >>> from benchmarks.probe.ridge import RidgeStats, fit_ridge
+    >>> from benchmarks.probe.readout.ridge import RidgeStats, fit_ridge
     >>> g = torch.Generator().manual_seed(0)
     >>> x = torch.randn(200, 5, generator=g)
     >>> y = x @ torch.arange(10.0).reshape(5, 2) + 3.0
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmarks.probe.products import add_cross
+from benchmarks.probe.readout.products import add_cross
 
 
 @dataclass
@@ -96,7 +96,7 @@ class RidgeStats:
         rows a shared feature stream returns), so it is not copied and shifted again. ``block``: the
         outputs come in blocks of this many columns (a map's sub-pixels) that are often all zero on a
         row (a one-hot class, a heatmap's window, a mask), used only with ``exact=False``; ``exact``
-        (the default) keeps v5's product-then-add arithmetic bit for bit (:func:`add_cross`).
+        (the default) keeps the plain product-then-add arithmetic bit for bit (:func:`add_cross`).
         """
         if x.shape[1] != self.in_dim or y.shape[1] != self.out_dim or x.shape[0] != y.shape[0]:
             raise ValueError(
@@ -280,7 +280,7 @@ def _pick(curve: dict, var: float) -> float:
 class PositionSums:
     """Per-position sums of the rows ``x`` and ``y`` and row counts, per fold (float64).
 
-    The rows of one update are whole images in :func:`benchmarks.probe.shortcut` order (image-major,
+    The rows of one update are whole images in :func:`benchmarks.probe.readout.shortcut` order (image-major,
     then the ``positions`` grid positions), so row ``i`` is at position ``i % positions``. With
     :class:`RidgeStats` they are all a per-position centred ridge fit needs (:func:`within_positions`).
     ``x`` and ``y`` may be added in separate updates (the feature sums are shared by several tasks).

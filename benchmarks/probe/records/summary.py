@@ -29,7 +29,7 @@ Example:
 
 from __future__ import annotations
 
-from benchmarks.probe.headline import PROBE_HEADLINE, format_interval
+from benchmarks.probe.records.headline import PROBE_HEADLINE, format_interval
 from leaderboard.catalog import metric_note
 from leaderboard.rowinfo import row_kind
 from leaderboard.standing import SMALL_N, gap_closed, gap_text, is_small_n

@@ -3,7 +3,7 @@
 Two backbones probed under one protocol are scored on the same test images, and their per-image
 errors are correlated (a hard scene is hard for both). Their marginal 95% intervals can overlap
 while the difference is far from noise. The paired test resamples the test images once for both:
-every probe record keeps its resampled metric values (side file, :mod:`benchmarks.probe.sidefile`),
+every probe record keeps its resampled metric values (side file, :mod:`benchmarks.probe.records.sidefile`),
 drawn with the same fixed-seed resamples for the same n and image order, so resample ``r`` of A and
 resample ``r`` of B score the same images and ``dist_a[r] - dist_b[r]`` is a resampled difference.
 The interval is the percentile interval of those differences (:func:`paired_difference`).
@@ -28,8 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.probe.headline import PROBE_HEADLINE, Headline, format_interval
-from benchmarks.probe.sidefile import check_resample_counts, content_sha256, images_sha256, read_side_file
+from benchmarks.probe.records.headline import PROBE_HEADLINE, Headline, format_interval
+from benchmarks.probe.records.sidefile import (
+    check_resample_counts,
+    content_sha256,
+    images_sha256,
+    read_side_file,
+)
 from evaluators.bootstrap import percentile_interval
 from leaderboard.catalog import board_tasks
 from leaderboard.comparisons import COMPARISON_HASH_FIELD, comparison_hash

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from pathlib import Path
 
-from benchmarks.probe.evaluate import bootstrap_intervals_field
-from benchmarks.probe.headline import interval_metrics, seed_intervals
-from benchmarks.probe.sidefile import side_path
+from benchmarks.probe.readout.base import get_readout
+from benchmarks.probe.records.context import ProbeTask, ReadoutResult, RecordSlot, RunContext
+from benchmarks.probe.records.evaluate import bootstrap_intervals_field
+from benchmarks.probe.records.headline import interval_metrics, seed_intervals
+from benchmarks.probe.records.sidefile import side_path
 from evaluators.metric_decl import record_declarations
 from sapiens2 import distributed as dist_utils
 from sapiens2.records.results import make_record, write_record
@@ -20,26 +23,25 @@ from sapiens2.tasks import get_task
 MIN_INTERVAL_IMAGES = 30
 
 
-def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals: dict, info: dict,
-                 timings: dict, num_test: int, num_train: int, metric_decls: dict | None = None) -> dict:
+def probe_record(ctx: RunContext, task: ProbeTask, slot: RecordSlot, metrics: dict, intervals: dict,
+                 result: ReadoutResult, metric_decls: dict | None = None) -> dict:
     """One (task, seed) record of a probe run (``ctx``: what every record of the run shares).
 
     Args:
         ctx: the run's label, backbone description, protocol, data source and device.
         task: the probe task.
-        seed: the decoder seed.
-        identity: the run identity (:func:`~benchmarks.probe.runkey.run_identity`).
+        slot: the record's seed, path and run identity.
         metrics: the evaluator's metrics.
         intervals: the record's ``intervals`` field.
-        info: the decoder's training info (``shortcut``, ``final_loss``, ``resumed_from``).
-        timings: seconds per stage.
-        num_test, num_train: test and train samples.
+        result: the read-out's info, the seconds per stage (a dict here) and the sample counts.
         metric_decls: what each metric means (``evaluators.metric_decl.record_declarations``).
     """
     protocol, label, bb_desc, source = ctx.protocol, ctx.label, ctx.backbone, ctx.source
+    seed, info = slot.seed, result.info
     pid = protocol.protocol_id(task.name)
     vocabulary = task.vocabulary()
-    notes = readout_notes(protocol.task(task.name).decoder, info)
+    readout = get_readout(protocol.task(task.name).decoder)
+    notes = readout.notes(info)
     few = few_images_warning(intervals, task.name)
     if few:
         notes += f"; WARNING: {few}"
@@ -58,18 +60,13 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
             "name": source.name,
             "split": protocol.test_split,
             "content_hash": source.content_hash(task.name, protocol.test_split),
-            "num_samples": int(num_test),
+            "num_samples": int(result.num_test),
             **({"vocabulary": vocabulary} if vocabulary else {}),
         },
         protocol={
             "kind": "probe",
             "protocol_id": pid,
-            "description": (
-                "frozen backbone + closed-form linear probe"
-                if protocol.task(task.name).decoder == "linear"
-                else "frozen backbone + linear probe + trained pixel-shuffle body"
-            )
-            + " (benchmarks.probe.protocol.ProbeProtocol)",
+            "description": f"{readout.description} (benchmarks.probe.protocol.ProbeProtocol)",
         },
         metrics=metrics,
         intervals=intervals,
@@ -79,12 +76,12 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
             "task": task.name,
             **({"vocabulary": vocabulary} if vocabulary else {}),
             "seed": seed,
-            "num_train_samples": int(num_train),
+            "num_train_samples": int(result.num_train),
             "shortcut": info["shortcut"],
-            "run": identity,
+            "run": slot.identity,
         },
         seeds=[seed],
-        timings=timings,
+        timings=result.timings,
         device=ctx.device,
         notes=notes,
         metric_decls=metric_decls,
@@ -92,50 +89,26 @@ def probe_record(ctx, task, seed: int, identity: dict, metrics: dict, intervals:
     return rec
 
 
-def readout_notes(decoder: str, info: dict) -> str:
-    """What the read-out of a record did, for its ``notes``.
+def write_evaluated_record(ctx: RunContext, task: ProbeTask, slot: RecordSlot, evaluator, metrics: dict,
+                           result: ReadoutResult) -> dict:
+    """The record of one (task, seed) whose ``evaluator`` has seen the whole test split (``metrics``:
+    what it computed): its bootstrap intervals (and side file beside ``slot.path``), then the record,
+    written by rank 0.
 
-    The closed-form linear read-out trains nothing: its notes give the ridge penalty picked on the
-    held-out train images and that fold's R^2 (``info["shortcut"]``); a trained body's give the
-    iteration its training started from and its final train loss.
-
-    Example:
-        >>> readout_notes("linear", {"shortcut": {"alpha": 0.1, "heldout_r2": 0.5, "shuffle": 4}})
-        'closed-form linear read-out (ridge on the train features, penalty 0.1 picked on held-out train \
-images, held-out R^2 0.5), nothing trained: every seed gives these numbers'
-    """
-    if decoder != "linear":
-        return (f"decoder trained from iteration {info['resumed_from']}; "
-                f"final train loss {info['final_loss']:.5g}")
-    fit = info.get("shortcut") or {}
-    alpha, r2 = fit.get("alpha"), fit.get("heldout_r2")
-    if isinstance(alpha, (int, float)):
-        penalty = f"penalty {alpha:.4g} picked on held-out train images"
-    else:  # an infinite penalty: the features get no weight, the prediction is the train prior
-        penalty = f"penalty {alpha}"
-    held = f", held-out R^2 {r2:.4g}" if isinstance(r2, (int, float)) and math.isfinite(r2) else ""
-    return (f"closed-form linear read-out (ridge on the train features, {penalty}{held}), nothing trained: "
-            "every seed gives these numbers")
-
-
-def write_evaluated_record(ctx, task, evaluator, metrics: dict, seed: int, path: Path, identity: dict,
-                           info: dict, timings, num_test: int, num_train: int) -> dict:
-    """The record of one (task, seed) whose ``evaluator`` has seen the whole test split: its bootstrap
-    intervals (and side file beside ``path``), then the record, written by rank 0.
-
-    ``timings``: seconds per stage, or a callable returning them once the intervals are computed (so
-    the bootstrap counts in the evaluation's seconds).
+    ``result.timings`` may be a callable: it is called once the intervals are computed (so the
+    bootstrap counts in the evaluation's seconds).
     """
     protocol = ctx.protocol
     intervals = bootstrap_intervals_field(
         evaluator, interval_metrics(task.name, evaluator), resamples=protocol.bootstrap_resamples,
-        level=protocol.interval_level, seed=protocol.bootstrap_seed, side_path=side_path(path),
+        level=protocol.interval_level, seed=protocol.bootstrap_seed, side_path=side_path(slot.path),
     )
     decls = record_declarations(evaluator.declared_metrics(), metrics, get_task(task.name).headline)
-    rec = probe_record(ctx, task, seed, identity, metrics, intervals, info,
-                       timings() if callable(timings) else timings, num_test, num_train, decls)
+    timings = result.timings() if callable(result.timings) else result.timings
+    result = dataclasses.replace(result, timings=timings)
+    rec = probe_record(ctx, task, slot, metrics, intervals, result, decls)
     if dist_utils.is_main():
-        write_record(path, rec)
+        write_record(slot.path, rec)
     dist_utils.barrier()
     return rec
 

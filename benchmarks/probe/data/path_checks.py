@@ -22,7 +22,7 @@ def check_outputs_outside_data(source, splits, outputs: dict[str, str | os.PathL
     """Refuse output paths inside a split folder the run reads.
 
     Args:
-        source: the run's data source (a :class:`~benchmarks.probe.data.FolderData`; other sources
+        source: the run's data source (a :class:`~benchmarks.probe.data.source.FolderData`; other sources
             have no folder and pass).
         splits: the split names the run reads (train and test).
         outputs: ``{flag: path}`` of what the run writes (None: not used).

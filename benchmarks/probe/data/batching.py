@@ -2,7 +2,7 @@
 
 Example:
     >>> import torch
-    >>> from benchmarks.probe.batching import batch_indices, select
+    >>> from benchmarks.probe.data.batching import batch_indices, select
     >>> select({"y": torch.arange(5)}, torch.tensor([4, 0]))["y"].tolist()
     [4, 0]
     >>> torch.equal(batch_indices(10, 4, seed=0, it=3), batch_indices(10, 4, seed=0, it=3))

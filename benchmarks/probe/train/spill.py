@@ -2,10 +2,10 @@
 
 A trained body iterates over its train split many times, so the streamed spine's single pass is not
 enough; holding the split in RAM is what made memory grow with the images. During the train pass
-(:func:`~benchmarks.probe.stream.fit_group`, or :func:`spill_pass` without a read-out to fit)
+(:func:`~benchmarks.probe.readout.stream.fit_group`, or :func:`spill_pass` without a read-out to fit)
 :class:`TrainSpill` writes each sample's targets to ``<folder>/<task>/<position>.safetensors`` and
 notes its image's content hash; the backbone's features land in the
-:class:`~benchmarks.probe.features.FeatureStore`'s disk cache under that hash (the user's
+:class:`~benchmarks.probe.features.store.FeatureStore`'s disk cache under that hash (the user's
 ``cache_dir``, or the run's scratch folder). Training then reads them through :class:`Rows`: a
 row-indexable stand-in for a tensor, ``rows[idx]`` loads just those rows, so decoder training and
 its evaluation code run unchanged on a split of any size. The oracle's and the floor's features are
@@ -28,8 +28,8 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from tqdm.auto import tqdm
 
-from benchmarks.probe.features import FeatureSet, image_hash
-from benchmarks.probe.reference import floor_features, oracle_features
+from benchmarks.probe.features.reference import floor_features, oracle_features
+from benchmarks.probe.features.store import FeatureSet, image_hash
 from sapiens2 import distributed as dist_utils
 from sapiens2.utils_io import atomic_write
 
@@ -90,7 +90,7 @@ class TrainSpill:
             (self.folder / t).mkdir(parents=True, exist_ok=True)
 
     def add(self, batch) -> None:
-        """Write the targets of ``batch`` (a :class:`~benchmarks.probe.loader.SceneBatch`).
+        """Write the targets of ``batch`` (a :class:`~benchmarks.probe.data.loader.SceneBatch`).
 
         The native scoring layout (``native_size``, ``native*``: maps of images not at the input
         size, padded to their batch's largest) is not spilled: only the test split is scored at the

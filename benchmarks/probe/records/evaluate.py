@@ -1,12 +1,12 @@
 """A record's bootstrap intervals from an evaluator that has seen the whole test split.
 
-The test pass (:func:`~benchmarks.probe.stream.score_group`) reduces the evaluator states across
+The test pass (:func:`~benchmarks.probe.readout.stream.score_group`) reduces the evaluator states across
 ranks, so every rank computes the metrics of the whole test split, and the same fixed-seed
 bootstrap intervals over its test images (``protocol.bootstrap_resamples``, ``bootstrap_seed``,
-``interval_level``) for the task's :data:`~benchmarks.probe.headline.INTERVAL_METRICS`. The resampled
+``interval_level``) for the task's :data:`~benchmarks.probe.records.headline.INTERVAL_METRICS`. The resampled
 values are computed once: the bounds are their percentile intervals, and they are saved beside the
-record (:mod:`benchmarks.probe.sidefile`) for paired comparisons of two backbones
-(:mod:`benchmarks.probe.compare`).
+record (:mod:`benchmarks.probe.records.sidefile`) for paired comparisons of two backbones
+(:mod:`benchmarks.probe.records.compare`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from benchmarks.probe.sidefile import content_sha256, images_sha256, write_side_file
+from benchmarks.probe.records.sidefile import content_sha256, images_sha256, write_side_file
 from evaluators.bootstrap import percentile_interval
 from sapiens2 import distributed as dist_utils
 

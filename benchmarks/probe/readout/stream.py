@@ -1,7 +1,7 @@
 """The probe's spine: data -> features -> read-out statistics -> solve -> test stream -> evaluators.
 
-The closed-form read-out (:mod:`benchmarks.probe.shortcut`) needs sums over rows only, so the probe
-never holds a split: a :class:`~benchmarks.probe.loader.SceneLoader` reads one batch of scenes at a
+The closed-form read-out (:mod:`benchmarks.probe.readout.shortcut`) needs sums over rows only, so the probe
+never holds a split: a :class:`~benchmarks.probe.data.loader.SceneLoader` reads one batch of scenes at a
 time (each scene once for all the tasks of its group), the backbone computes that batch's features
 once for every task of the group, and they are folded at once into
 
@@ -16,7 +16,7 @@ needs. Under torch.distributed each rank streams every ``world``-th batch; the s
 (float64) and the evaluator states synced, so every rank solves and scores the whole split.
 
 What grows with the number of images: nothing but the evaluators' per-image rows (bytes per image).
-The trained body (:mod:`benchmarks.probe.body_stream`) rides on the same train pass, spilling its
+The trained body (:mod:`benchmarks.probe.train.body_stream`) rides on the same train pass, spilling its
 train split to disk, and scores its decoders with the same test pass (:class:`DecoderReadout`).
 """
 
@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
-from benchmarks.probe.batching import select
-from benchmarks.probe.features import FeatureSet
-from benchmarks.probe.products import add_gram, symmetrize_
-from benchmarks.probe.reference import floor_features, oracle_features
-from benchmarks.probe.ridge import PositionSums, RidgeStats, clear_shared
-from benchmarks.probe.shortcut import (
+from benchmarks.probe.data.batching import select
+from benchmarks.probe.features.reference import floor_features, oracle_features
+from benchmarks.probe.features.store import FeatureSet
+from benchmarks.probe.readout.products import add_gram, symmetrize_
+from benchmarks.probe.readout.ridge import PositionSums, RidgeStats, clear_shared
+from benchmarks.probe.readout.shortcut import (
     LinearShortcut,
     ReadoutGeometry,
     _rows,
@@ -65,7 +65,7 @@ class BackboneStream:
     """Features of a scene batch from the frozen backbone: one stream shared by the group's tasks.
 
     Args:
-        store: the :class:`~benchmarks.probe.features.FeatureStore` (``keep_in_memory=False``).
+        store: the :class:`~benchmarks.probe.features.store.FeatureStore` (``keep_in_memory=False``).
         input_size: (H, W) of the images.
         device: where the backbone runs (only the batch's images and activations live there).
     """
@@ -111,10 +111,10 @@ class _FeatureSums:
 
     @classmethod
     def start(cls, fs: FeatureSet, product_dtype, device: str = "cpu", exact: bool = False) -> _FeatureSums:
-        """``exact``: v5's product-then-add arithmetic (the reference rows: the oracle's fit, whose
+        """``exact``: the plain product-then-add arithmetic (the reference rows: the oracle's fit, whose
         penalty goes down to 1e-9, turns a different order of float64 additions into a different pose
         EPE), else BLAS syrk for the Gram and block-sparse ``x^T y``
-        (:func:`~benchmarks.probe.products.add_cross`)."""
+        (:func:`~benchmarks.probe.readout.products.add_cross`)."""
         # any shift gives the same fit; one near the data keeps float32 products accurate: the mean of
         # the split's first batch, which every rank computes alike
         x = fs.feats.double()
@@ -182,14 +182,14 @@ class _TaskSums:
 
 
 # below this many feature channels the syrk Gram and the block-sparse x^T y gained nothing measurable in
-# the main job (256x192, 384-1536 channels: 422 s against 401 s side by side), so v5's arithmetic stays
-# there and its records stay bit for bit; at sapiens2_1b's 6144 they are 1.6x and 5-6x
+# the main job (256x192, 384-1536 channels: 422 s against 401 s side by side), so the plain arithmetic
+# stays there and its records stay bit for bit; at sapiens2_1b's 6144 they are 1.6x and 5-6x
 # (benchmarks/speed/cross_products.py)
 FAST_PRODUCTS_MIN_CHANNELS = 2048
 
 
 def _exact_sums(stream, fs: FeatureSet) -> bool:
-    """Whether a feature stream keeps v5's product-then-add arithmetic (:class:`_FeatureSums`)."""
+    """Whether a feature stream keeps the plain product-then-add arithmetic (:class:`_FeatureSums`)."""
     return isinstance(stream, ReferenceStream) or fs.feats.shape[1] < FAST_PRODUCTS_MIN_CHANNELS
 
 
@@ -216,14 +216,14 @@ def fit_group(
     """Stream the train split of one scene group into every task's read-out and solve it.
 
     Args:
-        loader: the train :class:`~benchmarks.probe.loader.SceneLoader`.
+        loader: the train :class:`~benchmarks.probe.data.loader.SceneLoader`.
         group: the group's task names (``loader.groups``).
         tasks: ``{name: ProbeTask}``.
         stream: a :class:`BackboneStream` or :class:`ReferenceStream`.
         protocol: the protocol.
         desc: progress-bar label.
         on_batch: called with every train batch this rank reads (e.g.
-            :meth:`~benchmarks.probe.spill.TrainSpill.add`, which spills a trained body's targets).
+            :meth:`~benchmarks.probe.train.spill.TrainSpill.add`, which spills a trained body's targets).
 
         alphas: penalty grid instead of the protocol's (``()``: the infinite penalty alone, i.e. the
             feature-free floor's read-out of these features).
@@ -299,7 +299,7 @@ def fit_group(
 
 
 def scene_groups(train, test):
-    """Yield (train group, test group) of two :class:`~benchmarks.probe.loader.SceneLoader` objects:
+    """Yield (train group, test group) of two :class:`~benchmarks.probe.data.loader.SceneLoader` objects:
     tasks that share train scenes must share test scenes."""
     for group in train.groups:
         test_group = test.group_of(group[0])
@@ -329,7 +329,7 @@ def score_group(loader, group, tasks: dict, stream, fits: dict, protocol,
 
     Args:
         fits: ``{task: read-out}`` of the group's tasks to score (all or some of them): a
-            :class:`~benchmarks.probe.shortcut.LinearShortcut` or a :class:`DecoderReadout`.
+            :class:`~benchmarks.probe.readout.shortcut.LinearShortcut` or a :class:`DecoderReadout`.
 
     Returns:
         (``{task: evaluator}`` holding the whole split on every rank, stage times of this rank).

@@ -2,7 +2,7 @@
 
 Reading a scene (decoding its image and maps, cutting a pose crop) costs the same for every
 backbone, and the main job probes seven on one split: without a cache each of them decodes every
-file again. With ``sample_cache=DIR`` the :class:`~benchmarks.probe.loader.SceneLoader` keeps each
+file again. With ``sample_cache=DIR`` the :class:`~benchmarks.probe.data.loader.SceneLoader` keeps each
 batch's sample dicts in ``DIR/<key>/<first>-<count>.safetensors`` the first time it reads them and
 reads that file afterwards. The key covers everything a sample depends on: the split, the tasks of
 the scene group, the content hash of the data folder (every byte of every file), each task's
@@ -50,8 +50,8 @@ class SampleCacheError(ValueError):
 def code_fingerprint() -> str:
     """SHA-256 (12 hex) of the sources that turn files into samples: ``sapiens2/datasets`` and the loader."""
     here = Path(__file__).resolve()
-    files = sorted((here.parents[2] / "sapiens2" / "datasets").rglob("*.py"))
-    files += [here.parent / "loader.py", here.parent / "data.py", here]
+    files = sorted((here.parents[3] / "sapiens2" / "datasets").rglob("*.py"))
+    files += [here.parent / "loader.py", here.parent / "source.py", here]
     h = hashlib.sha256()
     for f in files:
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from benchmarks.probe.features import FeatureSet
+from benchmarks.probe.features.store import FeatureSet
 
 
 def oracle_features(task, tgt: dict, protocol) -> FeatureSet:

@@ -5,7 +5,7 @@
 multiplier of ``lr`` per iteration, from ``warmup_iters``, ``iterations`` and ``min_lr_ratio``).
 
 Example:
-    >>> from benchmarks.probe.optim import lr_factor
+    >>> from benchmarks.probe.train.optim import lr_factor
     >>> from benchmarks.probe.protocol import ProbeProtocol
     >>> p = ProbeProtocol(warmup_iters=10, iterations=110, min_lr_ratio=0.0)
     >>> [round(lr_factor(it, p), 3) for it in (0, 9, 60, 110)]

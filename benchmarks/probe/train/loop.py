@@ -10,22 +10,25 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from benchmarks.probe.batching import batch_indices, select
-from benchmarks.probe.decoders import ProbeDecoder
-from benchmarks.probe.optim import build_optimizer, lr_factor
-from benchmarks.probe.runkey import run_mismatch
-from benchmarks.probe.shortcut import OnDemandOutputs, ReadoutGeometry, precompute
+from benchmarks.probe.data.batching import batch_indices, select
+from benchmarks.probe.readout.base import DecoderShape, get_readout
+from benchmarks.probe.readout.decoders import ProbeDecoder
+from benchmarks.probe.readout.shortcut import LinearShortcut, OnDemandOutputs, ReadoutGeometry, precompute
+from benchmarks.probe.records.runkey import run_mismatch
+from benchmarks.probe.train.optim import build_optimizer, lr_factor
 from sapiens2 import distributed as dist_utils
 from sapiens2.utils_io import atomic_write
 
 __all__ = [
     "batch_indices",
+    "DecoderCheckpoint",
     "build_decoder",
     "forward",
     "lr_factor",
@@ -34,26 +37,36 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True)
+class DecoderCheckpoint:
+    """A decoder's resumable state on disk.
+
+    Attributes:
+        path: the checkpoint file (None: none kept), written by rank 0 every ``every`` iterations.
+        run: what identifies this training run (:func:`benchmarks.probe.records.runkey.run_identity`:
+            protocol id, data, backbone and weights, task, seed); a checkpoint is resumed only when it
+            was written for the same one (None: the task's ``{"protocol_id": ...}`` alone), otherwise
+            it is ignored with a message.
+        every: iterations between writes.
+    """
+
+    path: str | os.PathLike | None
+    run: dict | None = None
+    every: int = 50
+
+
 def build_decoder(task, features, protocol, seed: int, shortcut=None) -> ProbeDecoder:
     """The task's decoder for ``features``, initialised from ``seed`` (same on every rank).
 
-    With ``shortcut`` (a fitted :class:`~benchmarks.probe.shortcut.LinearShortcut`) it is attached and
+    With ``shortcut`` (a fitted :class:`~benchmarks.probe.readout.shortcut.LinearShortcut`) it is attached and
     the body's output layer starts at zero.
     """
-    settings = protocol.task(task.name)
+    readout = get_readout(protocol.task(task.name).decoder)
     in_ch, _ = features.channels(protocol.cls_concat)
+    shape = DecoderShape(in_ch, task.out_channels, features.patch_size,
+                         ReadoutGeometry.of(task, features, protocol).stride)
     torch.manual_seed(seed)
-    decoder = ProbeDecoder(
-        settings.decoder,
-        in_ch,
-        task.out_channels,
-        features.patch_size,
-        ReadoutGeometry.of(task, features, protocol).stride,
-        hidden=protocol.decoder_channels,
-        min_hidden=protocol.decoder_min_channels,
-        stage_stride=protocol.decoder_stage_stride,
-        zero_init_output=shortcut is not None,
-    )
+    decoder = readout.build_decoder(shape, protocol, zero_init_output=shortcut is not None)
     decoder.shortcut = shortcut
     return decoder
 
@@ -62,8 +75,9 @@ def forward(decoder, task, features, idx, protocol, base=None):
     """Decoder outputs (maps, global) for the feature rows ``idx``.
 
     ``base``: precomputed shortcut outputs of all rows (maps, global), or an
-    :class:`~benchmarks.probe.shortcut.OnDemandOutputs` computing them from this batch (both from
-    :func:`~benchmarks.probe.shortcut.precompute`); without it the decoder computes its shortcut itself.
+    :class:`~benchmarks.probe.readout.shortcut.OnDemandOutputs` computing them from this batch (both from
+    :func:`~benchmarks.probe.readout.shortcut.precompute`);
+    without it the decoder computes its shortcut itself.
     """
     x, pooled = features.batch(idx, protocol.cls_concat)
     out_size = ReadoutGeometry.of(task, features, protocol).out_size
@@ -95,31 +109,27 @@ def train_decoder(
     targets: dict,
     protocol,
     seed: int,
-    ckpt_path: str | os.PathLike | None = None,
+    *,
+    shortcut: LinearShortcut | None = None,
+    checkpoint: DecoderCheckpoint | None = None,
     desc: str = "train",
-    ckpt_every: int = 50,
-    shortcut=None,
-    run: dict | None = None,
 ) -> tuple[ProbeDecoder, dict]:
     """Train a fresh decoder (or resume it from ``ckpt_path``) for ``protocol.iterations`` iterations.
 
     The body trains on what ``shortcut`` (the closed-form read-out the train pass fitted,
-    :func:`~benchmarks.probe.stream.fit_group`; seed-independent) leaves; a ``"linear"`` decoder is the
-    shortcut alone (no iterations).
+    :func:`~benchmarks.probe.readout.stream.fit_group`; seed-independent)
+    leaves; a read-out that trains nothing (``"linear"``) is the shortcut alone (no iterations).
 
     Args:
         task: the :class:`~benchmarks.probe.tasks.ProbeTask`.
-        features: train :class:`~benchmarks.probe.features.FeatureSet`.
+        features: train :class:`~benchmarks.probe.features.store.FeatureSet`.
         targets: the task's train targets (first dim = sample).
         protocol: the protocol.
         seed: decoder initialisation and batch-order seed.
-        ckpt_path: resumable checkpoint (written by rank 0 every ``ckpt_every`` iterations).
-        desc: progress-bar label.
         shortcut: the read-out fitted on these features (None only under ``shortcut="none"``).
-        run: what identifies this training run (:func:`benchmarks.probe.runkey.run_identity`: protocol
-            id, data, backbone and weights, task, seed); a checkpoint is resumed only when it was
-            written for the same one (default: the task's ``{"protocol_id": ...}`` alone), otherwise it is
-            ignored with a message.
+        checkpoint: where the resumable decoder state goes and which run it belongs to (None: none
+            kept).
+        desc: progress-bar label.
 
     Returns:
         (decoder in eval mode, {"train_s", "final_loss", "resumed_from", "shortcut"}).
@@ -130,7 +140,7 @@ def train_decoder(
     t0 = time.perf_counter()
     if shortcut is None and protocol.shortcut == "ridge":
         raise ValueError(f"{task.name} decoder: the protocol's shortcut is 'ridge' but no fitted read-out "
-                         "was given (fit it with benchmarks.probe.stream.fit_group)")
+                         "was given (fit it with benchmarks.probe.readout.stream.fit_group)")
     info = {"shortcut": None if shortcut is None else shortcut.describe()}
     decoder = build_decoder(task, features, protocol, seed, shortcut).to(features.feats.device)
     if decoder.body is None:
@@ -143,7 +153,9 @@ def train_decoder(
         }
     base = None if shortcut is None else precompute(shortcut, task, features, protocol)
     opt = build_optimizer(decoder.parameters(), protocol)
-    run = dict(run) if run is not None else {"protocol_id": protocol.protocol_id(task.name)}
+    ckpt = checkpoint or DecoderCheckpoint(None)
+    ckpt_path, ckpt_every = ckpt.path, ckpt.every
+    run = dict(ckpt.run) if ckpt.run is not None else {"protocol_id": protocol.protocol_id(task.name)}
     start = 0
     loss_val = float("nan")
     if ckpt_path is not None and Path(ckpt_path).is_file():

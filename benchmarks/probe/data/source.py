@@ -124,7 +124,11 @@ class FolderData:
         return self._hashes[(folder, task)]
 
 
-def as_data_source(data) -> MemoryData | FolderData:
+# what the probe reads samples from
+DataSource = MemoryData | FolderData
+
+
+def as_data_source(data) -> DataSource:
     """Wrap a folder path (or pass through an in-memory source)."""
     if isinstance(data, (MemoryData, FolderData)):
         return data

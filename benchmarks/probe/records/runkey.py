@@ -5,7 +5,7 @@ protocol id, the same data (content hashes of the train and test splits), the sa
 resolved config) with the same weights (SHA-256 of every tensor), the same task and the same seed.
 
 Example:
-    >>> from benchmarks.probe.runkey import run_identity, run_mismatch
+    >>> from benchmarks.probe.records.runkey import run_identity, run_mismatch
     >>> a = run_identity("probe-v3-x", {"train": "1", "test": "2"}, {"spec": "pixels"}, "seg", 0)
     >>> run_mismatch(a, dict(a)) is None
     True

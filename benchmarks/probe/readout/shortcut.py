@@ -1,12 +1,14 @@
 """The read-out: a per-position train prior plus closed-form ridge regression from the tapped features.
 
 Every feature position predicts its ``R x R`` block of output pixels (``R = ceil(patch / output
-stride)``), i.e. a 1x1 conv to ``out * R^2`` channels followed by PixelShuffle(R). Protocol v5 nests
-the feature-free floor in it: at position ``p`` the read-out is ``my_p + (x - mx_p) W``, where ``my_p``
+stride)``), i.e. a 1x1 conv to ``out * R^2`` channels followed by PixelShuffle(R). The feature-free
+floor is nested in it (the penalty search always has the floor itself as a candidate): at position
+``p`` the read-out is ``my_p + (x - mx_p) W``, where ``my_p``
 is the train mean of the targets at that output pixel (every sub-pixel and channel: the per-pixel
 class prior, mean heatmap, mean masked pointmap, ...) and ``mx_p`` the train mean of the features at
 that position; ``W`` is shared by all positions and fitted in closed form on the train split
-(:mod:`benchmarks.probe.ridge`, :func:`~benchmarks.probe.ridge.within_positions`; the penalty is
+(:mod:`benchmarks.probe.readout.ridge`,
+:func:`~benchmarks.probe.readout.ridge.within_positions`; the penalty is
 chosen on held-out train images, the infinite penalty, i.e. the floor itself, among the candidates).
 Targets are the task's read-out targets (:meth:`ProbeTask.linear_targets`). A masked task (normals,
 pointmap, albedo: scored on the GT mask only) regresses its two parts ``A = mask * t`` and ``B = mask``
@@ -29,8 +31,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from benchmarks.probe.decoders import crop_to_output, padded_size
-from benchmarks.probe.ridge import (
+from benchmarks.probe.readout.decoders import crop_to_output, padded_size
+from benchmarks.probe.readout.ridge import (
     PositionSums,
     RidgeFit,
     RidgeStats,
@@ -64,7 +66,7 @@ class ReadoutGeometry:
 
     @classmethod
     def of(cls, task, features, protocol) -> ReadoutGeometry:
-        """The geometry of ``task``'s read-out on a :class:`~benchmarks.probe.features.FeatureSet`."""
+        """The geometry of ``task``'s read-out on a :class:`~benchmarks.probe.features.store.FeatureSet`."""
         stride = min(protocol.task(task.name).output_stride, features.patch_size)
         return cls(tuple(features.feats.shape[-2:]), shortcut_factor(features.patch_size, stride), stride,
                    tuple(task.output_size(features.image_size, stride)), tuple(features.valid_frac))
@@ -128,7 +130,7 @@ class LinearShortcut:
         return from_grid(z.reshape(b, h, w, -1).permute(0, 3, 1, 2), self.r, out_size, valid_frac)
 
     def outputs(self, fs, out_size, device: str = "cpu") -> tuple[torch.Tensor, None]:
-        """(maps on the host, None) of a :class:`~benchmarks.probe.features.FeatureSet` batch: the
+        """(maps on the host, None) of a :class:`~benchmarks.probe.features.store.FeatureSet` batch: the
         streamed test pass's call. The product runs
         on ``device`` (where the backbone ran)."""
         return self.maps(fs.feats.to(device), out_size, fs.valid_frac).cpu(), None

@@ -1,0 +1,1 @@
+"""Stage 3, read-out: streamed statistics, the closed-form solve and the decoders (the probe's spine)."""
