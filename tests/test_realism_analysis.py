@@ -235,3 +235,11 @@ def test_a_condition_is_measured_once_and_then_read_back(tiny_split):
             raise AssertionError("the kept result should have been read back")
 
     assert R.evaluate_condition(tiny_split, (256, 192), Refuses()) == row
+
+
+def test_the_simple_condition_parses_and_the_definition_script_names_a_missing_split(tmp_path):
+    from benchmarks.analysis import realism_keypoint_definitions as D
+
+    assert R.parse_conditions("simple:256x192:8", 64) == [("simple", (256, 192), 8)]
+    with pytest.raises(FileNotFoundError, match="--split"):
+        D.main(["--split", str(tmp_path / "nowhere")])

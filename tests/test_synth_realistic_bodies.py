@@ -197,3 +197,30 @@ def test_perturbation_stays_within_joint_limits():
             left = c * np.array([1.0, -1.0, -1.0]) if label.endswith(".R") else c
             for (lo, hi), x in zip(limits, np.degrees(left)):
                 assert lo - 1e-9 <= x <= hi + 1e-9
+
+
+@pytest.mark.anny
+def test_coco_body_points_are_annys_coco_regressor_on_the_posed_body():
+    """The 17 COCO points of a posed body are what anny's own regressor gives on anny's own output."""
+    import torch
+    from anny.keypoints import KeypointsRegressor
+
+    from sapiens2.datasets.synth.realistic.keypoints import body_keypoints
+
+    coco = ["nose", "left_eye", "right_eye", "left_ear", "right_ear", "left_shoulder", "right_shoulder",
+            "left_elbow", "right_elbow", "left_wrist", "right_wrist", "left_hip", "right_hip", "left_knee",
+            "right_knee", "left_ankle", "right_ankle"]
+    ids = {k["name"]: k["id"] for k in keypoints308()["keypoints"]}
+    shape = bodies.BodyShape(tuple([0.3, 0.8, 0.6, 0.7, 0.4, 0.5, 0.5, 0.5, 0.2, 0.3, 0.5]))
+    rot = poses.named_pose("walk").matrices()
+    points, defined, surface = body_keypoints(bodies.pose_body(shape, rot))
+    m = bodies.anny_model()
+    delta = np.tile(np.eye(4), (1, len(m.bone_labels), 1, 1))
+    delta[0, :, :3, :3] = rot
+    out = m(pose_parameters=torch.from_numpy(delta).to(m.dtype),
+            phenotype_kwargs=torch.tensor([shape.values], dtype=m.dtype))
+    regressor = KeypointsRegressor.coco(m, labels=coco)
+    expected = regressor(out)[0].numpy() @ bodies.ANNY_TO_WORLD.T
+    got = points[[ids[n] for n in coco]]
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert defined[[ids[n] for n in coco]].all() and not surface[[ids[n] for n in coco]].any()

@@ -211,6 +211,23 @@ def test_impossible_settings_and_unknown_names_are_errors_naming_the_flag():
         generate_split("/nonexistent/never", n=1, generator="photoreal")
     with pytest.raises(ValueError, match="--size 8x96"):
         generate_split("/nonexistent/never", n=1, size=(8, 96), generator="realistic")
+    with pytest.raises(ValueError, match="scenes 'easy'"):
+        RealisticSettings(scenes="easy").check()
+
+
+def test_simple_scenes_frame_the_whole_person_without_occluders():
+    from sapiens2.datasets.synth.realistic.sample import RealisticSettings, realistic_scene, sample_rng
+
+    simple, default = RealisticSettings(scenes="simple"), RealisticSettings()
+    assert "scenes" not in default.record() and simple.record()["scenes"] == "simple"
+    framings = set()
+    for index in range(6):
+        scene = realistic_scene(sample_rng(0, index), HW, simple, lambda rng, n: [standin_person()])
+        assert scene.camera.framing == "full_body"
+        assert {m.name for m in scene.meshes if m.person < 0} <= {"ground", "wall"}
+        framings.add(realistic_scene(sample_rng(0, index), HW, default,
+                                     lambda rng, n: [standin_person()]).camera.framing)
+    assert framings != {"full_body"}, "the default scenes draw other framings too"
 
 
 def test_missing_renderer_and_llvm_fall_back(monkeypatch, capsys):

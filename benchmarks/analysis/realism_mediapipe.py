@@ -4,6 +4,9 @@ Conditions (each a split rendered with one seed, scored by ``system mediapipe``'
 
 - ``realistic``: the realistic generator (anny bodies, Mitsuba path tracing) at its default scene
   difficulty (1-2 people, every framing, occluders, lighting);
+- ``simple``: the realistic generator's ``simple`` scenes (standing or walking people, the whole
+  first person in view, no occluding objects; same bodies, clothes, renderer and lighting): what a
+  prototype-like full-body photo holds, to separate the look from the scene difficulty;
 - ``capsule``: the same-pose ablation: the very same scenes (poses, cameras, occluders, lights,
   colours, classes, keypoints) with each anny body replaced by capsules along its skeleton
   (:mod:`benchmarks.analysis.capsule_people`), same renderer;
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +39,7 @@ from benchmarks.results import start_measurement, write_measurement
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "references" / "mediapipe_realistic.json"
-CONDITIONS = ("realistic", "capsule", "procedural")
+CONDITIONS = ("realistic", "simple", "capsule", "procedural")
 COCO17 = 17  # the first 17 entries of the shared keypoints are the COCO body points
 EVAL_VERSION = 3  # bump when evaluate_condition's result changes (kept results are then remade)
 FEW_LABELLED = 5  # a person with at most this many COCO-17 points labelled is cut by the border
@@ -43,6 +47,7 @@ FEW_VISIBLE = 3  # ... with at most this many visible is mostly hidden
 PCK_THRESHOLD = 0.1
 LABELS = {
     "realistic": "realistic (anny bodies, path traced)",
+    "simple": "realistic, simple scenes (standing/walking, whole body in view, no occluders)",
     "capsule": "same-pose ablation (capsules on the anny skeletons, same scenes and renderer)",
     "procedural": "procedural generator (its own capsule people, poses and cameras)",
 }
@@ -96,8 +101,10 @@ def render_condition(name: str, out: Path, n: int, seed: int, hw: tuple[int, int
     start = time.monotonic()
     if name == "procedural":
         generate_split(out, n=n, seed=seed, size=hw, workers=workers)
-    elif name == "realistic":
-        generate_split(out, n=n, seed=seed, size=hw, workers=workers, generator=settings)
+    elif name in ("realistic", "simple"):
+        scenes = "simple" if name == "simple" else settings.scenes
+        generate_split(out, n=n, seed=seed, size=hw, workers=workers,
+                       generator=replace(settings, scenes=scenes))
     else:  # the ablation swaps bodies inside this process: one worker
         from benchmarks.analysis.capsule_people import capsule_scenes
 
@@ -339,7 +346,8 @@ def main(argv=None) -> int:
             split = work / f"{name}_{hw[0]}x{hw[1]}_n{count}_s{args.seed}"
             render_s = render_condition(name, split, count, args.seed, hw, settings, args.workers)
             row = {"condition": name, "label": LABELS[name], "size": f"{hw[0]}x{hw[1]}",
-                   "render": None if name == "procedural" else settings.record(),
+                   "render": None if name == "procedural" else replace(
+                       settings, scenes="simple" if name == "simple" else settings.scenes).record(),
                    "render_s": round(render_s, 1) if render_s else None,
                    **evaluate_condition(split, hw, system)}
             print({k: v for k, v in row.items() if k != "label"}, flush=True)

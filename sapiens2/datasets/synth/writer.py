@@ -26,7 +26,7 @@ from .atomic import SplitExistsError, _move_into_place, _replaceable
 from .scene import synth_sample
 
 GENERATOR_VERSION = 1  # bump when the renderer's output changes, so cached splits are remade
-REALISTIC_VERSION = 2  # the same for the realistic generator (2: occluders in front of the framed person)
+REALISTIC_VERSION = 3  # the same for the realistic generator (2: occluders; 3: keypoint visibility, COCO-17)
 GENERATORS = ("procedural", "realistic")
 # bump when the manifests' layout changes (not the rendered files): cached splits are remade, so a
 # split's content hash never depends on when its cache was filled. 2: manifests name their vocabulary.

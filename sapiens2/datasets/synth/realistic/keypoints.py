@@ -3,7 +3,9 @@
 Each table entry says how its point is found on a posed body: ``joint`` (a rig bone's head: an
 interior joint centre), ``vertex`` (one mesh vertex: a surface point), ``barycentric`` (a point on one
 triangle), ``vertex_mean`` (the mean of a vertex ring: an interior centre such as the eyeball's) or
-``eye_ring`` (a point of the iris or pupil rim the generator adds to the eyeball, see :mod:`.eyes`) or
+``eye_ring`` (a point of the iris or pupil rim the generator adds to the eyeball, see :mod:`.eyes`),
+``anny_coco`` (anny's own COCO keypoint regressor, a fixed blend of body vertices shipped with anny:
+``anny.keypoints.KeypointsRegressor.coco``, the body model's placement of COCO's annotated points) or
 ``undefined`` (the mesh cannot define it; the reason is in the table; such a point is unlabelled).
 The table is built by ``scripts/build_anny_keypoint_table.py`` from anatomical rules on anny's rest
 mesh; the rule and the chosen vertices are documented in each entry.
@@ -22,7 +24,7 @@ from .bodies import PosedBody, bone_index, faces
 from .eyes import ring_points
 
 TABLE_NAME = "anny_keypoints308.json"
-RULES = ("joint", "vertex", "barycentric", "vertex_mean", "eye_ring", "undefined")
+RULES = ("joint", "vertex", "barycentric", "vertex_mean", "eye_ring", "anny_coco", "undefined")
 
 
 @functools.cache
@@ -43,10 +45,29 @@ def keypoint_table() -> list[dict]:
             raise ValueError(f"{where} has rule {e['rule']!r}, expected one of {RULES}")
         if e["rule"] == "joint" and e["bone"] not in index:
             raise ValueError(f"{where} names bone {e['bone']!r}, absent from anny's rig")
+        if e["rule"] == "anny_coco" and e["label"] not in coco_regressor():
+            raise ValueError(f"{where} names anny COCO label {e['label']!r}, expected one of "
+                             f"{sorted(coco_regressor())}")
         for v in e.get("vertices", []):
             if not 0 <= v < n_vertices:
                 raise ValueError(f"{where} names vertex {v}, outside [0, {n_vertices})")
     return entries
+
+
+@functools.cache
+def coco_regressor() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """anny's COCO keypoint regressor: label -> (vertex ids, weights summing to 1) of the body mesh."""
+    from anny.keypoints import KeypointsRegressor
+
+    from .bodies import anny_model
+
+    regressor = KeypointsRegressor.coco(anny_model())
+    weights = regressor.regression_weights.detach().cpu().numpy().astype(np.float64)
+    out = {}
+    for label, w in zip(regressor.labels, weights):
+        ids = np.flatnonzero(w)
+        out[label] = (ids, w[ids] / w[ids].sum())
+    return out
 
 
 @functools.cache
@@ -55,7 +76,8 @@ def _compiled() -> tuple[np.ndarray, ...]:
     entries = keypoint_table()
     n = len(entries)
     bone = np.full(n, -1, dtype=np.int64)
-    width = max([len(e.get("vertices", [])) for e in entries] + [1])
+    blends = {i: coco_regressor()[e["label"]] for i, e in enumerate(entries) if e["rule"] == "anny_coco"}
+    width = max([len(e.get("vertices", [])) for e in entries] + [len(b[0]) for b in blends.values()] + [1])
     verts = np.zeros((n, width), dtype=np.int64)
     weights = np.zeros((n, width), dtype=np.float64)
     defined = np.zeros(n, dtype=bool)
@@ -72,6 +94,11 @@ def _compiled() -> tuple[np.ndarray, ...]:
             bone[i] = index[e["bone"]]
             continue
         if rule == "eye_ring":
+            continue
+        if rule == "anny_coco":
+            ids, w = blends[i]
+            verts[i, : len(ids)] = ids
+            weights[i, : len(ids)] = w
             continue
         ids = e["vertices"]
         w = e.get("weights") or [1.0 / len(ids)] * len(ids)

@@ -28,7 +28,7 @@ class PersonMesh:
     vertex_albedo: np.ndarray  # (V, 3) float32 diffuse albedo in [0, 1]
     keypoints: np.ndarray  # (308, 3) float64 world positions (keypoints308 order; 0 where undefined)
     keypoint_defined: np.ndarray  # (308,) bool: False = the mesh cannot define the point (unlabelled)
-    keypoint_surface: np.ndarray  # (308,) bool: True = on the surface, False = an interior joint
+    keypoint_surface: np.ndarray  # (308,) bool: True = on the surface, False = inside the body
     name: str
     pose_name: str = ""
     shape: dict = field(default_factory=dict)  # anny phenotype values

@@ -6,7 +6,8 @@ shape and triangle index of the first hit. Shape + triangle index give the 29-cl
 the mesh's ``face_class``; position and normal go to the camera frame. The image is a second pass
 of the same scene with lights: ``fast`` (shaded in NumPy from the ground-truth pass) or ``path`` (the
 path tracer, ``spp`` samples). Keypoints are projected with K and depth-tested against the first-hit
-depth of every surface (occluders included).
+depth of every surface (occluders included); an interior joint is tested at the skin that covers it
+on the camera's side (:func:`project_keypoints`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from .scene import RealisticScene, mitsuba_scene
 
 MODES = ("fast", "path")
 SURFACE_MARGIN = 0.03  # metres: a surface keypoint is visible if nothing is this much in front of it
-JOINT_MARGIN = 0.02  # metres beyond an interior joint's depth below its nearest skin
+# metres the skin covering an interior joint on the camera's side may lie beyond the joint's nearest
+# skin before the person's own body counts as hiding it. A limb is not round and a joint centre is
+# off its middle: on anny bodies seen from the open side that skin lies 0-8 cm beyond the nearest
+# one (a frontal hip 7 cm from its nearest skin and 14 cm from the front; an elbow or wrist behind
+# the forearm or thumb 5-6 cm), while a joint seen through the trunk (the far shoulder or hip of a
+# turned body) has it 12-30 cm beyond
+SELF_DEPTH = 0.10
 _AOVS = "alb:albedo,nrm:sh_normal,pos:position,dep:depth,shp:shape_index,tri:prim_index"
 _CENTRE_SAMPLER = {"type": "stratified", "sample_count": 1, "jitter": False}
 PATH_MAX_DEPTH = 6
@@ -131,12 +138,17 @@ def project_keypoints(scene: RealisticScene, gt: dict) -> list[np.ndarray]:
     """Each person's keypoints (308 x 3: x, y, visibility) in the image.
 
     Visibility: 0 for a keypoint the mesh does not define or that falls outside the image (x = y
-    = 0 then); otherwise 2 when no surface at its pixel lies in front of it by more than its slack
-    (:data:`SURFACE_MARGIN` for points on the skin; for interior joints, the distance to the
-    person's nearest vertex plus :data:`JOINT_MARGIN`), else 1.
+    = 0 then); otherwise 2 when it is seen, else 1. A point on the skin is seen when no surface at
+    its pixel lies more than :data:`SURFACE_MARGIN` in front of it. An interior joint is seen
+    through the skin that covers it: follow the ray from the joint towards the camera to where it
+    leaves the person's own mesh; the joint is seen when that exit lies at most :data:`SELF_DEPTH`
+    beyond the joint's nearest vertex (else the person's own body hides it) and no surface at its
+    pixel lies more than :data:`SURFACE_MARGIN` in front of the exit (clothes and hair are within
+    it; another limb, person or object is not).
     """
     cam = scene.camera
     h, w = cam.hw
+    eye = cam.centre()
     out = []
     for k, person in enumerate(scene.people):
         kp_cam = cam.to_camera(person.world)
@@ -146,14 +158,48 @@ def project_keypoints(scene: RealisticScene, gt: dict) -> list[np.ndarray]:
                   & (uv[:, 0] >= -0.5) & (uv[:, 0] < w - 0.5) & (uv[:, 1] >= -0.5) & (uv[:, 1] < h - 0.5))
         ui = np.clip(np.rint(np.nan_to_num(uv[:, 0])).astype(int), 0, w - 1)
         vi = np.clip(np.rint(np.nan_to_num(uv[:, 1])).astype(int), 0, h - 1)
-        slack = np.full(len(z), SURFACE_MARGIN)
-        interior = ~person.surface
-        if interior.any():
-            verts = scene.meshes[k].vertices
-            slack[interior] = _nearest_distance(person.world[interior], verts) + JOINT_MARGIN
-        visible = inside & (gt["zbuffer"][vi, ui] >= z - slack)
+        cover_z = z.copy()  # camera depth of the surface that should be the first one seen at the point
+        self_hidden = np.zeros(len(z), bool)
+        interior = np.flatnonzero(inside & ~person.surface)
+        if len(interior):
+            mesh = scene.meshes[k]
+            points = person.world[interior]
+            exit_t = exit_distances(points, eye, mesh.vertices, mesh.faces)
+            self_hidden[interior] = exit_t > _nearest_distance(points, mesh.vertices) + SELF_DEPTH
+            towards = (eye - points) / np.linalg.norm(eye - points, axis=1, keepdims=True)
+            cover_z[interior] = cam.to_camera(points + exit_t[:, None] * towards)[:, 2]
+        visible = inside & ~self_hidden & (gt["zbuffer"][vi, ui] >= cover_z - SURFACE_MARGIN)
         vis = np.where(visible, 2, np.where(inside, 1, 0))
         out.append(np.stack([np.where(inside, uv[:, 0], 0.0), np.where(inside, uv[:, 1], 0.0), vis], 1))
+    return out
+
+
+def exit_distances(points: np.ndarray, eye: np.ndarray, vertices: np.ndarray,
+                   faces: np.ndarray) -> np.ndarray:
+    """Distance from each point along the ray towards ``eye`` to the first triangle it crosses.
+
+    Möller-Trumbore against every triangle (both sides: the ray leaves a closed mesh through a
+    triangle's back). A point with no triangle between it and the eye gets 0 (it is outside the mesh
+    on the camera's side).
+    """
+    a = vertices[faces[:, 0]]
+    e1 = vertices[faces[:, 1]] - a
+    e2 = vertices[faces[:, 2]] - a
+    out = np.zeros(len(points))
+    for i, p in enumerate(points):
+        length = float(np.linalg.norm(eye - p))
+        d = (eye - p) / length
+        pv = np.cross(d, e2)
+        det = np.einsum("fd,fd->f", e1, pv)
+        ok = np.abs(det) > 1e-12
+        inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+        s = p - a
+        u = np.einsum("fd,fd->f", s, pv) * inv
+        q = np.cross(s, e1)
+        v = (q @ d) * inv
+        t = np.einsum("fd,fd->f", e2, q) * inv
+        hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t > 1e-6) & (t < length)
+        out[i] = float(t[hit].min()) if hit.any() else 0.0
     return out
 
 

@@ -24,6 +24,11 @@ MODES = ("fast", "path")
 MAX_PEOPLE = 4
 MAX_SPP = 4096
 MIN_SIDE = 16
+# "default": the benchmark's scenes (every pose of the pose set, every framing, occluding objects);
+# "simple": a control for measurements, not a benchmark split: people standing or walking, the whole
+# first person in view, no occluding objects (what a typical full-body photo holds)
+SCENES = ("default", "simple")
+SIMPLE_POSES = ("stand", "walk")
 _STREAM = 0x5EA1  # keeps the realistic and the procedural streams of one (seed, index) apart
 
 
@@ -39,11 +44,13 @@ class RealisticSettings:
         mode: ``fast`` (direct lighting, 4 samples: CI-sized splits) or ``path`` (path tracing).
         spp: samples per pixel of ``path``.
         max_people: each image holds 1..max_people people.
+        scenes: ``default`` or ``simple`` (see :data:`SCENES`).
     """
 
     mode: str = "fast"
     spp: int = 64
     max_people: int = 2
+    scenes: str = "default"
 
     def check(self, hw: tuple[int, int] | None = None) -> None:
         """Raise :class:`RealisticSettingError` naming the flag of an impossible setting."""
@@ -54,14 +61,18 @@ class RealisticSettings:
         if not 1 <= int(self.max_people) <= MAX_PEOPLE:
             raise RealisticSettingError(f"--people {self.max_people}: people per image must be "
                                         f"1..{MAX_PEOPLE}")
+        if self.scenes not in SCENES:
+            raise RealisticSettingError(f"scenes {self.scenes!r}: expected one of {', '.join(SCENES)}")
         if hw is not None and min(hw) < MIN_SIDE:
             raise RealisticSettingError(f"--size {hw[0]}x{hw[1]}: the realistic generator needs H, W >= "
                                         f"{MIN_SIDE}")
 
     def record(self) -> dict:
-        """The settings as recorded in split.json and hashed into the cache key."""
-        return {"mode": self.mode, "spp": int(self.spp) if self.mode == "path" else None,
-                "max_people": int(self.max_people)}
+        """The settings as recorded in split.json and hashed into the cache key (``scenes`` only when
+        not the default, so default splits keep their record)."""
+        out = {"mode": self.mode, "spp": int(self.spp) if self.mode == "path" else None,
+               "max_people": int(self.max_people)}
+        return out if self.scenes == "default" else {**out, "scenes": self.scenes}
 
 
 def _threads() -> int | None:
@@ -86,19 +97,11 @@ def realistic_sample(seed: int, index: int, hw: tuple[int, int] = (256, 192),
         ``pointmap``, ``mask``, ``albedo``, ``K``, ``people`` (``keypoints``, ``bbox``, ``area``).
     """
     from .render import render_all
-    from .scene import compose_scene
 
     settings = settings or RealisticSettings()
     settings.check(hw)
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), int(index), _STREAM]))
-    n_people = int(rng.integers(1, settings.max_people + 1))
-    if people_fn is None:
-        from .people import PeopleSettings, sample_people
-
-        people = sample_people(rng, n_people, PeopleSettings())
-    else:
-        people = people_fn(rng, n_people)
-    scene = compose_scene(rng, tuple(hw), people)
+    rng = sample_rng(seed, index)
+    scene = realistic_scene(rng, hw, settings, people_fn)
     threads = _threads()
     if threads is not None:  # a worker's share of the CPU: anny's torch as well as the renderer
         import torch
@@ -112,6 +115,30 @@ def realistic_sample(seed: int, index: int, hw: tuple[int, int] = (256, 192),
         "mask": r["mask"], "albedo": r["albedo"], "K": r["K"],
         "people": [{"keypoints": p["keypoints"], "bbox": p["bbox"], "area": p["area"]} for p in r["people"]],
     }
+
+
+def realistic_scene(rng: np.random.Generator, hw: tuple[int, int], settings: RealisticSettings,
+                    people_fn=None):
+    """The scene of one sample, drawn from the sample's ``rng`` (see :func:`realistic_sample`)."""
+    from .scene import compose_scene
+
+    n_people = int(rng.integers(1, settings.max_people + 1))
+    simple = settings.scenes == "simple"
+    if people_fn is None:
+        from .people import PeopleSettings, sample_people
+
+        people_settings = PeopleSettings(pose_names=SIMPLE_POSES) if simple else PeopleSettings()
+        people = sample_people(rng, n_people, people_settings)
+    else:
+        people = people_fn(rng, n_people)
+    if simple:
+        return compose_scene(rng, tuple(hw), people, framing="full_body", max_objects=0)
+    return compose_scene(rng, tuple(hw), people)
+
+
+def sample_rng(seed: int, index: int) -> np.random.Generator:
+    """The generator of sample ``index`` of the split with ``seed``."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed), int(index), _STREAM]))
 
 
 def prepare(progress: bool = True, bodies: bool = True) -> str:

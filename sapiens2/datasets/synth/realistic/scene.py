@@ -24,7 +24,7 @@ class PersonKeypoints:
 
     world: np.ndarray  # (308, 3) float64
     defined: np.ndarray  # (308,) bool: False -> v = 0 in every image
-    surface: np.ndarray  # (308,) bool: on the skin (depth test) or an interior joint (nearest surface)
+    surface: np.ndarray  # (308,) bool: on the skin (depth test) or inside (tested at the covering skin)
     name: str = "person"
 
 
