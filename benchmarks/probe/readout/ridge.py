@@ -174,7 +174,9 @@ def _scales(sum_sq: torch.Tensor, n: int) -> torch.Tensor:
     return torch.where(sd < floor, torch.ones_like(sd), sd)
 
 
-def _solve(f: _Fold, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+def solve_fold(f: _Fold, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(C x O weights, O bias) of the ridge fit of the sums ``f`` alone at penalty ``alpha``
+    (``f``'s row units; zero weights at the infinite penalty)."""
     mx, my = f.sx / f.n, f.sy / f.n
     if math.isinf(alpha):
         return torch.zeros_like(f.xy), my
@@ -190,12 +192,6 @@ def _solve(f: _Fold, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
         w = vecs @ ((vecs.T @ rhs) / (evals.clamp_min(0) + alpha * f.n)[:, None])
     w = w / sd[:, None]
     return w, my - mx @ w
-
-
-def solve_fold(f: _Fold, alpha: float) -> torch.Tensor:
-    """The C x O ridge weights of the sums ``f`` alone at penalty ``alpha`` (as :func:`fit_ridge`'s
-    refit, in the units of ``f``'s rows; zero at the infinite penalty)."""
-    return _solve(f, alpha)[0]
 
 
 _EIG_CACHE: dict = {}
@@ -270,7 +266,7 @@ def fit_ridge(stats: RidgeStats, alphas=(1e-6, 1e-4, 1e-2, 1.0), total: _Fold | 
     total = stats.total() if total is None else total
     if total.n == 0:
         raise ValueError("ridge fit: no rows")
-    w, b = _solve(total, alpha)
+    w, b = solve_fold(total, alpha)
     if stats.shift is not None:
         b = b - stats.shift[0] @ w
     return RidgeFit(w.float(), b.float(), alpha, curve, r2)

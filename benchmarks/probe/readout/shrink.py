@@ -124,7 +124,7 @@ def heldout_shrink(stats: RidgeStats, positions: PositionSums, task, rr: int, al
     if len(stats.folds) < 2 or not (stats.folds[0].n and stats.folds[1].n):
         return torch.ones(k, dtype=torch.float64)
     within, _ = within_positions(stats, positions)
-    return HeldoutShrink(solve_fold(within.folds[0], alpha), positions, k, rr)
+    return HeldoutShrink(solve_fold(within.folds[0], alpha)[0], positions, k, rr)
 
 
 def stream_heldout(loader, group, tasks: dict, stream, state, scores: dict, folds: torch.Tensor) -> None:
