@@ -20,7 +20,8 @@ After the ``git mv``s it fixes what a deeper folder changes, and only that:
 - every ``tests/<old name>.py`` written in the repository's text files (docs, comments, tox.ini) is
   replaced by the new path.
 
-Any other use of ``__file__`` in a moved file is listed for a person to check (the script does not guess).
+Lines that still look written for the flat folder are listed for a person to check (the script does
+not guess).
 """
 
 from __future__ import annotations
@@ -232,8 +233,8 @@ def ensure_packages(tests: Path, new: str, dry_run: bool) -> None:
                 subprocess.run(["git", "add", str(init)], cwd=ROOT, check=True)
 
 
-def fix_moved_file(path: Path, extra_depth: int, is_support: bool) -> list[str]:
-    """Rewrite the path idioms a deeper folder breaks; return the ``__file__`` lines left for a person."""
+def fix_moved_file(path: Path, extra_depth: int, is_support: bool) -> None:
+    """Rewrite the path idioms a deeper folder breaks (what is left, :func:`stale_idioms` lists)."""
     text = path.read_text()
 
     def deeper(match: re.Match) -> str:
@@ -244,11 +245,6 @@ def fix_moved_file(path: Path, extra_depth: int, is_support: bool) -> list[str]:
     if not is_support:  # a helper's own folder is _support itself: its sys.path line stays right
         lines = [line for line in lines if not SYS_PATH_HERE.match(line)]
     path.write_text("".join(lines))
-    review = []
-    for number, line in enumerate(lines, 1):
-        if "__file__" in line and not PARENTS.search(line) and not SYS_PATH_HERE.match(line):
-            review.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
-    return review
 
 
 def rewrite_test_imports(tests: Path, dotted: dict[str, str]) -> None:
@@ -302,14 +298,49 @@ def dotted_names() -> dict[str, str]:
 
 
 def drop_unused_imports(paths: list[Path]) -> None:
-    """Remove the imports a dropped ``sys.path`` line left unused (ruff's F401 fix), if ruff is here."""
+    """Drop the imports a removed ``sys.path`` line left unused and re-sort them (ruff), if ruff is here."""
     beside_python = Path(sys.executable).with_name("ruff")
     ruff = str(beside_python) if beside_python.exists() else shutil.which("ruff")
     if ruff is None:
         print("ruff not found: run `ruff check --fix --select F401 tests` yourself")
         return
-    subprocess.run([ruff, "check", "--fix", "--select", "F401", "--quiet", *map(str, paths)], cwd=ROOT,
+    # I001: the helper imports that followed the dropped line join the sorted import block.
+    subprocess.run([ruff, "check", "--fix", "--select", "F401,I001", "--quiet", *map(str, paths)], cwd=ROOT,
                    check=False)
+
+
+def move(old: str, new: str) -> None:
+    """``git mv`` a tracked file (its history follows); an untracked one is renamed in place."""
+    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", old], cwd=ROOT, capture_output=True)
+    if tracked.returncode == 0:
+        subprocess.run(["git", "mv", old, new], cwd=ROOT, check=True)
+    else:
+        (ROOT / old).rename(ROOT / new)
+
+
+def stale_idioms(tests: Path) -> list[str]:
+    """Lines under ``tests/<area>/`` that still look written for the flat folder (for a person to check).
+
+    A ``sys.path`` insert of the test's own folder, a bare ``from test_x import`` of a module that is
+    not beside it, and a ``Path(__file__)`` path that stops inside ``tests/`` without naming
+    ``conftest`` or ``_support`` (a flat ``parents[1]`` meant the repository root).
+    """
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        rel = path.relative_to(tests)
+        if len(rel.parts) == 1 or rel.parts[0] == SUPPORT_DIR:
+            continue
+        level = len(rel.parts) - 1
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            where = f"tests/{rel.as_posix()}:{number}: {line.strip()}"
+            bare = TEST_IMPORT.match(line)
+            if SYS_PATH_HERE.match(line) or (bare and not (path.parent / f"{bare.group(2)}.py").exists()):
+                found.append(where)
+            elif "__file__" in line and "conftest" not in line and "_support" not in line:
+                ups = [int(k) for _, k in PARENTS.findall(line)]
+                if any(k < level + 1 for k in ups) or re.search(r"Path\(__file__\)[^\[]*\.parent\b", line):
+                    found.append(where)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,11 +356,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in unknown:
             print(f"  tests/{name}", file=sys.stderr)
         return 1
-    if not moves:
-        print("nothing to move: tests/ holds no flat test module")
-        return 0
 
-    review, moved_paths = [], []
+    moved_paths = []
     for old, new in moves.items():
         target = TESTS / new
         print(f"tests/{old} -> tests/{new}")
@@ -340,19 +368,23 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["git", "mv", f"tests/{old}", f"tests/{new}"], cwd=ROOT, check=True)
-        review += fix_moved_file(target, depth(new), is_support=new.startswith(SUPPORT_DIR + "/"))
+        move(f"tests/{old}", f"tests/{new}")
+        fix_moved_file(target, depth(new), is_support=new.startswith(SUPPORT_DIR + "/"))
         moved_paths.append(target)
     if args.dry_run:
         print(f"dry run: {len(moves)} file(s) would move")
         return 0
 
+    # Always (also with nothing left to move): a merge may have brought old names back in.
     rewrite_test_imports(TESTS, dotted_names())
-    drop_unused_imports([p for p in moved_paths if p.suffix == ".py"])
+    if moved_paths:
+        drop_unused_imports(moved_paths)
     changed = rewrite_references(all_destinations())
-    print(f"moved {len(moves)} file(s); references updated in {len(changed)} file(s)")
+    print(f"moved {len(moves)} file(s); references updated in {len(changed)} file(s); "
+          "run `ruff check .` (a longer path can make a line too long)")
+    review = stale_idioms(TESTS)
     if review:
-        print("check these uses of __file__ by hand (paths relative to the old flat folder?):")
+        print("check these lines by hand (written for the flat tests/ folder?):")
         print("\n".join(f"  {line}" for line in review))
     return 0
 
