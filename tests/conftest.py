@@ -204,6 +204,17 @@ def pytest_make_collect_report(collector):
     _no_skip_under_ci(outcome.get_result())
 
 
+@pytest.fixture(autouse=True)
+def _grad_mode_left_on(request):
+    """Fail the test that leaves torch's process-wide grad mode off (every later training would fail)."""
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None and not torch.is_grad_enabled():
+        torch.set_grad_enabled(True)
+        pytest.fail(f"{request.node.nodeid} left torch's grad mode disabled for the whole process "
+                    "(torch.set_grad_enabled(False) outside a with-block)", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The project's ../shared folder (reference facts and golden sets); missing data fails the test."""
