@@ -15,6 +15,9 @@ docs say it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import inspect
+import json
 import re
 import sys
 from collections.abc import Callable
@@ -30,7 +33,8 @@ def protocol_ids_table() -> str:
 
     makers = [("`default_protocol()` (the main job, `probe`)", proto.default_protocol),
               ("`quick_protocol()` (`--quick`)", proto.quick_protocol),
-              ("`body_protocol()` (`--protocol body`: the trained body)", proto.body_protocol)]
+              ("`body_protocol()` (the trained body: `--protocol FILE.json` setting every task's "
+               "`decoder` to `pixelshuffle`)", proto.body_protocol)]
     tasks = list(makers[0][1]().tasks)
     lines = ["| protocol | " + " | ".join(tasks) + " |", "|---" * (len(tasks) + 1) + "|"]
     for label, make in makers:
@@ -63,11 +67,228 @@ def main_job_backbones() -> str:
             f"- `sapiens2-bench run --quick`: {names(QUICK_BACKBONES)}")
 
 
+def _rst_to_markdown(text: str) -> str:
+    """A docstring's reST (``x``, :class:`~a.b.C`) as Markdown code spans, safe in a table cell."""
+    text = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text)
+    return text.replace("``", "`").replace("|", "\\|")
+
+
+def docstring_args(cls: type) -> dict[str, str]:
+    """The ``Args:`` section of ``cls``'s Google-style docstring: field name -> one-line text.
+
+    A line ``a, b: text`` documents both ``a`` and ``b``; continuation lines are joined.
+    """
+    doc = inspect.getdoc(cls) or ""
+    out: dict[str, str] = {}
+    names: list[str] = []
+    in_args = False
+    for line in doc.splitlines():
+        if line.strip() == "Args:":
+            in_args = True
+            continue
+        if not in_args:
+            continue
+        if not line.strip() or not line.startswith("    "):
+            break
+        m = re.match(r"    ([\w, ]+):\s*(.*)", line)
+        if m and not line.startswith("     "):
+            names = [n.strip() for n in m.group(1).split(",")]
+            for n in names:
+                out[n] = m.group(2).strip()
+        else:
+            for n in names:
+                out[n] += " " + line.strip()
+    return {k: _rst_to_markdown(v) for k, v in out.items()}
+
+
+def _meaning(meaning: dict[str, str], name: str) -> str:
+    """``name``'s documented text, else a pointer to the field whose text names it (``lr``: optimizer)."""
+    if name in meaning:
+        return meaning[name]
+    for other, text in meaning.items():
+        if re.search(rf"`[^`]*\b{re.escape(name)}\b[^`]*`", text):
+            return f"see `{other}`"
+    return ""
+
+
+def _value(value) -> str:
+    """A default as a short code span (a long grid of numbers by its ends and length)."""
+    if isinstance(value, tuple) and len(value) > 4:
+        return f"`{value[0]:g}` ... `{value[-1]:g}` ({len(value)} values)"
+    if isinstance(value, (dict, str)):
+        return "`" + json.dumps(value) + "`"
+    return f"`{value!r}`"
+
+
+def _coverage(in_linear: bool, in_body: bool, default) -> str:
+    if in_linear and in_body:
+        return "every id"
+    if in_body:
+        return "the trained body's ids only"
+    if in_linear:
+        return "the linear read-out's ids only"
+    return "the ids, when set (the default `\"\"` is left out)" if default == "" else "no id"
+
+
+def protocol_fields_table() -> str:
+    """Every top-level ``ProbeProtocol`` field: default, which protocol ids cover it, what it does."""
+    from benchmarks.probe import protocol as proto
+
+    linear, body = proto.default_protocol(), proto.body_protocol()
+    task = next(iter(linear.tasks))
+    covered_linear, covered_body = linear.task_protocol(task), body.task_protocol(task)
+    meaning = docstring_args(proto.ProbeProtocol)
+    lines = ["| field | default | in the protocol id of | what |", "|---|---|---|---|"]
+    for f in dataclasses.fields(proto.ProbeProtocol):
+        if f.name == "tasks":
+            what = "per-task settings (the table below); each task's id holds its own entry alone"
+            lines.append(f"| `tasks` | one entry per registered task | that task's id | {what} |")
+            continue
+        default = getattr(linear, f.name)
+        cover = _coverage(f.name in covered_linear, f.name in covered_body, default)
+        text = ("the protocol version: a new version changes every id" if f.name == "version"
+                else _meaning(meaning, f.name))
+        lines.append(f"| `{f.name}` | {_value(default)} | {cover} | {text} |")
+    return "\n".join(lines)
+
+
+def task_settings_table() -> str:
+    """Every task setting: each task's default, which ids cover it, what it does."""
+    from benchmarks.probe import protocol as proto
+
+    linear, body = proto.default_protocol(), proto.body_protocol()
+    tasks = list(linear.tasks)
+    names: list[str] = []
+    meaning: dict[str, str] = {}
+    for t in tasks:
+        cls = type(linear.tasks[t])
+        for klass in reversed(cls.__mro__):
+            if dataclasses.is_dataclass(klass):
+                meaning.update(docstring_args(klass))
+        names += [f.name for f in dataclasses.fields(cls) if f.name not in names]
+    lines = ["| setting | " + " | ".join(tasks) + " | in the protocol id of | what |",
+             "|---" * (len(tasks) + 3) + "|"]
+    for name in names:
+        cells, in_linear, in_body, default = [], False, False, None
+        for t in tasks:
+            settings = linear.tasks[t]
+            if not hasattr(settings, name):
+                cells.append("-")
+                continue
+            default = getattr(settings, name)
+            cells.append(_value(default))
+            in_linear |= name in linear.task_protocol(t)["tasks"][t]
+            in_body |= name in body.task_protocol(t)["tasks"][t]
+        cover = _coverage(in_linear, in_body, default)
+        lines.append(f"| `{name}` | " + " | ".join(cells) + f" | {cover} | {_meaning(meaning, name)} |")
+    return "\n".join(lines)
+
+
+def download_options_table() -> str:
+    """The options of ``sapiens2-bench download`` with their defaults and help (its ``--help``)."""
+    return _cli_options_table("download")
+
+
+def probe_options_table() -> str:
+    """The options of ``sapiens2-bench probe`` (its ``--help``)."""
+    return _cli_options_table("probe")
+
+
+def predict_options_table() -> str:
+    """The options of ``sapiens2-bench predict`` (its ``--help``)."""
+    return _cli_options_table("predict")
+
+
+def _cli_options_table(command: str) -> str:
+    from benchmarks.cli.main import _subparsers, build_parser
+
+    parser = _subparsers(build_parser()).choices[command]
+    lines = ["| option | default | meaning |", "|---|---|---|"]
+    for action in parser._actions:
+        if not action.option_strings or argparse.SUPPRESS in (action.help, action.default) \
+                or "-h" in action.option_strings:
+            continue
+        opt = " / ".join(f"`{o}`" for o in action.option_strings)
+        if action.required:
+            default = "required"
+        elif action.default is None or action.default is False or action.default == "":
+            default = "-"
+        else:
+            default = f"`{action.default}`"
+        meaning = action.help or ""
+        if action.choices:
+            meaning += ("; " if meaning else "") + "one of " + ", ".join(f"`{c}`" for c in action.choices)
+        lines.append(f"| {opt} | {default} | {_rst_to_markdown(meaning)} |")
+    return "\n".join(lines)
+
+
+def checkpoint_repos_table() -> str:
+    """The public Hugging Face repositories ``download`` knows and the ``reproduce`` table each serves."""
+    from benchmarks.reproduce import sources
+    from benchmarks.reproduce.tables import TABLE_TASKS
+
+    def sizes(values):
+        return "{" + ",".join(values) + "}"
+
+    tables = {task: table for table, task in TABLE_TASKS.items()}
+    lines = ["| what | repositories | `download` option | used by |", "|---|---|---|---|",
+             f"| pretrained backbones | `facebook/sapiens2-pretrain-{sizes(sources.PRETRAIN_SIZES)}` | "
+             "`--pretrain` | `reproduce table2`, `probe --weights` |"]
+    for task in sources.HUB_TASKS:
+        repo = sources.repo_for(task, sources.TASK_SIZES[0]).rsplit("-", 1)[0]
+        lines.append(f"| {task} models | `{repo}-{sizes(sources.TASK_SIZES)}` | `--tasks {task}` | "
+                     f"`reproduce {tables[task]}` |")
+    lines.append(f"| person detector of the official pose demo | `{sources.DETECTOR_REPO}` | `--detector` | "
+                 "nothing here (pose is top-down on ground-truth boxes) |")
+    return "\n".join(lines)
+
+
+def mediapipe_models_table() -> str:
+    """The model files of the mediapipe wheel each reference system runs."""
+    from benchmarks.systems import mediapipe_system as mp
+
+    lines = ["| system | file in the wheel |", "|---|---|"]
+    systems = ((mp.POSE_MODEL_NAME, mp.POSE_MODEL_FILES), (mp.SELFIE_MODEL_NAME, mp.SELFIE_MODEL_FILES))
+    for name, files in systems:
+        lines += [f"| {name} | `{f}` |" for f in files]
+    return "\n".join(lines)
+
+
+def mediapipe_landmarks_table() -> str:
+    """MediaPipe's pose landmarks and the keypoints308 keypoint each is scored as."""
+    from benchmarks.systems import mediapipe_system as mp
+    from sapiens2.reference import keypoints308
+
+    ids = {k["name"]: k["id"] for k in keypoints308()["keypoints"]}
+    lines = ["| MediaPipe landmark | keypoints308 name (id) | part |", "|---|---|---|"]
+    lines += [f"| {index} {mp_name} | {ours} ({ids[ours]}) | {part} |"
+              for index, mp_name, ours, part in mp.LANDMARK_MAP]
+    return "\n".join(lines)
+
+
+def mediapipe_left_out_table() -> str:
+    """MediaPipe's landmarks with no keypoints308 counterpart, and why."""
+    from benchmarks.systems import mediapipe_system as mp
+
+    lines = ["| MediaPipe landmark | why |", "|---|---|"]
+    lines += [f"| {name} | {why} |" for name, why in mp.LEFT_OUT.items()]
+    return "\n".join(lines)
+
+
 # block name -> (file holding it, the function that makes its content)
 BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "protocol-ids": (ROOT / "docs" / "probing.md", protocol_ids_table),
+    "probe-options": (ROOT / "docs" / "probing.md", probe_options_table),
+    "protocol-fields": (ROOT / "docs" / "probing.md", protocol_fields_table),
+    "task-settings": (ROOT / "docs" / "probing.md", task_settings_table),
     "results-index": (RESULTS_DIR / "README.md", results_index_table),
     "main-job-backbones": (ROOT / "docs" / "leaderboard.md", main_job_backbones),
+    "checkpoint-repos": (ROOT / "docs" / "reproduction.md", checkpoint_repos_table),
+    "download-options": (ROOT / "docs" / "reproduction.md", download_options_table),
+    "predict-options": (ROOT / "docs" / "predict.md", predict_options_table),
+    "mediapipe-models": (ROOT / "docs" / "reference_systems.md", mediapipe_models_table),
+    "mediapipe-landmarks": (ROOT / "docs" / "reference_systems.md", mediapipe_landmarks_table),
+    "mediapipe-left-out": (ROOT / "docs" / "reference_systems.md", mediapipe_left_out_table),
 }
 
 

@@ -163,6 +163,7 @@ DESTINATIONS = {
     "test_install.py": "project/test_install.py",
     "test_ecosystem.py": "project/test_ecosystem.py",
     "test_skip_policy.py": "project/test_skip_policy.py",
+    "test_docs_reference_tables.py": "project/test_docs_reference_tables.py",
 }
 
 # Helpers imported by name or run as scripts by path: one folder, put on sys.path by tests/conftest.py.

@@ -10,8 +10,9 @@ A result record carries two hashes, both SHA-256 over canonical JSON (sorted key
 A probe's ``protocol_id`` is derived from the protocol dict stored in ``config["protocol"]``
 (:func:`protocol_id`); it is recomputed on read, so a record cannot be moved to another protocol's
 table by editing its id. A record stores its own task's protocol (``ProbeProtocol.task_protocol``:
-``tasks`` holds that task alone), so the id it carries is its task's; records of protocol v4 and
-older may store the whole protocol of every task, hashed as one.
+``tasks`` holds that task alone), so the id it carries is its task's. Records whose protocol version
+is at most :data:`LAST_WHOLE_PROTOCOL_VERSION` may store the whole protocol of every task, hashed as
+one: they are checked against what they store, so published records stay readable.
 
 These checks catch accidents (a hand edit, a merge gone wrong, a file copied over another); they
 are no defence against an attacker, who can recompute the hashes with this very code.

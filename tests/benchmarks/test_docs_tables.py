@@ -118,40 +118,82 @@ def test_reference_docs_hold_no_dated_measurement():
     assert hits == [], "dated measurements belong in benchmarks/results/ (docs link to them)"
 
 
-def _knob_table_rows() -> list[list[str]]:
-    text = (ROOT / "docs" / "probing.md").read_text(encoding="utf-8")
-    section = text.split("## The protocol (", 1)[1].split("\n### ", 1)[0]
-    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()
-            if line.startswith("|") and not line.startswith("|---")][1:]
-
-
-def test_probing_knob_table_defaults_are_the_code_defaults():
-    """Every `field=value` in the default column (but "with `field=...`", an alternative), and every
-    `tasks.<task>.<knob>` (value), is the default protocol's."""
-    import ast
+def test_protocol_tables_list_every_field_and_task_setting():
     import dataclasses
 
-    from benchmarks.probe.protocol import default_protocol
+    from benchmarks.probe.protocol import ProbeProtocol, default_protocol
 
-    proto = default_protocol()
-    fields = {f.name for f in dataclasses.fields(proto)}
+    fields = docs_tables.current_block("protocol-fields")
+    for f in dataclasses.fields(ProbeProtocol):
+        assert f"| `{f.name}` |" in fields, f.name
+    settings = docs_tables.current_block("task-settings")
+    for task, value in default_protocol().tasks.items():
+        for f in dataclasses.fields(value):
+            assert f"| `{f.name}` |" in settings, (task, f.name)
 
-    def same(doc_value, code_value):
-        doc = ast.literal_eval(doc_value)
-        return (list(doc) if isinstance(doc, tuple) else doc) == (
-            list(code_value) if isinstance(code_value, tuple) else code_value)
 
-    checked = []
-    for row in _knob_table_rows():
-        for m in re.finditer(r"`(\w+)=([^`]+)`", row[1]):
-            name, value = m.groups()
-            if name in fields and not row[1][:m.start()].endswith("with "):  # "with x=...": an alternative
-                assert same(value, getattr(proto, name)), (row[0], name, value, getattr(proto, name))
-                checked.append(name)
-        for task, knob, value in re.findall(r"`tasks\.(\w+)\.(\w+)` \(([^)]+)\)", " ".join(row)):
-            assert same(value, getattr(proto.tasks[task], knob)), (task, knob, value)
-            checked.append(f"{task}.{knob}")
-    assert len(checked) >= 8, checked
+def test_a_changed_default_or_coverage_makes_the_protocol_tables_stale(monkeypatch):
+    from benchmarks.probe import protocol as proto
+
+    real = proto.default_protocol
+    monkeypatch.setattr(proto, "default_protocol", lambda: real().replace(interval_level=0.9))
+    assert "protocol-fields" in docs_tables.stale_blocks()
+    monkeypatch.setattr(proto, "default_protocol", lambda: real().replace(tasks={"pose": {"sigma": 3.0}}))
+    assert "task-settings" in docs_tables.stale_blocks()
+
+
+def test_docstring_args_reads_shared_and_continued_entries():
+    class Example:
+        """Summary.
+
+        Args:
+            a, b: the ``first`` pair, see :class:`~x.y.Z`;
+                continued here.
+            c: a | pipe.
+
+        Returns:
+            nothing.
+        """
+
+    args = docs_tables.docstring_args(Example)
+    assert args == {"a": "the `first` pair, see `x.y.Z`; continued here.",
+                    "b": "the `first` pair, see `x.y.Z`; continued here.", "c": "a \\| pipe."}
+
+
+def test_cli_option_tables_list_every_option_of_the_command():
+    from benchmarks.cli.main import _subparsers, build_parser
+
+    for command, block in (("probe", "probe-options"), ("predict", "predict-options"),
+                           ("download", "download-options")):
+        parser = _subparsers(build_parser()).choices[command]
+        text = docs_tables.current_block(block)
+        for action in parser._actions:
+            shown = action.default != "==SUPPRESS==" and "-h" not in action.option_strings
+            if action.option_strings and shown:
+                assert f"`{action.option_strings[0]}`" in text, (command, action.option_strings)
+
+
+def _paragraphs(text: str) -> list[str]:
+    """The prose paragraphs of a Markdown text (no code blocks, tables, comments or list items)."""
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    out = []
+    for block in text.split("\n\n"):
+        lines = [line for line in block.splitlines() if line.strip()]
+        if lines and not lines[0].startswith(("|", "<!--", "#", "- ", "* ")):
+            out.append(" ".join(lines))
+    return out
+
+
+def test_probing_doc_is_a_reference_page():
+    """Short paragraphs, no protocol history, and no file paths inside the probe package (they move:
+    the code map in benchmarks/probe/README.md names them)."""
+    text = (ROOT / "docs" / "probing.md").read_text(encoding="utf-8")
+    long = [p[:60] for p in _paragraphs(text) if len(p) > 800]
+    assert long == []
+    # source paths only: a test's path (tests/benchmarks/probe/...) may be named
+    assert re.findall(r"(?<![\w/])benchmarks/probe/(?!README\.md)\S+", text) == []
+    prose = re.sub(r"<!-- generated: .*?<!-- end generated: [\w-]+ -->", "", text, flags=re.DOTALL)
+    assert re.findall(r"\bv[1-5]'s\b|protocol v[1-5]|since v[1-5]", prose) == []
 
 
 def test_readme_extras_table_lists_exactly_the_declared_extras():
@@ -215,3 +257,18 @@ def test_evaluator_metric_table_lists_metrics_the_evaluators_compute():
                 assert k in declared, (task, k)
                 checked += 1
     assert checked >= 30
+
+
+def test_probing_split_and_small_n_numbers_are_the_code_constants():
+    from benchmarks.mainjob import DEFAULT_SPLIT_IMAGES, QUICK_SPLIT_IMAGES
+    from benchmarks.probe.api import MIN_INTERVAL_IMAGES
+    from benchmarks.probe.protocol import default_protocol
+
+    text = " ".join((ROOT / "docs" / "probing.md").read_text(encoding="utf-8").split())
+    every = default_protocol().holdout_every
+    test = DEFAULT_SPLIT_IMAGES // every
+    assert f"The embedded synthetic split has {DEFAULT_SPLIT_IMAGES} scenes" in text
+    train = DEFAULT_SPLIT_IMAGES - test
+    assert f"every {every}th scene is a test scene: {train} train, {test} test scenes" in text
+    assert f"`--quick` uses {QUICK_SPLIT_IMAGES} scenes" in text
+    assert f"fewer than {MIN_INTERVAL_IMAGES} test images (`MIN_INTERVAL_IMAGES`)" in text
