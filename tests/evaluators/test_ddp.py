@@ -112,6 +112,7 @@ def _assert_same(a: dict, b: dict, task: str) -> None:
 TASKS = ["seg", "normal", "pointmap", "albedo"]
 
 
+@pytest.mark.slow
 def test_two_process_gloo_equals_single_process():
     manager = mp.Manager()
     out = manager.dict()

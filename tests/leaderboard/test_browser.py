@@ -32,7 +32,7 @@ MODELS = [("gt-oracle", "none", "GroundTruthOracle", None, 0.95),
           ("floor", "none", "FeatureFreeFloor", None, 0.10),
           ("pixels", "none", "PixelPatches", None, 0.12),
           (HOSTILE, "random(seed=0)", "x", 5_000_000, 0.30)]
-pytestmark = pytest.mark.chromium
+pytestmark = [pytest.mark.chromium, pytest.mark.slow]  # slow: one browser for the module
 TABLE = "t-pose-probe-p1"
 SUMMARY_ROWS = "#summary table.lb:not([id$=-verdicts]) tbody tr"  # the summaries' rows, not their verdicts'
 W, H = 1400, 900

@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 _MMENGINE_CONFIG = textwrap.dedent("""
@@ -45,6 +47,7 @@ def test_one_custom_import_registers_models_and_metrics(tmp_path):
     assert res.stdout.split()[-4:] == want, res.stdout
 
 
+@pytest.mark.slow
 def test_torchrun_no_python_form_ignores_a_users_benchmarks_package(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
     cli = Path(sys.executable).with_name("sapiens2-bench")

@@ -63,6 +63,7 @@ def test_the_scan_sees_every_form(tmp_path):
                      "benchmarks.cli.leaderboard"]
 
 
+@pytest.mark.slow
 def test_main_job_is_a_library_function(tmp_path, capsys):
     """run_main_job end to end on toy data (no CLI): records, the report, the paired comparison."""
     from benchmarks.mainjob import MainJobResult, run_main_job

@@ -29,6 +29,7 @@ def _keep_only(split, tasks, dest):
     return dest
 
 
+@pytest.mark.slow
 def test_probe_defaults_to_the_tasks_the_data_has(synth, tmp_path, capsys):
     data = _keep_only(synth, {"seg"}, tmp_path / "seg_only")
     out = tmp_path / "out"
@@ -54,6 +55,7 @@ def test_data_without_any_task_is_an_error_naming_the_folder(synth, tmp_path, ca
     assert f"--data {data}: no ground truth of any task" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_run_with_data_defaults_to_its_tasks_too(synth, tmp_path, capsys):
     data = _keep_only(synth, {"seg"}, tmp_path / "seg_only")
     out = tmp_path / "o"

@@ -32,6 +32,7 @@ def docs_plugin_example() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+@pytest.mark.slow
 def test_docs_plugin_example_runs_from_the_cli(synth, tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
@@ -118,6 +119,7 @@ def test_list_backbones_shows_family_params_and_weights(capsys):
     assert rows["dinov2_small"][1:3] == ["dinov2", "22.06M"]
 
 
+@pytest.mark.slow
 def test_weights_flag_and_its_deprecated_alias(synth, tmp_path, capsys):
     from safetensors.torch import save_file
 

@@ -51,6 +51,7 @@ def _assert_close(a: dict, b: dict, rel: float) -> None:
                 assert b[task][k] == pytest.approx(v, rel=rel, abs=1e-6, nan_ok=True), (task, k)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backbone", ["pixels", "gt-oracle"])
 def test_trained_body_reads_its_split_from_disk_whatever_the_batches(tmp_path, monkeypatch, backbone):
     data = make_toy_data(n_train=6, n_test=3, tasks=("seg", "normal", "pose"))
@@ -87,6 +88,7 @@ def test_trained_body_without_a_shortcut_does_not_depend_on_the_batches(tmp_path
     _assert_close(_metrics(whole), _metrics(disk), rel=1e-4)
 
 
+@pytest.mark.slow
 def test_a_failed_run_leaves_no_spill_and_the_next_run_starts_clean(tmp_path, monkeypatch):
     data = make_toy_data(n_train=4, n_test=2, tasks=("seg",))
     protocol = quick_protocol().replace(iterations=4)
@@ -108,6 +110,7 @@ def test_a_failed_run_leaves_no_spill_and_the_next_run_starts_clean(tmp_path, mo
     assert read_record(path)["metrics"] and not list(tmp_path.rglob(".scratch"))
 
 
+@pytest.mark.slow
 def test_images_of_several_sizes_train_the_body_from_disk_in_batches_of_two(tmp_path):
     """The native scoring layout is padded per batch: it stays out of the spill (only the train-size
     maps, which the losses read, stack across batches), and the records equal those of one batch."""

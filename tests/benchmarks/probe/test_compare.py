@@ -289,6 +289,7 @@ def test_schema_checks_the_new_interval_fields():
             make_record(**base, intervals={**iv, **bad})
 
 
+@pytest.mark.slow
 def test_run_and_compare_cli_pair_the_probes_records(tmp_path, capsys, monkeypatch):
     """``run --compare`` end to end on the toy split (the data folder is swapped for in-memory data):
     side files beside the records, the table printed, ``comparisons.json`` and the report section;

@@ -22,6 +22,7 @@ def _run(cmd, out: Path) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.ddp
 @pytest.mark.parametrize("backbone,decoder", [("sapiens2_tiny", "pixelshuffle"), ("sapiens2_tiny", "linear"),
                                               ("gt-oracle", "linear")])

@@ -72,6 +72,7 @@ def test_ground_truth_as_prediction_scores_perfectly(synth64):
         assert abs(m[key] - want) < 1e-3, (name, key, m[key])
 
 
+@pytest.mark.slow
 def test_ground_truth_features_reach_the_ceiling_and_random_backbones_do_not(synth128, tmp_path):
     from benchmarks.probe.api import run_probe
 

@@ -39,6 +39,7 @@ def _records(tmp_path: Path) -> list[Path]:
     return list((tmp_path / "out").rglob("seed*.json"))
 
 
+@pytest.mark.slow
 @pytest.mark.ddp
 def test_ranks_on_other_data_stop_naming_the_data_and_ranks(tmp_path, two_splits):
     proc = _torchrun(tmp_path, two_splits[0], "seg", two_splits[1], "seg")
@@ -49,6 +50,7 @@ def test_ranks_on_other_data_stop_naming_the_data_and_ranks(tmp_path, two_splits
     assert not _records(tmp_path)  # stopped before any fit: nothing mixed was written
 
 
+@pytest.mark.slow
 @pytest.mark.ddp
 def test_ranks_with_other_tasks_stop_naming_the_task_lists(tmp_path, two_splits):
     proc = _torchrun(tmp_path, two_splits[0], "seg", two_splits[0], "seg,normal")

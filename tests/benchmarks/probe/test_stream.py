@@ -107,6 +107,7 @@ def test_a_masked_fit_and_its_shift_do_not_depend_on_batch_composition(tmp_path)
     torch.testing.assert_close(fits[0].fit.weight, fits[1].fit.weight, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_fast_products_give_the_exact_arithmetic_records(tmp_path, monkeypatch):
     """The syrk Gram and the block-sparse ``x^T y`` (wide features only by default) against v5's
     product-then-add arithmetic, forced on for the pixels' narrow features: same penalties, same
@@ -157,6 +158,7 @@ def _assert_same_records(got: dict, ref: dict, rel: float, abs_: float) -> None:
             assert a["intervals"]["bounds"][k] == pytest.approx([lo, hi], rel=rel, abs=abs_), (t, k)
 
 
+@pytest.mark.slow
 def test_float32_products_on_the_fast_path_match_the_float64_records(tmp_path, monkeypatch):
     """``ridge_product_dtype: "float32"`` on the fast path (the Gram through ``ssyrk``, float32 block
     products, float64 sums) against the float64 exact records: the same penalties, metrics and bounds

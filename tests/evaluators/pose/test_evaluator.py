@@ -170,6 +170,7 @@ def _ddp_worker(rank: int, world: int, port: int, n: int, out_path: str) -> None
         torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow
 @pytest.mark.ddp
 def test_two_process_gloo_equals_single_process(tmp_path):
     import torch.multiprocessing as mp

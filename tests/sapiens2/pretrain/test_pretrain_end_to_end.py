@@ -265,6 +265,7 @@ def test_resume_from_another_configs_checkpoint_fails(images, tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------------------ DDP
+@pytest.mark.slow
 @pytest.mark.ddp
 def test_torchrun_two_processes(images, tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
