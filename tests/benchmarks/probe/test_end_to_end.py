@@ -116,6 +116,7 @@ def test_ground_truth_features_reach_the_ceiling_and_random_backbones_do_not(syn
     assert rand["pose"]["AP"] < oracle["pose"]["AP"] - 0.3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backbone", ["sapiens2_tiny", "sapiens_tiny", "dinov2_small_tiny", "pixels"])
 def test_backbone_families_write_valid_records(backbone, synth64, tmp_path):
     from benchmarks.probe.api import run_probe

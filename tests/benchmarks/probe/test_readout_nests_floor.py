@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 from _probe_toy import make_toy_data  # noqa: E402
 
@@ -115,6 +116,7 @@ def test_penalty_search_keeps_the_floor_for_features_without_information():
         assert math.isinf(fit.fit.alpha) or fit.fit.alpha >= 10.0, (name, fit.fit.alpha)
 
 
+@pytest.mark.slow
 def test_pixels_never_below_the_floor(tmp_path):
     """The raw-pixel baseline's paired difference to the floor is never negative beyond its interval."""
     from benchmarks.probe.api import run_probe

@@ -76,6 +76,7 @@ def test_streamed_read_out_equals_a_naive_closed_form_reference():
             torch.testing.assert_close(got, want_maps, rtol=1e-4, atol=1e-4 * float(want_maps.abs().max()))
 
 
+@pytest.mark.slow
 def test_loader_workers_give_the_same_records(tmp_path):
     protocol = _protocol()
     data = make_toy_data(n_train=9, n_test=4, size=(64, 48))

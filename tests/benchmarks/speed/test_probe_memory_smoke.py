@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.slow
 def test_probe_memory_runs_at_small_n(tmp_path):
     out = tmp_path / "res.json"
     cmd = [
