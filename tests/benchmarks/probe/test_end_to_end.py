@@ -139,6 +139,7 @@ def test_backbone_families_write_valid_records(backbone, synth64, tmp_path):
     assert mean["seeds"] == [0, 1] and "mIoU" in mean["metrics_std"]
 
 
+@pytest.mark.slow
 def test_cli_probe(synth64, tmp_path, capsys):
     from benchmarks.cli.main import main
 

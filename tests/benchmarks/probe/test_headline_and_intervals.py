@@ -79,6 +79,7 @@ def _check_intervals(rec: dict, protocol) -> None:
             assert low - 1e-9 <= value <= high + 1e-9, (rec["task"], name, low, value, high)
 
 
+@pytest.mark.slow
 def test_every_probe_record_has_sane_intervals(tmp_path):
     from benchmarks.probe.api import run_probe
     from sapiens2.records.results import read_record
@@ -96,6 +97,7 @@ def test_every_probe_record_has_sane_intervals(tmp_path):
     assert read_record(again[0])["intervals"] == read_record(paths[1])["intervals"]
 
 
+@pytest.mark.slow
 def test_mean_over_seeds_takes_the_seed_interval_when_seeds_differ(tmp_path):
     from benchmarks.probe.api import run_probe
     from sapiens2.records.results import read_record
@@ -118,6 +120,7 @@ def test_mean_over_seeds_takes_the_seed_interval_when_seeds_differ(tmp_path):
     assert read_record(paths[2])["intervals"] == read_record(paths[0])["intervals"]
 
 
+@pytest.mark.slow
 def test_terminal_table_shows_value_interval_and_n(tmp_path, capsys):
     from benchmarks.cli.probe import _print_summary
     from benchmarks.probe.api import run_probe

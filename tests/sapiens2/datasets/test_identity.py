@@ -145,6 +145,7 @@ def _probe(split, out, cache=None) -> dict:
     return json.loads(Path(path).read_text())
 
 
+@pytest.mark.slow
 def test_probe_reruns_see_a_photo_changed_in_place(tmp_path):
     """The done-check, the sample cache and the record's content hash follow the photos."""
     from benchmarks.probe.api import RecordConflictError
