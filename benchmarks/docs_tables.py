@@ -23,6 +23,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.synthetic_docs_tables import realism_table, realistic_limits
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 
@@ -289,6 +291,8 @@ BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "mediapipe-models": (ROOT / "docs" / "reference_systems.md", mediapipe_models_table),
     "mediapipe-landmarks": (ROOT / "docs" / "reference_systems.md", mediapipe_landmarks_table),
     "mediapipe-left-out": (ROOT / "docs" / "reference_systems.md", mediapipe_left_out_table),
+    "realism-mediapipe": (ROOT / "docs" / "synthetic_data.md", realism_table),
+    "realistic-limits": (ROOT / "docs" / "synthetic_data.md", realistic_limits),
 }
 
 

@@ -95,26 +95,88 @@ def back_wall(rng: np.random.Generator, z: float, extent: float = 30.0) -> Scene
     return _flat("wall", v, np.array([[0, 1, 2], [0, 2, 3]]), col)
 
 
-def sample_occluders(rng: np.random.Generator, subject: np.ndarray, eye: np.ndarray,
-                     max_objects: int = 2) -> list[SceneMesh]:
-    """0..``max_objects`` objects placed between the camera at ``eye`` and the person at ``subject``.
+# Occluders stand this far (metres, x-z) in front of the framed person, towards the camera, at most
+# OCCLUDER_MAX_FRACTION of the way: furniture beside a person, not a wall in front of the lens.
+OCCLUDER_DISTANCE = (0.3, 1.2)
+OCCLUDER_MAX_FRACTION = 0.6
+# An occluder may cover at most this share of the framed person's image box (its own image box
+# intersected with the person's); one covering more is moved sideways, then left out.
+MAX_COVER = 0.5
+PLACEMENT_TRIES = 4
 
-    Objects stand on the floor at 25-70 % of the way from the subject to the camera (x-z plane)
-    with a small sideways offset, so they partly hide the person in many images.
+
+def _object(rng: np.random.Generator, i: int, base: np.ndarray) -> list[SceneMesh]:
+    col = rng.uniform(0.1, 0.9, 3)
+    kind = rng.choice(["box", "pole", "chair"])
+    if kind == "box":
+        size = rng.uniform([0.2, 0.3, 0.2], [0.7, 1.3, 0.6])
+        return [box(f"box{i}", base + [0, size[1] / 2, 0], size, rng.uniform(-1, 1), col)]
+    if kind == "pole":
+        return [cylinder(f"pole{i}", base, rng.uniform(0.03, 0.12), rng.uniform(0.8, 2.4), col)]
+    return chair(f"chair{i}", base, rng.uniform(-math.pi, math.pi), col)
+
+
+def _image_box(camera, points: np.ndarray) -> np.ndarray | None:
+    """(x0, y0, x1, y1) of the points' projection clipped to the image; None when none is in front."""
+    cam = camera.to_camera(points)
+    cam = cam[cam[:, 2] > 1e-3]
+    if not len(cam):
+        return None
+    uv = camera.project(cam)
+    h, w = camera.hw
+    return np.array([max(uv[:, 0].min(), 0), max(uv[:, 1].min(), 0), min(uv[:, 0].max(), w),
+                     min(uv[:, 1].max(), h)])
+
+
+def cover_fraction(camera, person_vertices: np.ndarray, meshes: list[SceneMesh]) -> float:
+    """The share of the person's image box that the objects' image box overlaps (0 when apart).
+
+    An object wholly behind the camera covers nothing; one reaching from in front of the camera
+    to behind it is treated as covering everything.
     """
+    person = _image_box(camera, person_vertices)
+    points = np.concatenate([m.vertices for m in meshes])
+    if person is None or person[2] <= person[0] or person[3] <= person[1]:
+        return 0.0
+    behind = camera.to_camera(points)[:, 2] <= 1e-3
+    if behind.all():
+        return 0.0
+    if behind.any():
+        return 1.0
+    obj = _image_box(camera, points)
+    iw = min(person[2], obj[2]) - max(person[0], obj[0])
+    ih = min(person[3], obj[3]) - max(person[1], obj[1])
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    return float(iw * ih / ((person[2] - person[0]) * (person[3] - person[1])))
+
+
+def sample_occluders(rng: np.random.Generator, subject: np.ndarray, eye: np.ndarray,
+                     max_objects: int = 2, camera=None, person_vertices: np.ndarray | None = None,
+                     max_cover: float = MAX_COVER) -> list[SceneMesh]:
+    """0..``max_objects`` objects between the camera at ``eye`` and the person at ``subject``.
+
+    Each object stands on the floor :data:`OCCLUDER_DISTANCE` in front of the subject (towards the
+    camera, at most :data:`OCCLUDER_MAX_FRACTION` of the way) with a sideways offset, so it partly
+    hides the person in many images. With ``camera`` and ``person_vertices`` (the framed person),
+    an object whose image box covers more than ``max_cover`` of the person's image box is moved
+    sideways (up to :data:`PLACEMENT_TRIES` draws) or else left out: the framed person is never
+    blotted out whole.
+    """
+    subject = np.asarray(subject, float)
+    towards = (np.asarray(eye, float) - subject) * np.array([1.0, 0.0, 1.0])
+    reach = float(np.linalg.norm(towards))
+    direction = towards / reach if reach > 1e-9 else np.array([0.0, 0.0, 1.0])
+    side = np.array([direction[2], 0.0, -direction[0]])
     out: list[SceneMesh] = []
     for i in range(int(rng.integers(0, max_objects + 1))):
-        t = rng.uniform(0.25, 0.7)
-        base = np.asarray(subject, float) + (np.asarray(eye) - subject) * t * np.array([1, 0, 1])
-        base = base + [rng.uniform(-0.6, 0.6), 0.0, 0.0]
-        base[1] = 0.0
-        col = rng.uniform(0.1, 0.9, 3)
-        kind = rng.choice(["box", "pole", "chair"])
-        if kind == "box":
-            size = rng.uniform([0.2, 0.3, 0.2], [0.7, 1.3, 0.6])
-            out.append(box(f"box{i}", base + [0, size[1] / 2, 0], size, rng.uniform(-1, 1), col))
-        elif kind == "pole":
-            out.append(cylinder(f"pole{i}", base, rng.uniform(0.03, 0.12), rng.uniform(0.8, 2.4), col))
-        else:
-            out += chair(f"chair{i}", base, rng.uniform(-math.pi, math.pi), col)
+        d = min(rng.uniform(*OCCLUDER_DISTANCE), OCCLUDER_MAX_FRACTION * reach)
+        front = subject + direction * d
+        front[1] = 0.0
+        for _ in range(PLACEMENT_TRIES):
+            obj = _object(rng, i, front + side * rng.uniform(-0.6, 0.6))
+            if camera is None or person_vertices is None or \
+                    cover_fraction(camera, person_vertices, obj) <= max_cover:
+                out += obj
+                break
     return out

@@ -88,7 +88,7 @@ def compose_scene(rng: np.random.Generator, hw: tuple[int, int], people: list, f
     if rng.random() < 0.6:  # a back wall behind everyone
         far = min(float(m.vertices[:, 2].min()) for m in meshes[: len(people)])
         meshes.append(back_wall(rng, far - rng.uniform(0.8, 3.0)))
-    meshes += sample_occluders(rng, feet, cam.centre(), max_objects)
+    meshes += sample_occluders(rng, feet, cam.centre(), max_objects, cam, main)
     env = sample_environment(rng, feet, environment)
     return RealisticScene(meshes, [person_keypoints(p) for p in people], cam, env)
 
