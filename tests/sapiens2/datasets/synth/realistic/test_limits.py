@@ -1,6 +1,6 @@
 """docs/synthetic_data.md's list of what the realistic generator cannot produce equals the code's.
 
-The generated blocks themselves are kept current by tests/test_docs_tables.py; here: the list names
+The generated blocks themselves are kept current by tests/benchmarks/test_docs_tables.py; here: the list names
 every undefined keypoint of the build table and every never-produced class, the table and the
 limits module agree, and (with anny) sampled people really never carry those classes or points.
 """
@@ -18,7 +18,7 @@ from benchmarks import docs_tables
 from sapiens2.datasets.synth.realistic.limits import NEVER_PRODUCED_CLASSES, undefined_keypoints
 from sapiens2.reference import DATA_DIR, keypoints308, seg_classes29
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "synthetic_data.md"
+DOC = Path(__file__).resolve().parents[5] / "docs" / "synthetic_data.md"
 
 
 def _listed_keypoints(block: str) -> set[tuple[str, int]]:

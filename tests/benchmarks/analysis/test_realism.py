@@ -1,7 +1,7 @@
 """The realism measurement's parts (benchmarks/analysis/realism_mediapipe.py, capsule_people.py) and
 the realistic generator's occluder placement rule (occluders.cover_fraction / sample_occluders).
 
-CI-sized: capsule meshes and a stand-in person (tests/_realistic_standin.py, no anny), two-image
+CI-sized: capsule meshes and a stand-in person (tests/_support/_realistic_standin.py, no anny), two-image
 procedural splits; the MediaPipe end-to-end check is marked ``mediapipe``.
 """
 
