@@ -178,6 +178,7 @@ def test_hf_backbone_from_local_folder(tmp_path):
     assert bb.describe()["weights"] == str(tmp_path / "dino")
 
 
+@pytest.mark.slow
 def test_user_backbone_plugin_worked_example(tmp_path):
     """The docs/probing.md example: register one small class, probe it by name."""
     import torch.nn.functional as F
@@ -260,6 +261,7 @@ def test_missing_keys_in_samples_are_named(tmp_path):
         run_probe("pixels", ["normal"], data, tmp_path, quick=True)
 
 
+@pytest.mark.slow
 def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch):
     from benchmarks.probe.backbones import build_probe_backbone
     from benchmarks.probe.data import stack_images
@@ -296,6 +298,7 @@ def test_interrupted_training_resumes_to_the_same_decoder(tmp_path, monkeypatch)
         torch.testing.assert_close(a, b, msg=k)
 
 
+@pytest.mark.slow
 def test_finished_records_are_not_recomputed(tmp_path):
     from benchmarks.probe.api import run_probe
 
