@@ -49,6 +49,7 @@ def _headline(rows, row, task):
     return rows[row][task]["metrics"][PROBE_HEADLINE[task].key]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("row", [0.0, "oracle"])
 def test_ground_truth_reaches_every_dense_ceiling(ladder, row):
     """The clean ground-truth stream (every task's targets in one feature set) and the oracle row

@@ -83,6 +83,7 @@ def _scores(data, protocol, stream_of, alphas=None) -> tuple[dict, dict]:
     return fits, metrics
 
 
+@pytest.mark.slow
 def test_readout_at_infinite_penalty_equals_the_floor():
     """At the infinite penalty the read-out of any features (the pixels': another grid, another shuffle
     factor than the floor's) scores the floor's metrics exactly on every task."""
@@ -101,6 +102,7 @@ def test_readout_at_infinite_penalty_equals_the_floor():
         assert _same(inf_metrics[name], floor_metrics[name]), name
 
 
+@pytest.mark.slow
 def test_penalty_search_keeps_the_floor_for_features_without_information():
     """Noise features: the held-out search picks the infinite penalty (the floor) or a penalty so large
     that the read-out stays at the floor."""

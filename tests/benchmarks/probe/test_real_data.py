@@ -38,6 +38,7 @@ def _check_named(rec: dict, kind: str, name: str) -> None:
     assert validate(rec) == []
 
 
+@pytest.mark.slow
 @needs_real
 def test_probe_pose_coco17_and_person_mask_seg_on_real_photos(tmp_path, capsys):
     data = import_dataset("coco", REAL / "coco/test_coco.json", tmp_path / "coco")
@@ -59,6 +60,7 @@ def test_probe_pose_coco17_and_person_mask_seg_on_real_photos(tmp_path, capsys):
         assert f"probe pixels {rec['task']} seed 0: WARNING: only {n}" in err
 
 
+@pytest.mark.slow
 @needs_real
 def test_probe_wholebody133_pose_with_a_shipped_backbone_scores_every_part(tmp_path):
     data = import_dataset("coco-wholebody", REAL / "coco/test_coco_wholebody.json", tmp_path / "wb")
@@ -71,6 +73,7 @@ def test_probe_wholebody133_pose_with_a_shipped_backbone_scores_every_part(tmp_p
             assert f"{part}/{m}" in rec["metrics"], (part, m, sorted(rec["metrics"]))
 
 
+@pytest.mark.slow
 @needs_real
 def test_probe_ochuman_rle_person_masks_with_a_shipped_backbone(tmp_path):
     data = import_dataset("ochuman", REAL / "ochuman/test_ochuman.json", tmp_path / "och")
