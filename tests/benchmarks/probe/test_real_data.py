@@ -90,6 +90,7 @@ def _mixed_size_seg(tmp_sizes):
     return [_scene(i, size, gen) for i, size in enumerate(tmp_sizes)]
 
 
+@pytest.mark.slow
 def test_seg_probe_on_images_of_different_sizes_scores_each_at_its_native_size(tmp_path):
     train = _mixed_size_seg([(64, 48), (60, 52), (70, 40), (64, 48)])
     test = _mixed_size_seg([(56, 44), (72, 50)])
@@ -137,6 +138,7 @@ def _direct_update(name: str, ev, maps: torch.Tensor, s: dict, index: torch.Tens
         ev.update(pred * m[:, None], torch.where(m, pc, 0)[None], m, index=index)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DENSE)
 def test_dense_probe_on_images_of_different_sizes_scores_each_at_its_native_size(tmp_path, name):
     train = _mixed_size_seg([(64, 48), (60, 52), (70, 40), (64, 48)])
@@ -203,6 +205,7 @@ def test_vocabulary_enters_the_protocol_id_only_when_not_the_default():
     assert seg.out_channels == 20 and seg.make_evaluator().num_classes == 20
 
 
+@pytest.mark.slow
 def test_memory_data_vocabulary_sizes_the_pose_task(tmp_path):
     gen = torch.Generator().manual_seed(1)
     scenes = [_scene(i, (64, 48), gen) for i in range(6)]
@@ -219,6 +222,7 @@ def test_memory_data_vocabulary_sizes_the_pose_task(tmp_path):
                   protocol=quick_protocol().replace(tasks={"pose": {"keypoint_set": "coco17"}}))
 
 
+@pytest.mark.slow
 @needs_real
 def test_probe_cli_names_the_vocabulary_and_warns_on_few_images(tmp_path, capsys):
     from benchmarks.cli.main import main

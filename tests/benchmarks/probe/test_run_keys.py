@@ -18,6 +18,7 @@ def _data(seed: int):
     return make_toy_data(tasks=SEG, seed=seed)
 
 
+@pytest.mark.slow
 def test_another_dataset_never_returns_the_old_record(tmp_path):
     (first,) = run_probe("pixels", SEG, _data(0), tmp_path, quick=True)
     before = first.read_bytes()
@@ -28,6 +29,7 @@ def test_another_dataset_never_returns_the_old_record(tmp_path):
     assert again == first and first.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_other_weights_never_return_the_random_init_record(tmp_path):
     from safetensors.torch import save_file
 
