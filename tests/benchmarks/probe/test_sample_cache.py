@@ -147,6 +147,7 @@ def test_a_corrupt_entry_is_an_error_naming_it(split, tmp_path):
     assert str(entry) in str(e.value) and "delete" in str(e.value)
 
 
+@pytest.mark.slow
 def test_records_do_not_depend_on_the_cache(split, tmp_path):
     """pixels on all five tasks: no cache, a cold cache and a warm cache write the same metrics."""
     p = _protocol()
