@@ -43,6 +43,7 @@ def test_other_weights_never_return_the_random_init_record(tmp_path):
         run_probe("sapiens2_tiny", SEG, _data(0), tmp_path / "out", quick=True, checkpoint=ckpt)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_another_run_is_ignored_with_a_message(tmp_path, capsys):
     """A run killed on dataset A and restarted on B does not continue A's decoder."""
     (a,) = run_probe("pixels", SEG, _data(0), tmp_path / "out", quick=True)
@@ -58,6 +59,7 @@ def test_a_checkpoint_of_another_run_is_ignored_with_a_message(tmp_path, capsys)
     assert rec["config"]["run"] == ref["config"]["run"]
 
 
+@pytest.mark.slow
 def test_a_second_protocol_keeps_the_first_protocols_record(tmp_path):
     (first,) = run_probe("pixels", SEG, _data(0), tmp_path, quick=True)
     before = first.read_bytes()
