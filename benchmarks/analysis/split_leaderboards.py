@@ -4,7 +4,7 @@ Reads finished main-job output folders (``OUT/results`` records and ``OUT/compar
 measurement file: per split, every row's headline per task (value, 95% interval, n, protocol id, the
 share of the floor-to-oracle gap closed) and every paired comparison. :func:`leaderboard_markdown`
 turns that file into the tables of ``docs/realistic_leaderboard.md`` (a generated block, checked by
-``tests/test_docs_tables.py``), so no number there is typed by hand.
+``tests/benchmarks/test_docs_tables.py``), so no number there is typed by hand.
 
 Example:
     python -m benchmarks.analysis.split_leaderboards realistic=out-real procedural=out-proc \\
