@@ -38,14 +38,15 @@ def _seg_split(root: Path, sizes: list[int]) -> Path:
 
 @pytest.mark.parametrize("flag", ["sample_cache", "out_dir", "cache_dir"])
 def test_a_cache_or_output_inside_the_split_is_refused_up_front(tmp_path, flag):
-    from benchmarks.probe.api import run_probe
+    from benchmarks.probe.api import RunOptions, run_probe
     from benchmarks.probe.protocol import quick_protocol
 
     split = _seg_split(tmp_path / "d", [32] * 6)
-    kwargs = {"out_dir": tmp_path / "out", flag: split / "cache"}
+    out_dir = split / "cache" if flag == "out_dir" else tmp_path / "out"
+    options = RunOptions(**{flag: split / "cache"}) if flag != "out_dir" else RunOptions()
     names = {"sample_cache": "--sample-cache", "out_dir": "--out", "cache_dir": "--feature-cache"}
     with pytest.raises(ValueError, match=f"{names[flag]} {split / 'cache'} is inside the split folder"):
-        run_probe("pixels", "seg", split, protocol=quick_protocol(), **kwargs)
+        run_probe("pixels", "seg", split, out_dir, protocol=quick_protocol(), options=options)
     assert sorted(p.name for p in split.iterdir()) == ["images", "seg", "seg.json", "split.json"]
 
 
