@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("sapiens2", "evaluators", "leaderboard", "benchmarks")
 CLI = "benchmarks.cli"
 ENTRY_POINT = "benchmarks.cli.main"  # the console script; run as ``python -m benchmarks.cli.main`` too
+# Tools that document the CLI itself (not library code any command runs): they may read its parser.
+CLI_READERS = {"benchmarks/docs_tables.py": "renders the subcommands' options into the docs' option tables"}
 
 
 def _is_cli(module: str) -> bool:
@@ -43,7 +45,7 @@ def test_nothing_outside_the_cli_imports_it():
     for pkg in PACKAGES:
         for path in sorted((ROOT / pkg).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
-            if rel.startswith("benchmarks/cli/"):
+            if rel.startswith("benchmarks/cli/") or rel in CLI_READERS:
                 continue
             bad += [f"{rel}:{line} imports {mod}" for line, mod in cli_imports(path)]
     assert not bad, "library code may not import the CLI (move the helper to a library module):\n" + \

@@ -42,6 +42,7 @@ NOT_RECORDS = {
     ("leaderboard/comparisons.py", "protocol_id"): "a paired comparison (compare's output), no record",
     ("leaderboard/standing.py", "protocol_id"): "a folded paired verdict, no record",
     ("leaderboard/summary_view.py", "protocol_id"): "a folded paired verdict or a long-frame row, no record",
+    ("benchmarks/analysis/split_leaderboards.py", "protocol_id"): "a row of the measurement file, no record",
 }
 
 
