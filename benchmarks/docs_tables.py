@@ -7,7 +7,7 @@ A generated table sits between two HTML comments in a Markdown file::
     <!-- end generated: protocol-ids -->
 
 ``python -m benchmarks.docs_tables --write`` rewrites every such block from the code;
-``python -m benchmarks.docs_tables`` (and ``tests/test_docs_tables.py``) fails, naming the file and
+``python -m benchmarks.docs_tables`` (and ``tests/benchmarks/test_docs_tables.py``) fails, naming the file and
 the block, when a block differs from what the code gives, so a changed id fails a test until the
 docs say it.
 """

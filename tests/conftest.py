@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -29,9 +30,16 @@ SHARED = Path(os.environ.get("SAPIENS2_SHARED", ROOT.parent / "shared"))
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
-# Importing the toy plug-in registers a sixth task in the project's registries; only tests/test_toy_task.py
-# imports it (and unregisters it again). --doctest-modules would import it for every run otherwise.
-collect_ignore = ["_toy_task.py"]
+# The shared helpers (tests/_support: toy data, fake hub, browser driver, subprocess workers) are imported
+# by their bare names from test modules at any depth, and by the workers run as scripts.
+SUPPORT = Path(__file__).resolve().parent / "_support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+# Importing the toy plug-in registers a sixth task in the project's registries; only
+# tests/benchmarks/probe/tasks/test_toy_task.py imports it (and unregisters it again).
+# --doctest-modules would import it for every run otherwise.
+collect_ignore = ["_support/_toy_task.py"]
 
 XTCOCOTOOLS_HINT = (
     "pip install -e '.[coco]' (NumPy 1), or under NumPy 2 build it from source: pip install cython "
@@ -194,6 +202,17 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
     outcome = yield
     _no_skip_under_ci(outcome.get_result())
+
+
+@pytest.fixture(autouse=True)
+def _grad_mode_left_on(request):
+    """Fail the test that leaves torch's process-wide grad mode off (every later training would fail)."""
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None and not torch.is_grad_enabled():
+        torch.set_grad_enabled(True)
+        pytest.fail(f"{request.node.nodeid} left torch's grad mode disabled for the whole process "
+                    "(torch.set_grad_enabled(False) outside a with-block)", pytrace=False)
 
 
 @pytest.fixture(scope="session")

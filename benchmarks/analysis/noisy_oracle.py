@@ -9,8 +9,8 @@ channel gets Gaussian noise of ``sigma`` times that channel's RMS over the split
 per image, so a rerun draws the same noise); ``sigma = 0`` holds the ground truth linearly and the
 read-out must reach the ceiling (seg 100 %, normal and pointmap and albedo errors near 0);
 ``sigma = inf`` (pure noise) carries nothing. Under the read-out the levels score in their order, and
-the infinite penalty on any of them is the feature-free floor exactly (``tests/test_probe_ceiling.py``;
-docs/design/readout_ceiling.md).
+the infinite penalty on any of them is the feature-free floor exactly
+(``tests/benchmarks/probe/test_readout_ceiling.py``; docs/design/readout_ceiling.md).
 
 Example:
     python -m benchmarks.analysis.noisy_oracle --levels 0,1,3,inf --out benchmarks/results/x.json

@@ -4,7 +4,7 @@ Reads finished main-job output folders (``OUT/results`` records and ``OUT/compar
 measurement file: per split, every row's headline per task (value, 95% interval, n, protocol id, the
 share of the floor-to-oracle gap closed) and every paired comparison. :func:`leaderboard_markdown`
 turns that file into the tables of ``docs/realistic_leaderboard.md`` (a generated block, checked by
-``tests/test_docs_tables.py``), so no number there is typed by hand.
+``tests/benchmarks/test_docs_tables.py``), so no number there is typed by hand.
 
 Example:
     python -m benchmarks.analysis.split_leaderboards realistic=out-real procedural=out-proc \\
@@ -87,7 +87,7 @@ def split_rows(out: Path | list[Path], extra: list[tuple[str, str]] = ()) -> dic
         rows.append({"backbone": name, "kind": kinds[name], "task": task, "metric": spec.key, "value": value,
                      "low": iv.lo if iv else None, "high": iv.hi if iv else None,
                      "n": rec.intervals.n if rec.intervals else None, "protocol_id": rec.protocol.id,
-                     "gap_closed": gap, "dataset": rec.dataset.as_dict().get("content_hash")})
+                     "gap_closed": gap, "dataset": rec.dataset.content_hash})
     comps, skipped = _comparisons(outs, list(dict.fromkeys(n for n, _ in records)), list(extra))
     keep = ("a", "b", "task", "metric", "value_a", "value_b", "difference", "low", "high", "n", "verdict")
     return {"rows": rows, "comparisons": [{k: c.get(k) for k in keep} for c in comps],

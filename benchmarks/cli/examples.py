@@ -1,7 +1,7 @@
 """One runnable example per (sub)command, shown at the end of its ``--help``.
 
 Kept apart from the command modules so that each stays about its own options; ``main`` adds them
-to every parser (``tests/test_cli_help.py`` parses each example with the real parser, so an example
+to every parser (``tests/benchmarks/cli/test_help.py`` parses each example with the real parser, so an example
 cannot name an option that does not exist).
 """
 

@@ -9,9 +9,10 @@ every check has passed, by an atomic rename, so ``ROOT`` never holds a partial o
 Checks: the SHA-256 of the bytes against the hub's LFS metadata (online), or against the content
 address of the cached blob (offline: the cache names LFS blobs by their SHA-256); the safetensors
 header is readable; its keys and shapes are exactly those of the official model built from the
-reference configs on the meta device (``tests/test_download.py`` checks those equal the official key
-lists of ``shared/reference``). Offline (``HF_HUB_OFFLINE=1`` or no network) a file already in the cache
-is used; anything else fails with a message that names the repository and how to place the file by hand.
+reference configs on the meta device (``tests/benchmarks/cli/test_download.py`` checks those equal the
+official key lists of ``shared/reference``). Offline (``HF_HUB_OFFLINE=1`` or no network) a file already
+in the cache is used; anything else fails with a message that names the repository and how to place
+the file by hand.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ _OPEN_SECTIONS = {("model",), ("model", "backbone"), ("model", "decoder"), ("mod
 _TINY_ARCH = {"embed_dims": 64, "num_layers": 4, "num_heads": 4, "feedforward_channels": 128}
 _SMALL_ARCH = {"embed_dims": 192, "num_layers": 6, "num_heads": 4, "feedforward_channels": 768}
 # The CPU recipes' pretraining images: scene seed 1000 of the synthetic generator (the probe's splits
-# use seed 0; tests/test_pretrain_recipes.py checks that they stay disjoint), one image per scene.
+# use seed 0; tests/sapiens2/pretrain/test_recipes.py checks that they stay disjoint), one image per scene.
 CPU_DATA = {"source": "synth", "seed": 1000, "n": 6000, "size": [256, 192]}
 
 

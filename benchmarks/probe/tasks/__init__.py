@@ -4,7 +4,7 @@ Every module of this folder is imported here, and each registers its :class:`Pro
 (with its own settings class and defaults) in :data:`benchmarks.probe.registry.PROBE_TASKS`; a
 plug-in registers its task the same way from anywhere. Nothing lists the tasks: they are the tasks
 of the task table (``sapiens2.tasks``, in its order) that have a registered probe task. A task of
-the table without one is reported by the contract test in ``tests/test_task_table.py``.
+the table without one is reported by the contract test in ``tests/sapiens2/tasks/test_task_table.py``.
 
 Example:
     >>> from benchmarks.probe.tasks import probe_task_class, probe_task_names

@@ -47,8 +47,8 @@ def _dense_records(sid: str, r: dict) -> dict[str, dict]:
 
 
 # The tasks the renderer has ground truth for (pose: the COCO file), each with its manifest; every
-# one is a task of the task table (tests/test_synth.py). A task of the table not rendered here has
-# no ground truth in a synthetic split, and the probe says so when asked for it.
+# one is a task of the task table (tests/sapiens2/datasets/synth/test_synth.py). A task of the table
+# not rendered here has no ground truth in a synthetic split, and the probe says so when asked for it.
 _DENSE_TASKS = tuple(_dense_records("", {"K": None}))
 RENDERED_TASKS = ("pose", *_DENSE_TASKS)
 TASK_MANIFESTS = {t: f"{t}.json" for t in RENDERED_TASKS}

@@ -77,10 +77,12 @@ def anny_model():
     if problem is not None:
         raise RuntimeError(f"the realistic synthetic generator needs anny: {problem}")
     import anny
-    import torch
 
-    torch.set_grad_enabled(False)
-    return anny.Anny(**_MODEL_ARGS)
+    model = anny.Anny(**_MODEL_ARGS)
+    # Its outputs are data, never trained: no graphs. Per model, not torch's process-wide grad mode,
+    # which would stop every later training in the same process (pretraining, the probe's body).
+    model.requires_grad_(False)
+    return model
 
 
 @functools.cache

@@ -3,7 +3,8 @@
 No image files ship or download: each environment map is a small lat-long radiance array computed
 here (a sky gradient with a sun, a studio's grey sweep with soft boxes, an overcast dome, a warm
 room), and 0-3 point or spot lights are added. The albedo ground truth does not depend
-on any of it (tests/test_synth_realistic_render.py renders one scene under two environments).
+on any of it (tests/sapiens2/datasets/synth/realistic/test_render.py renders one scene under two
+environments).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 The keypoints come from the build table ``sapiens2/data/anny_keypoints308.json`` (rule
 ``undefined``, each with its reason); the classes are stated here, each with its reason, and checked
-against sampled people by ``tests/test_synthetic_data_docs.py``. ``docs/synthetic_data.md`` shows
-both lists as generated blocks (``benchmarks/docs_tables.py``).
+against sampled people by ``tests/sapiens2/datasets/synth/realistic/test_limits.py``.
+``docs/synthetic_data.md`` shows both lists as generated blocks (``benchmarks/docs_tables.py``).
 
 Example:
     >>> sorted(NEVER_PRODUCED_CLASSES)
