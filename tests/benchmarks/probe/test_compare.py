@@ -299,7 +299,7 @@ def test_run_and_compare_cli_pair_the_probes_records(tmp_path, capsys, monkeypat
 
     real = api.run_probe
     data = make_toy_data(tasks=("seg",), seed=0)
-    monkeypatch.setattr(mainjob, "default_data_dir", lambda protocol, quick=False: "toy")
+    monkeypatch.setattr(mainjob, "default_data_dir", lambda protocol, quick=False, generator=None: "toy")
     monkeypatch.setattr(api, "run_probe",
                         lambda name, tasks, _data, out, **kw: real(name, tasks, data, out, **kw))
     out = tmp_path / "o"
