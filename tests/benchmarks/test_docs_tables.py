@@ -68,6 +68,18 @@ def test_readme_command_table_lists_exactly_the_cli_subcommands():
     assert listed == _cli_commands()
 
 
+def test_readme_terminal_example_shows_the_default_protocol_ids():
+    """The README's terminal example is a real run's output: its ids are the ones the code gives now."""
+    from benchmarks.probe.protocol import default_protocol
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line.startswith("protocol ids: ")]
+    assert len(lines) == 1, "README.md: the terminal example's 'protocol ids:' line is gone"
+    shown = dict(part.split(" ") for part in lines[0].removeprefix("protocol ids: ").split(", "))
+    p = default_protocol()
+    assert shown == {task: p.protocol_id(task) for task in p.tasks}
+
+
 def test_every_measurement_file_reads_and_names_its_provenance():
     files = sorted((ROOT / "benchmarks" / "results").rglob("*.json"))
     assert files
