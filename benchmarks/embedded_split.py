@@ -65,6 +65,19 @@ def split_generator(name: str | None = None, quick: bool = False, render: str | 
     return settings
 
 
+def check_generator_flag(generator: str | None, data, quick: bool = False) -> None:
+    """Refuse, before any work, a ``--generator`` that is unknown or given together with ``--data``.
+
+    Raises:
+        ValueError: naming ``--generator`` (and ``--data`` for the clash).
+    """
+    if generator is None:
+        return
+    if data is not None:
+        raise ValueError(f"--generator {generator} chooses the embedded split; not with --data {data}")
+    split_generator(generator, quick=quick)
+
+
 def default_data_dir(protocol, quick: bool = False, generator: str | None = None) -> str:
     """The cached embedded synthetic split at the protocol's input size (``quick``: the small one).
 

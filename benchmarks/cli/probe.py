@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 
-from benchmarks.embedded_split import default_data_dir, split_generator
+from benchmarks.embedded_split import check_generator_flag, default_data_dir
 from benchmarks.mainjob import tasks_of_data
 from sapiens2.tasks import task_names
 
@@ -154,11 +154,7 @@ def run(args) -> int:
         return 0
     if not args.backbone:
         raise ValueError("--backbone is required (see --list-backbones)")
-    if args.generator is not None:  # before any work: an unknown name or a clash names --generator
-        if args.data is not None:
-            raise ValueError(f"--generator {args.generator} chooses the embedded split; not with "
-                             f"--data {args.data}")
-        split_generator(args.generator, quick=args.quick)
+    check_generator_flag(args.generator, args.data, quick=args.quick)
     weights = _weights(args)
     if args.backbone not in REFERENCE_BACKBONES:
         resolve_backbone_cfg(args.backbone)  # an unknown name or a bad module:Class fails before any work

@@ -93,13 +93,9 @@ def run(args: argparse.Namespace) -> int:
     from benchmarks.probe.records.runkey import seed_list
 
     seeds = seed_list(str(args.seeds))  # before any work: names --seeds, refuses repeats
-    if args.generator is not None:  # before any work: an unknown name or a clash names --generator
-        from benchmarks.embedded_split import split_generator
+    from benchmarks.embedded_split import check_generator_flag
 
-        if args.data is not None:
-            raise ValueError(f"--generator {args.generator} chooses the embedded split; not with "
-                             f"--data {args.data}")
-        split_generator(args.generator, quick=args.quick)
+    check_generator_flag(args.generator, args.data, quick=args.quick)
     default = QUICK_BACKBONES if args.quick else DEFAULT_BACKBONES
     names = [b.strip() for b in args.backbones.split(",") if b.strip()] if args.backbones else list(default)
     tasks = args.tasks or TASKS

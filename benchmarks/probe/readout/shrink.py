@@ -92,9 +92,10 @@ class HeldoutShrink:
         prior = self.prior0.to(dev)
         g = compose(z, prior, k, rr) - prior
         y = y.double().view(-1, pos, y.shape[1]).to(dev)
+        mask = y[..., k * rr :].repeat(1, 1, k)
         covered = self.covered.to(dev)
-        b = y[..., k * rr :].repeat(1, 1, k) * covered
-        bd = (y[..., : k * rr] - y[..., k * rr :].repeat(1, 1, k) * prior) * covered  # B (t - mu) = A - B mu
+        b = mask * covered
+        bd = (y[..., : k * rr] - mask * prior) * covered  # B (t - mu) = A - B mu
         self.sums[0] += (bd * g).view(-1, k, rr).sum((0, 2)).cpu()
         self.sums[1] += (b * g.square()).view(-1, k, rr).sum((0, 2)).cpu()
 
