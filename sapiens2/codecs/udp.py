@@ -160,12 +160,16 @@ def udp_decode(
     argmax (``H``: the central-difference Hessian with ``float32`` eps added to its diagonal, as the
     official decoder; ``g``: the central-difference gradient); the keypoint is ``argmax - shift``.
 
-    ``refine="bounded"`` keeps that step only where both hold:
+    ``refine="bounded"`` keeps that step where it stays inside the argmax's own pixel cell
+    (``|shift| <= 0.5`` on each axis: it moves the keypoint no farther than the argmax's rounding
+    does, whatever the curvature; at the heatmap's edge the replicate padding makes the step exactly
+    half a pixel outward, toward a peak beyond the edge, and it is kept), and a longer step only where
+    both hold:
 
     * ``H`` is negative definite (``H_xx < 0`` and ``det H > 0``, on the same eps-shifted ``H``
       the step solves with): only then is the step's target a maximum of the local quadratic model;
-      at a saddle or minimum it points away from the peak, and as ``det H -> 0`` (a flat or clamped
-      log-map) its length grows without bound;
+      at a saddle or minimum it points at no peak, and as ``det H -> 0`` (a flat ridge, or a log-map
+      flattened by the 1e-3 clamp) its length grows without bound;
     * ``|shift| <= (blur_kernel_size + 1) / 2`` heatmap pixels on each axis (6 for the kernel of 11):
       the step is read from the blurred map's 3 x 3 values at the argmax, and those depend on the raw
       heatmap within that many pixels (the blur's radius plus the stencil's one pixel); a longer step
@@ -233,8 +237,9 @@ def udp_decode(
     shift_x = (c * dx - dxy * dy) / det
     shift_y = (a * dy - dxy * dx) / det
     if refine == "bounded":
+        step = torch.maximum(shift_x.abs(), shift_y.abs())  # NaN where det is 0: never kept
         reach = (blur_kernel_size + 1) / 2
-        keep = (a < 0) & (det > 0) & (shift_x.abs() <= reach) & (shift_y.abs() <= reach)
+        keep = (step <= 0.5) | ((a < 0) & (det > 0) & (step <= reach))
         zero = torch.zeros((), dtype=shift_x.dtype, device=shift_x.device)
         shift_x, shift_y = torch.where(keep, shift_x, zero), torch.where(keep, shift_y, zero)
     kx = torch.where(valid, xs.to(torch.float64) - shift_x, torch.full_like(shift_x, -1.0))

@@ -74,14 +74,30 @@ def test_default_refinement_is_the_official_one():
 
 def test_bounded_returns_the_argmax_at_a_saddle():
     """Two peaks 10 px apart and a one-pixel spike between them (the raw argmax): blurred, the spike is
-    small beside the peaks, so the log-map at the argmax curves up along x and down along y."""
+    small beside the peaks, so the log-map at the argmax curves up along x and down along y. The
+    official step (to the saddle point, within the blur's reach) leaves the argmax's cell."""
     hm = _gaussian(7.0, 16.0, 2.0) + 0.9 * _gaussian(17.0, 16.0, 2.0)
-    hm[16, 12] = 1.5
+    hm[16, 11] = 1.5
     dxx, dyy, _ = _log_hessian(hm)
     assert dxx > 0 > dyy  # a valley along x, a ridge along y
     official, bounded = _decode_one(hm, "official"), _decode_one(hm, "bounded")
+    step = np.abs((official - _argmax_keypoint(hm)) / SCALE).max()
+    print("official step at the saddle (heatmap px):", step)
+    assert 0.5 < step <= REACH
     np.testing.assert_array_equal(bounded, _argmax_keypoint(hm))
-    assert np.abs(official - bounded).max() > 0.5
+
+
+def test_bounded_keeps_the_half_pixel_step_at_the_heatmap_edge():
+    """A keypoint just beyond the left edge: the raw argmax is on the edge, the replicate-padded
+    log-map curves up along x there (a saddle), and the official step is half a pixel outward,
+    toward the keypoint. It stays in the argmax's cell, so the bounded rule keeps it."""
+    hm = _gaussian(-1.2, 16.0, 2.0)
+    dxx, dyy, _ = _log_hessian(hm)
+    assert dxx > 0 > dyy
+    official, bounded = _decode_one(hm, "official"), _decode_one(hm, "bounded")
+    step = (official - _argmax_keypoint(hm)) / SCALE
+    assert step[0] == pytest.approx(-0.5, abs=1e-5)
+    np.testing.assert_array_equal(bounded, official)
 
 
 def test_bounded_returns_the_argmax_where_the_clamped_log_map_is_nearly_flat():
