@@ -42,10 +42,10 @@ class PoseSettings(TaskSettings):
         sigma: UDP Gaussian sigma in heatmap pixels.
         blur_kernel: UDP decoding blur kernel.
         refine: the decoder's sub-pixel refinement rule (``sapiens2.codecs.udp.udp_decode``):
-            ``"bounded"`` (the default: the official Newton step only where the log-heatmap's Hessian
-            is negative definite and the step stays within the blur's reach, otherwise the argmax;
-            a read-out's predicted heatmaps, unlike a trained head's, are often flat or saddle-shaped
-            at their maximum, where the official step throws keypoints thousands of pixels away) or
+            ``"bounded"`` (the default: the official Newton step where it stays in the argmax's pixel
+            cell, or where the log-heatmap's Hessian is negative definite and the step within the
+            blur's reach; otherwise the argmax: a read-out's predicted heatmaps are at times a
+            saddle or a near-flat ridge at their maximum, where the official step is unbounded) or
             ``"official"`` (always the step, as the official decoder and ``predict``).
         keypoint_set: the keypoint set (built-in name, or the id a record names; "": the data's, or
             ``keypoints308`` for data that names none); the probe fills it in from the data.
