@@ -4,6 +4,8 @@ Conditions (each a split rendered with one seed, scored by ``system mediapipe``'
 
 - ``realistic``: the realistic generator (anny bodies, Mitsuba path tracing) at its default scene
   difficulty (1-2 people, every framing, occluders, lighting);
+- ``photo``: the realistic generator's ``photo`` scenes (photo-like pose frequencies: lying rare;
+  three quarters of the people turned towards the camera; otherwise the default scenes);
 - ``simple``: the realistic generator's ``simple`` scenes (standing or walking people, the whole
   first person in view, no occluding objects; same bodies, clothes, renderer and lighting): what a
   prototype-like full-body photo holds, to separate the look from the scene difficulty;
@@ -39,7 +41,7 @@ from benchmarks.results import start_measurement, write_measurement
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "references" / "mediapipe_realistic.json"
-CONDITIONS = ("realistic", "simple", "capsule", "procedural")
+CONDITIONS = ("realistic", "photo", "simple", "capsule", "procedural")
 COCO17 = 17  # the first 17 entries of the shared keypoints are the COCO body points
 EVAL_VERSION = 3  # bump when evaluate_condition's result changes (kept results are then remade)
 FEW_LABELLED = 5  # a person with at most this many COCO-17 points labelled is cut by the border
@@ -47,6 +49,7 @@ FEW_VISIBLE = 3  # ... with at most this many visible is mostly hidden
 PCK_THRESHOLD = 0.1
 LABELS = {
     "realistic": "realistic (anny bodies, path traced)",
+    "photo": "realistic, photo-like scenes (lying rare, most people facing the camera)",
     "simple": "realistic, simple scenes (standing/walking, whole body in view, no occluders)",
     "capsule": "same-pose ablation (capsules on the anny skeletons, same scenes and renderer)",
     "procedural": "procedural generator (its own capsule people, poses and cameras)",
@@ -101,8 +104,8 @@ def render_condition(name: str, out: Path, n: int, seed: int, hw: tuple[int, int
     start = time.monotonic()
     if name == "procedural":
         generate_split(out, n=n, seed=seed, size=hw, workers=workers)
-    elif name in ("realistic", "simple"):
-        scenes = "simple" if name == "simple" else settings.scenes
+    elif name in ("realistic", "photo", "simple"):
+        scenes = settings.scenes if name == "realistic" else name
         generate_split(out, n=n, seed=seed, size=hw, workers=workers,
                        generator=replace(settings, scenes=scenes))
     else:  # the ablation swaps bodies inside this process: one worker
@@ -347,7 +350,7 @@ def main(argv=None) -> int:
             render_s = render_condition(name, split, count, args.seed, hw, settings, args.workers)
             row = {"condition": name, "label": LABELS[name], "size": f"{hw[0]}x{hw[1]}",
                    "render": None if name == "procedural" else replace(
-                       settings, scenes="simple" if name == "simple" else settings.scenes).record(),
+                       settings, scenes=name if name in ("photo", "simple") else settings.scenes).record(),
                    "render_s": round(render_s, 1) if render_s else None,
                    **evaluate_condition(split, hw, system)}
             print({k: v for k, v in row.items() if k != "label"}, flush=True)
