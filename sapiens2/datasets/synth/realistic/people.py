@@ -48,6 +48,9 @@ class PeopleSettings:
         age_range: anny age range (-1/3 newborn .. 1 old).
         spread: people are placed within this radius (metres) of the origin on the floor.
         gap: the least floor gap (metres) between two people's bounding boxes.
+        depth_ratio: the placement disc's extent along the world z axis (towards the cameras, which
+            look along -z from within about 35 degrees of it) relative to x: below 1 places people
+            more beside than behind one another, as people posing for a photo stand.
         max_penetration: the deepest an arm may sink into the torso (metres) before the pose is redrawn.
         clothing: whether people wear clothes, hair and accessories (False: bare anny bodies).
         max_tries: draws per person before giving up with an error.
@@ -61,6 +64,7 @@ class PeopleSettings:
     age_range: tuple[float, float] = (1 / 6, 1.0)
     spread: float = 1.5
     gap: float = 0.1
+    depth_ratio: float = 1.0
     max_penetration: float = 0.02
     clothing: bool = True
     max_tries: int = 40
@@ -163,7 +167,7 @@ def sample_people(rng: np.random.Generator, n_people: int,
         for attempt in range(settings.max_tries):
             radius = settings.spread * (1.0 + 0.1 * attempt) if i else 0.0
             r, a = radius * np.sqrt(rng.uniform()), rng.uniform(0.0, 2 * np.pi)
-            shift = np.array([r * np.cos(a), r * np.sin(a)])
+            shift = np.array([r * np.cos(a), r * np.sin(a) * settings.depth_ratio])
             if all(np.any(lo + shift - settings.gap > bhi) or np.any(hi + shift + settings.gap < blo)
                    for blo, bhi in boxes):
                 break

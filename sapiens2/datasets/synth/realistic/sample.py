@@ -25,13 +25,17 @@ MAX_PEOPLE = 4
 MAX_SPP = 4096
 MIN_SIDE = 16
 # "default": the benchmark's scenes: every pose of the pose set equally often, people facing any
-# direction, every framing, occluding objects; "photo": the same with photo-like pose frequencies
-# (poses.PHOTO_POSE_WEIGHTS: lying rare) and most people turned towards the camera (a measured
-# variant: it did not make MediaPipe find or place people better, docs/synthetic_data.md);
+# direction and placed anywhere around the first, every framing, occluding objects; "photo": the
+# same with photo-like pose frequencies (poses.PHOTO_POSE_WEIGHTS: lying rare), most people turned
+# towards the camera and standing beside rather than behind one another (a measured variant,
+# docs/synthetic_data.md);
 # "simple": a control for measurements, not a benchmark split: people standing or walking, the
 # whole first person in view, no occluding objects (what a typical full-body photo holds)
 SCENES = ("default", "photo", "simple")
 SIMPLE_POSES = ("stand", "walk")
+# People in the "photo" scenes stand more beside than behind one another (the placement disc's depth
+# extent relative to its width), so they overlap in the image less often.
+PHOTO_DEPTH_RATIO = 0.35
 # Share of people in the "photo" scenes turned towards the camera (yaw within about +-40 degrees of
 # it), as most people in photos are.
 FACING_SHARE = 0.75
@@ -152,7 +156,7 @@ def people_settings(scenes: str):
         return PeopleSettings()
     names = tuple(POSES)
     return PeopleSettings(pose_names=names, pose_weights=tuple(PHOTO_POSE_WEIGHTS[k] for k in names),
-                          facing_share=FACING_SHARE)
+                          facing_share=FACING_SHARE, depth_ratio=PHOTO_DEPTH_RATIO)
 
 
 def sample_rng(seed: int, index: int) -> np.random.Generator:

@@ -249,5 +249,6 @@ def test_scene_mixes_draw_poses_and_yaws_as_declared():
     facing = lambda s: np.mean([abs((s.draw_yaw(rng) + 180) % 360 - 180) < 60 for _ in range(4000)])  # noqa: E731
     assert facing(photo) > 0.7 and abs(facing(uniform) - 1 / 3) < 0.05
     assert uniform.pose_probabilities() is None
+    assert photo.depth_ratio < 1 == uniform.depth_ratio, "photo scenes place people side by side"
     with pytest.raises(ValueError, match="pose_weights"):
         PeopleSettings(pose_names=("stand", "walk"), pose_weights=(1.0,)).pose_probabilities()
