@@ -34,13 +34,14 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script
+
 from benchmarks.results import start_measurement, write_measurement
 from evaluators.pose.coco_ap import STAT_NAMES
 from evaluators.pose.synthetic import make_keypoint_case
 from sapiens2.reference import keypoints308
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 _COCO_SCRIPT = """
 import json, sys, contextlib, io

@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script
+
 from benchmarks.probe.api import RunOptions, run_probe
 from benchmarks.probe.backbones import build_probe_backbone, resolve_backbone_cfg
 from benchmarks.probe.data.loader import SceneLoader
@@ -45,7 +47,6 @@ from sapiens2.records.results import read_record
 from sapiens2.records.view import RecordView
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 TASKS = "pose,seg,normal,pointmap,albedo"
 
