@@ -24,7 +24,8 @@ from sapiens2.reference import keypoints308
 from sapiens2.utils_io import default_mode, write_json_atomic
 
 from .atomic import SplitExistsError, _move_into_place, _replaceable
-from .realistic.sample import THREADS_ENV, RealisticSettings, prepare, realistic_sample
+from .realistic import sample as realistic_samples
+from .realistic.sample import THREADS_ENV, RealisticSettings, prepare
 from .realistic.variant import choose_variant
 from .scene import synth_sample
 
@@ -88,7 +89,7 @@ def _render_and_write(args: tuple) -> dict:
     if realistic is None:
         s = synth_sample(seed, index, hw)
     else:
-        s = realistic_sample(seed, index, hw, realistic)
+        s = realistic_samples.realistic_sample(seed, index, hw, realistic)
     sid = f"{index:06d}"
     root = Path(root)
     _save_png(root / "images" / f"{sid}.png", s["image"])
