@@ -15,8 +15,3 @@ from sapiens2.pretrain.trainer import pretrain
 
 __all__ = ["config_hash", "get_recipe", "list_recipes", "pretrain", "resolve_config"]
 
-
-def __getattr__(name):  # the trainer pulls in tqdm and the data stack only when used
-    if name == "pretrain":
-        return pretrain
-    raise AttributeError(name)
