@@ -26,20 +26,24 @@ from benchmarks.results import start_measurement, write_measurement
 
 # What a user types first: the overview, one command's help, and the torch-free pose evaluation's help.
 COMMAND_LINES = ("--help", "--version", "eval --help", "eval pose --help", "probe --help", "run --help")
+# The parser with every command module imported: what the overview would cost without the dispatch
+# table of benchmarks/cli/commands.py (timed with --every-module, on code that has the table).
+EVERY_MODULE = "from benchmarks.cli.main import build_parser; build_parser()"
 
 
 def time_command(root: Path, args: list[str], repeats: int) -> dict:
-    """Median, min and max wall seconds of ``repeats`` fresh runs of ``sapiens2-bench ARGS``.
+    """Median, min and max wall seconds of ``repeats`` fresh runs of ``sapiens2-bench ARGS``
+    (``python -c CODE`` when ``args`` is ``["-c", CODE]``).
 
     Raises:
         RuntimeError: the command exited non-zero (names the command line and its stderr's last line).
     """
     env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    command = [sys.executable, *(args if args[0] == "-c" else ["-m", "benchmarks.cli.main", *args])]
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "benchmarks.cli.main", *args], cwd=root, env=env,
-                              capture_output=True, text=True, check=False)
+        proc = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
         times.append(time.perf_counter() - t0)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["(no stderr)"])[-1]
@@ -54,15 +58,20 @@ def main() -> None:
                     help="checkout whose code is timed (default: this one)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--label", default="", help="what --root holds, kept in the file (e.g. 'before')")
+    ap.add_argument("--every-module", action="store_true",
+                    help="also time build_parser() with every command module imported")
     ap.add_argument("--json", default=None, help="write the numbers here (a measurement file)")
     args = ap.parse_args()
     if args.repeats < 1:
         raise SystemExit(f"--repeats {args.repeats}: must be at least 1")
     started = start_measurement()
     rows = {}
-    for line in COMMAND_LINES:
-        rows[line] = time_command(args.root.resolve(), line.split(), args.repeats)
-        print(f"sapiens2-bench {line:<18} median {rows[line]['median_s']:.3f} s "
+    lines = {line: line.split() for line in COMMAND_LINES}
+    if args.every_module:
+        lines["build_parser() with every command module"] = ["-c", EVERY_MODULE]
+    for line, argv in lines.items():
+        rows[line] = time_command(args.root.resolve(), argv, args.repeats)
+        print(f"{line:<40} median {rows[line]['median_s']:.3f} s "
               f"(min {rows[line]['min_s']:.3f}, max {rows[line]['max_s']:.3f})", flush=True)
     if args.json:
         numbers = {"root": args.label or str(args.root), "commands": rows}
