@@ -75,8 +75,11 @@ def main() -> None:
               f"(min {rows[line]['min_s']:.3f}, max {rows[line]['max_s']:.3f})", flush=True)
     if args.json:
         numbers = {"root": args.label or str(args.root), "commands": rows}
+        notes = "fresh process per run; includes the Python interpreter's own start"
+        if args.root.resolve() != Path(__file__).resolve().parents[2]:
+            notes += f"; the timed code is --root ({numbers['root']}), not the commit named above"
         path = write_measurement(args.json, "sapiens2-bench start-up wall time", numbers, started=started,
-                                 notes="fresh process per run; includes the Python interpreter's own start")
+                                 notes=notes)
         print(f"wrote {path}")
 
 
