@@ -57,7 +57,8 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[2],
                     help="checkout whose code is timed (default: this one)")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--label", default="", help="what --root holds, kept in the file (e.g. 'before')")
+    ap.add_argument("--label", default="",
+                    help="what --root holds, kept in the file (its part before ':' ends the name)")
     ap.add_argument("--every-module", action="store_true",
                     help="also time build_parser() with every command module imported")
     ap.add_argument("--json", default=None, help="write the numbers here (a measurement file)")
@@ -78,8 +79,8 @@ def main() -> None:
         notes = "fresh process per run; includes the Python interpreter's own start"
         if args.root.resolve() != Path(__file__).resolve().parents[2]:
             notes += f"; the timed code is --root ({numbers['root']}), not the commit named above"
-        path = write_measurement(args.json, "sapiens2-bench start-up wall time", numbers, started=started,
-                                 notes=notes)
+        name = "sapiens2-bench start-up wall time" + (f" ({args.label.split(':')[0]})" if args.label else "")
+        path = write_measurement(args.json, name, numbers, started=started, notes=notes)
         print(f"wrote {path}")
 
 
