@@ -2,10 +2,10 @@
 
 A dispatch table rather than imports: :func:`benchmarks.cli.main.build_parser` imports (with
 :mod:`importlib`) only the module of the command being run, since each command module imports what
-its command runs (torch, the probe, the data stack) at its top, and ``sapiens2-bench --help`` lists
-every command from this table alone in about a tenth of the time
-(``benchmarks/results/cli/startup_before.json`` and ``startup_after.json``). Each module's
-``register(subparsers)`` takes its help line from here, so the overview and the command agree.
+its command runs (torch, the probe, the data stack) at its top: importing them all takes seconds,
+while ``sapiens2-bench --help`` lists every command from this table alone in about 0.1 s
+(``benchmarks/results/cli/startup_after.json``). Each module's ``register(subparsers)`` takes its help
+line from here, so the overview and the command agree.
 """
 
 from __future__ import annotations
