@@ -3,8 +3,9 @@
 Each subcommand lives in its own module that defines ``register(subparsers)``; the module adds
 its parser and sets ``func`` (called with the parsed namespace, returns an exit code). The modules
 are named in a dispatch table (:data:`benchmarks.cli.commands.COMMANDS`) and only the chosen
-command's module is imported, so ``--help`` and small commands start fast although each command
-module imports what it runs at its top.
+command's module is imported, so the overview (``--help``) starts fast although each command
+module imports what it runs at its top (a command's own ``--help`` waits for those imports:
+``benchmarks/results/cli/startup_after.json``).
 
 Errors: every expected failure (:class:`sapiens2.errors.BenchError`, any ``OSError`` such as a
 missing, read-only or wrong-kind path, ``ValueError``, ``KeyError``, ``RuntimeError``, a missing
@@ -120,11 +121,11 @@ def chosen_command(argv: list[str]) -> str | None:
         True
     """
     takes_value = False
-    for word in argv:
+    for i, word in enumerate(argv):
         if takes_value:
             takes_value = False
-        elif word == "--":
-            break
+        elif word == "--":  # what follows is positional, the command first
+            return argv[i + 1] if i + 1 < len(argv) else None
         elif word.startswith("-"):
             # argparse accepts any unambiguous prefix of a long option (--inc PATH)
             takes_value = "=" not in word and len(word) > 2 and "--include".startswith(word)

@@ -55,7 +55,8 @@ def test_chosen_command_skips_options_and_the_include_value():
     assert chosen_command(["--include", "eval", "probe"]) == "probe"
     assert chosen_command(["--inc", "eval", "--debug", "run", "--quick"]) == "run"
     assert chosen_command(["--include=eval", "data", "synth"]) == "data"
-    assert chosen_command(["--debug", "--", "run"]) is None
+    assert chosen_command(["--debug", "--", "run"]) == "run"
+    assert chosen_command(["--"]) is None
     assert chosen_command([]) is None
 
 
