@@ -23,7 +23,17 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.analysis.split_leaderboards import leaderboard_markdown
+from benchmarks.cli.main import _subparsers, build_parser
+from benchmarks.mainjob import DEFAULT_BACKBONES, QUICK_BACKBONES
+from benchmarks.probe import config
+from benchmarks.probe import protocol as proto
+from benchmarks.reproduce import sources
+from benchmarks.reproduce.tables import TABLE_TASKS
+from benchmarks.results import read_measurement
 from benchmarks.synthetic_docs_tables import realism_table, realistic_limits
+from benchmarks.systems import mediapipe_system as mp
+from sapiens2.reference import keypoints308
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
@@ -31,8 +41,6 @@ RESULTS_DIR = ROOT / "benchmarks" / "results"
 
 def protocol_ids_table() -> str:
     """Each named protocol's id per task (``ProbeProtocol.protocol_id``)."""
-    from benchmarks.probe import protocol as proto
-
     makers = [("`default_protocol()` (the main job, `probe`)", proto.default_protocol),
               ("`quick_protocol()` (`--quick`)", proto.quick_protocol),
               ("`body_protocol()` (the trained body: `--protocol FILE.json` setting every task's "
@@ -47,8 +55,6 @@ def protocol_ids_table() -> str:
 
 def results_index_table() -> str:
     """One row per measurement file under ``benchmarks/results/``: what, when, which commit."""
-    from benchmarks.results import read_measurement
-
     lines = ["| file | what | date | commit |", "|---|---|---|---|"]
     for path in sorted(RESULTS_DIR.rglob("*.json")):
         rec = read_measurement(path)
@@ -60,8 +66,6 @@ def results_index_table() -> str:
 
 def main_job_backbones() -> str:
     """The main job's default backbones and those of ``--quick``."""
-    from benchmarks.mainjob import DEFAULT_BACKBONES, QUICK_BACKBONES
-
     def names(backbones):
         return ", ".join(f"`{b}`" for b in backbones)
 
@@ -134,9 +138,6 @@ def _coverage(in_linear: bool, in_body: bool, default) -> str:
 
 def protocol_fields_table() -> str:
     """Every ``ProbeProtocol`` field by group: default, which protocol ids cover it, what it does."""
-    from benchmarks.probe import config
-    from benchmarks.probe import protocol as proto
-
     linear, body = proto.default_protocol(), proto.body_protocol()
     task = next(iter(linear.tasks))
     covered_linear, covered_body = linear.task_protocol(task), body.task_protocol(task)
@@ -157,8 +158,6 @@ def protocol_fields_table() -> str:
 
 def task_settings_table() -> str:
     """Every task setting: each task's default, which ids cover it, what it does."""
-    from benchmarks.probe import protocol as proto
-
     linear, body = proto.default_protocol(), proto.body_protocol()
     tasks = list(linear.tasks)
     names: list[str] = []
@@ -203,8 +202,6 @@ def predict_options_table() -> str:
 
 
 def _cli_options_table(command: str) -> str:
-    from benchmarks.cli.main import _subparsers, build_parser
-
     parser = _subparsers(build_parser()).choices[command]
     lines = ["| option | default | meaning |", "|---|---|---|"]
     for action in parser._actions:
@@ -227,9 +224,6 @@ def _cli_options_table(command: str) -> str:
 
 def checkpoint_repos_table() -> str:
     """The public Hugging Face repositories ``download`` knows and the ``reproduce`` table each serves."""
-    from benchmarks.reproduce import sources
-    from benchmarks.reproduce.tables import TABLE_TASKS
-
     def sizes(values):
         return "{" + ",".join(values) + "}"
 
@@ -248,8 +242,6 @@ def checkpoint_repos_table() -> str:
 
 def mediapipe_models_table() -> str:
     """The model files of the mediapipe wheel each reference system runs."""
-    from benchmarks.systems import mediapipe_system as mp
-
     lines = ["| system | file in the wheel |", "|---|---|"]
     systems = ((mp.POSE_MODEL_NAME, mp.POSE_MODEL_FILES), (mp.SELFIE_MODEL_NAME, mp.SELFIE_MODEL_FILES))
     for name, files in systems:
@@ -259,9 +251,6 @@ def mediapipe_models_table() -> str:
 
 def mediapipe_landmarks_table() -> str:
     """MediaPipe's pose landmarks and the keypoints308 keypoint each is scored as."""
-    from benchmarks.systems import mediapipe_system as mp
-    from sapiens2.reference import keypoints308
-
     ids = {k["name"]: k["id"] for k in keypoints308()["keypoints"]}
     lines = ["| MediaPipe landmark | keypoints308 name (id) | part |", "|---|---|---|"]
     lines += [f"| {index} {mp_name} | {ours} ({ids[ours]}) | {part} |"
@@ -271,8 +260,6 @@ def mediapipe_landmarks_table() -> str:
 
 def mediapipe_left_out_table() -> str:
     """MediaPipe's landmarks with no keypoints308 counterpart, and why."""
-    from benchmarks.systems import mediapipe_system as mp
-
     lines = ["| MediaPipe landmark | why |", "|---|---|"]
     lines += [f"| {name} | {why} |" for name, why in mp.LEFT_OUT.items()]
     return "\n".join(lines)
@@ -281,9 +268,6 @@ SPLIT_LEADERBOARDS = RESULTS_DIR / "mainjob" / "realistic_vs_procedural_leaderbo
 
 def split_leaderboards() -> str:
     """The main job's leaderboards on the realistic and the procedural split (from their measurement)."""
-    from benchmarks.analysis.split_leaderboards import leaderboard_markdown
-    from benchmarks.results import read_measurement
-
     return leaderboard_markdown(read_measurement(SPLIT_LEADERBOARDS))
 
 

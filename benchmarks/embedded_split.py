@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import os
 
+from sapiens2.datasets.synth import ensure_default_split
+from sapiens2.datasets.synth.realistic.sample import RealisticSettings
+from sapiens2.datasets.synth.writer import resolve_generator
 from sapiens2.errors import BenchError
 
 # Scenes of the default synthetic split; the protocol holds out every 4th (test), the rest train.
@@ -46,8 +49,6 @@ def split_generator(name: str | None = None, quick: bool = False, render: str | 
         ValueError: a realistic flag given with the procedural generator, or an impossible setting
             (names the flag).
     """
-    from sapiens2.datasets.synth.writer import resolve_generator
-
     name = name or ("procedural" if quick else "realistic")
     if name != "realistic":
         resolve_generator(name)  # an unknown name: an error naming --generator
@@ -56,7 +57,6 @@ def split_generator(name: str | None = None, quick: bool = False, render: str | 
             if value is not None:
                 raise ValueError(f"{flag} applies to --generator realistic only (not {name})")
         return None
-    from sapiens2.datasets.synth.realistic.sample import RealisticSettings
 
     people = RealisticSettings().max_people if people is None else people
     settings = RealisticSettings(mode=render or SPLIT_RENDER, spp=SPLIT_SPP if spp is None else spp,
@@ -87,8 +87,6 @@ def default_data_dir(protocol, quick: bool = False, generator: str | None = None
         generator: ``realistic`` / ``procedural``; None: :func:`split_generator`'s default
             (realistic, procedural under ``quick``). The cache key includes it and its settings.
     """
-    from sapiens2.datasets.synth import ensure_default_split
-
     n = QUICK_SPLIT_IMAGES if quick else DEFAULT_SPLIT_IMAGES
     settings = split_generator(generator, quick=quick)
     workers = 1 if settings is None else max(1, min(SPLIT_WORKERS, os.cpu_count() or 1))

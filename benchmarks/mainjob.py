@@ -26,8 +26,30 @@ from benchmarks.embedded_split import (  # noqa: F401  (the main job's data defa
     default_data_dir,
     split_generator,
 )
+from benchmarks.probe.api import RunOptions, run_probe
+from benchmarks.probe.backbones import (
+    FLOOR,
+    ORACLE,
+    REFERENCE_BACKBONES,
+    import_paths,
+    resolve_backbone_cfg,
+    weight_free,
+)
+from benchmarks.probe.backbones.presets import twin_pairs
+from benchmarks.probe.protocol import body_protocol, default_protocol, quick_protocol
+from benchmarks.probe.records.compare import comparisons_from_records, format_comparisons
+from benchmarks.probe.records.summary import summary_table
+from benchmarks.systems import mediapipe_system as M
+from benchmarks.systems.mediapipe_records import run_mediapipe
+from leaderboard.build import build_site
+from sapiens2.datasets import data_tasks
+from sapiens2.errors import BenchError
 from sapiens2.output_lock import output_lock
+from sapiens2.records.results import load_records
+from sapiens2.records.view import record_views
 from sapiens2.tasks import task_names
+from sapiens2.utils_io import write_json_atomic
+from sapiens2.weights import SHIPPED, weights_path
 
 # The shipped pretrained backbones (the reference objective and its MAE-only ablation, one arch)
 # beside their random-init twin, a transformers baseline (random init: no weights can be downloaded
@@ -45,8 +67,6 @@ def tasks_of_data(data, protocol) -> tuple[str, str | None]:
     Raises:
         ValueError: the folder has ground truth of no task.
     """
-    from sapiens2.datasets import data_tasks
-
     tasks = data_tasks(data, (protocol.train_split, protocol.test_split))
     if tasks is None:
         return ",".join(task_names()), None
@@ -86,8 +106,6 @@ def known_protocol_names() -> dict[str, str]:
         >>> sorted(set(known_protocol_names().values()))
         ['probe v5 (default: closed-form linear probe)', 'probe v5 quick', 'probe v5 trained body']
     """
-    from benchmarks.probe.protocol import body_protocol, default_protocol, quick_protocol
-
     default, quick, body = default_protocol(), quick_protocol(), body_protocol()
     names: dict[str, str] = {}
     for protocol, name in ((default, "(default: closed-form linear probe)"), (quick, "quick"),
@@ -183,21 +201,6 @@ def run_main_job(
     """
     import torch
 
-    from benchmarks.probe.api import RunOptions, run_probe
-    from benchmarks.probe.backbones import (
-        FLOOR,
-        ORACLE,
-        REFERENCE_BACKBONES,
-        import_paths,
-        resolve_backbone_cfg,
-        weight_free,
-    )
-    from benchmarks.probe.backbones.presets import twin_pairs
-    from benchmarks.probe.protocol import default_protocol, quick_protocol
-    from leaderboard.build import build_site
-    from sapiens2.errors import BenchError
-    from sapiens2.weights import SHIPPED, weights_path
-
     t0 = time.perf_counter()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     protocol = quick_protocol() if quick else default_protocol()
@@ -278,9 +281,6 @@ def run_main_job(
     print_probe_summary(results)
     job = MainJobResult(results, paths, comps, skipped, failed=failed)
     if pairs:
-        from benchmarks.probe.records.compare import format_comparisons
-        from sapiens2.utils_io import write_json_atomic
-
         print("\n" + format_comparisons(comps))
         for s in skipped:
             print(f"  not compared: {s['a']} vs {s['b']}: {s['reason']}")
@@ -313,17 +313,10 @@ def _job_sample_cache(out: Path):
 def _mediapipe(data, out, quick: bool) -> None:
     """Evaluate the MediaPipe reference system (``sapiens2-bench system mediapipe``) when installed."""
     try:
-        from benchmarks.systems import mediapipe_system as M
-    except ImportError as e:  # pragma: no cover - the module is part of the package
-        print(f"  mediapipe reference: skipped ({e})")
-        return
-    try:
         M.require_mediapipe()
     except RuntimeError as e:
         print(f"  mediapipe reference: skipped ({e})")
         return
-    from benchmarks.systems.mediapipe_records import run_mediapipe
-
     print("  mediapipe reference system (pretrained, shared keypoints / person mask)", flush=True)
     for p in run_mediapipe(out, data=data, n=8 if quick else None, input_size_hw=(256, 192)):
         print(f"wrote {p}")
@@ -331,10 +324,6 @@ def _mediapipe(data, out, quick: bool) -> None:
 
 def print_probe_summary(results) -> None:
     """The probe records under ``results``: headline metric per task with its 95% interval and n."""
-    from benchmarks.probe.records.summary import summary_table
-    from sapiens2.records.results import load_records
-    from sapiens2.records.view import record_views
-
     records = record_views(load_records([results], skip_foreign=True))
     if any(r.protocol.kind == "probe" for r in records):
         print("\n" + summary_table(records, list(task_names())))
@@ -345,8 +334,6 @@ def _comparisons(results, pairs, failed: dict, tasks: str, protocol_id: dict) ->
     not be paired (``{"a", "b", "reason"}``: a backbone failed, or the records refuse to pair)."""
     if not pairs:
         return [], []
-    from benchmarks.probe.records.compare import comparisons_from_records
-    from sapiens2.records.results import load_records
 
     records = load_records([results], skip_foreign=True)
     comps, skipped = [], []

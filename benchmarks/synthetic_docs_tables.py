@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.results import read_measurement
+from sapiens2.datasets.synth.realistic.limits import NEVER_PRODUCED_CLASSES, undefined_keypoints
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -17,8 +20,6 @@ REALISM_FILE = "benchmarks/results/references/mediapipe_realistic.json"
 
 def realism_table(rel: str = REALISM_FILE) -> str:
     """The realism measurement ``rel`` (relative to the repository): conditions, then misses by group."""
-    from benchmarks.results import read_measurement
-
     rec = read_measurement(ROOT / rel)
     rows = rec["numbers"]["conditions"]
     lines = [f"Measured at commit {rec['commit']} ([`{rel}`](../{rel})):", "",
@@ -63,8 +64,6 @@ def realism_table(rel: str = REALISM_FILE) -> str:
 
 def realistic_limits() -> str:
     """Every seg class and keypoint the realistic generator cannot produce, with the reason."""
-    from sapiens2.datasets.synth.realistic.limits import NEVER_PRODUCED_CLASSES, undefined_keypoints
-
     lines = ["| class | why it never occurs |", "|---|---|"]
     lines += [f"| `{name}` | {why} |" for name, why in NEVER_PRODUCED_CLASSES.items()]
     points = undefined_keypoints()

@@ -22,6 +22,7 @@ from leaderboard.catalog import (
     headline_metric,
     headline_ok_metrics,
     is_nonfinite_count,
+    metric_note,
 )
 from leaderboard.merge import dataset_labels, dedupe_records, model_name_key
 from leaderboard.paper import MAPPED_TABLES
@@ -315,8 +316,6 @@ def _wide(task: str, pkey: str, g: pd.DataFrame, verdicts: list[dict] | None = N
 def _standing_notes(rows: pd.DataFrame, frames: dict, specs: list[MetricSpec], task: str,
                     ranked: pd.Series) -> list[str]:
     """Why a table's numbers look odd: small n, a column that is 0 for every ranked row, a [0, 0] interval."""
-    from leaderboard.catalog import metric_note
-
     notes = []
     small = [n for n, m in zip(rows["n"], rows["source"] == "reproduced") if m and is_small_n(n)]
     if small:

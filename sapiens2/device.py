@@ -18,9 +18,12 @@ Example:
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from sapiens2.errors import BenchError
+
+if TYPE_CHECKING:
+    import torch
 
 _KNOWN = "auto, cpu, cuda, cuda:N or mps"
 
@@ -30,6 +33,8 @@ class DeviceUnavailableError(BenchError, ValueError):
 
 
 def _cuda_state() -> str:
+    import torch  # see resolve_device
+
     if torch.version.cuda is None:
         return f"this torch build ({torch.__version__}) has no CUDA support"
     return f"torch {torch.__version__} (CUDA {torch.version.cuda}) finds no usable CUDA device"
@@ -50,6 +55,10 @@ def resolve_device(name: str | torch.device | None) -> str:
         DeviceUnavailableError: the name is not a device, or names a CUDA/MPS device that is not
             available (no CUDA in this torch build, no GPU, or an index past the device count).
     """
+    # torch is imported here, not at the top: the command line's entry point imports this module for
+    # every command, and its overview (``sapiens2-bench --help``) should not wait for torch.
+    import torch
+
     text = "auto" if name is None or str(name).strip() == "" else str(name).strip()
     if text.lower() == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"

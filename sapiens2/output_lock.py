@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError
 
 try:
@@ -116,9 +117,6 @@ def output_lock(folder: str | os.PathLike, what: str) -> Iterator[Path]:
     folder = Path(folder)
     path = folder / LOCK_NAME
     fd, created, error = None, [], ""
-    # torch.distributed loads torch: deferred so the pose-from-files CLI path stays torch-free
-    from sapiens2 import distributed as dist_utils
-
     if dist_utils.is_main():
         created = _created_dirs(folder)
         folder.mkdir(parents=True, exist_ok=True)

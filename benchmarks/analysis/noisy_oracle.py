@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.mainjob import default_data_dir
 from benchmarks.probe.data.loader import SceneLoader
 from benchmarks.probe.data.source import as_data_source
 from benchmarks.probe.features.reference import oracle_features
@@ -141,8 +142,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     protocol = default_protocol()
     if args.data is None:
-        from benchmarks.mainjob import default_data_dir
-
         args.data = default_data_dir(protocol)
     t0 = time.perf_counter()
     result = ladder(args.data, args.tasks.split(","), [float(v) for v in args.levels.split(",")], protocol)

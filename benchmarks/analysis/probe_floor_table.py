@@ -19,6 +19,7 @@ from benchmarks.probe.api import RunOptions, run_probe
 from benchmarks.probe.protocol import default_protocol
 from benchmarks.probe.records.compare import compare_records
 from benchmarks.probe.records.headline import PROBE_HEADLINE, format_interval
+from benchmarks.results import start_measurement, write_measurement
 from sapiens2.records.results import read_record
 from sapiens2.records.view import RecordView
 
@@ -44,7 +45,6 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write the table's data here")
     ap.add_argument("--feature-cache", default=None, help="on-disk feature cache (reruns skip the backbone)")
     args = ap.parse_args(argv)
-    from benchmarks.results import start_measurement, write_measurement
 
     started = start_measurement()
     protocol = default_protocol()

@@ -17,9 +17,13 @@ import argparse
 import json
 from pathlib import Path
 
+from benchmarks.probe.backbones.presets import twin_pairs
+from benchmarks.probe.records.compare import comparisons_from_records
 from benchmarks.probe.records.headline import PROBE_HEADLINE, format_interval
+from benchmarks.results import start_measurement, write_measurement
 from leaderboard.rowinfo import row_kind
 from leaderboard.standing import gap_closed, gap_text
+from sapiens2.records.results import load_records
 from sapiens2.records.view import RecordView
 from sapiens2.tasks import task_names
 
@@ -43,10 +47,6 @@ def _records(results: list[Path]) -> dict[tuple[str, str], RecordView]:
 def _comparisons(outs: list[Path], names: list[str], extra: list[tuple[str, str]]) -> tuple[list, list]:
     """The jobs' ``comparisons.json`` entries, plus the pairs they lack (every measured backbone vs the
     floor, twins, ``extra``) compared from the records of all ``outs``; ``(comparisons, skipped)``."""
-    from benchmarks.probe.backbones.presets import twin_pairs
-    from benchmarks.probe.records.compare import comparisons_from_records
-    from sapiens2.records.results import load_records
-
     comps = []
     for out in outs:
         if (out / "comparisons.json").is_file():
@@ -182,8 +182,6 @@ def leaderboard_markdown(measurement: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from benchmarks.results import start_measurement, write_measurement
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", metavar="LABEL=OUT[,OUT...]",
                     help="a split's label and its main-job output folder(s) (records of several jobs on "

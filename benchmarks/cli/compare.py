@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import argparse
 
+from benchmarks.cli.commands import command_help
+from benchmarks.probe.records.compare import format_comparisons, paired_comparisons
+from sapiens2.utils_io import write_json_atomic
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="paired bootstrap comparison of two backbones' probe records",
+    p = sub.add_parser("compare", help=command_help("compare"),
                        description=__doc__.split("\n\n")[1])
     p.add_argument("results", metavar="RESULTS_DIR", help="folder of probe records (e.g. OUT/results of run)")
     p.add_argument("a", metavar="A", help="backbone name (the records' model.name)")
@@ -30,15 +34,11 @@ def run(args: argparse.Namespace) -> int:
     """Print the paired comparison table (and write it as JSON with ``--json``); returns the exit code."""
     from pathlib import Path
 
-    from benchmarks.probe.records.compare import format_comparisons, paired_comparisons
-
     if not Path(args.results).is_dir():
         raise FileNotFoundError(2, "no such results folder", args.results)
     comps = paired_comparisons(args.results, args.a, args.b, tasks=args.tasks, protocol_id=args.protocol)
     print(format_comparisons(comps))
     if args.json:
-        from sapiens2.utils_io import write_json_atomic
-
         write_json_atomic(args.json, {"comparisons": comps})
         print(f"wrote {args.json}")
     return 0

@@ -11,14 +11,20 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from benchmarks.cli.commands import command_help
+from sapiens2.models import convert_hf as C
+from sapiens2.models import hf_config as H
+from sapiens2.models.checkpoint import load_state_dict_file
+from sapiens2.models.convert_hf import HF_CLASSES, ConversionError
 from sapiens2.tasks import model_task_names
+from sapiens2.utils_io import atomic_write, read_json, write_json_atomic, write_text_atomic
 
 HF_WEIGHTS = "model.safetensors"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``convert`` subcommand."""
-    p = sub.add_parser("convert", help="convert checkpoints between the official and the transformers layout",
+    p = sub.add_parser("convert", help=command_help("convert"),
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", help="official .safetensors/.pth file, or a transformers folder or .safetensors")
     p.add_argument("output", help="--to hf: output folder; --to official: output .safetensors file")
@@ -70,14 +76,10 @@ def read_checkpoint(path: Path) -> tuple[dict, dict, dict | None]:
     """Read (state_dict, safetensors metadata, transformers config dict or None) from a file or HF folder."""
     from safetensors import safe_open
 
-    from sapiens2.models.checkpoint import load_state_dict_file
-
     config = None
     if path.is_dir():
         cfg_path = path / "config.json"
         if cfg_path.is_file():
-            from sapiens2.utils_io import read_json
-
             config = read_json(cfg_path)
         path = path / HF_WEIGHTS
         if not path.is_file():
@@ -94,10 +96,6 @@ def read_checkpoint(path: Path) -> tuple[dict, dict, dict | None]:
 def run(args: argparse.Namespace) -> int:
     """Convert ``args.input`` to ``args.output``; returns the exit code."""
     from safetensors.torch import save_file
-
-    from sapiens2.models import convert_hf as C
-    from sapiens2.models import hf_config as H
-    from sapiens2.utils_io import atomic_write, read_json, write_json_atomic, write_text_atomic
 
     src, dst = Path(args.input), Path(args.output)
     if args.img_size:
@@ -150,8 +148,6 @@ def _check_loads_strictly(config, hf_state: dict, task: str) -> None:
     """Build the transformers model on the meta device and compare keys and shapes with ``hf_state``."""
     import torch
     from transformers.models.sapiens2 import modeling_sapiens2
-
-    from sapiens2.models.convert_hf import HF_CLASSES, ConversionError
 
     with torch.device("meta"):
         model = getattr(modeling_sapiens2, HF_CLASSES[task])(config)

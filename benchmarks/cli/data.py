@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.embedded_split import SPLIT_SPP
+from benchmarks.cli.commands import command_help
+from benchmarks.embedded_split import SPLIT_SPP, split_generator
+from sapiens2.datasets.derive import derive_task
+from sapiens2.datasets.importers import import_dataset
+from sapiens2.datasets.show import contact_sheet, default_sheet_path
+from sapiens2.datasets.synth import generate_split, shards
+from sapiens2.utils_io import read_json
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -24,7 +30,7 @@ def _at_least(flag: str, value: int, low: int) -> None:
 
 def register(sub) -> None:
     """Add the ``data`` command and its ``synth`` / ``show`` subcommands."""
-    p = sub.add_parser("data", help="make synthetic data, show a split's ground truth")
+    p = sub.add_parser("data", help=command_help("data"))
     dsub = p.add_subparsers(dest="data_command", metavar="{synth,import,derive,show}")
     s = dsub.add_parser("synth", help="render synthetic people with ground truth for all five tasks")
     s.add_argument("--out", required=True, help="output split folder (must not exist unless --overwrite)")
@@ -97,8 +103,6 @@ def register(sub) -> None:
 
 def run_synth(args) -> int:
     """Render a split."""
-    from sapiens2.datasets.synth import generate_split, shards
-
     for flag, value, low in (("--n", args.n, 1), ("--seed", args.seed, 0), ("--workers", args.workers, 1),
                              ("--size H", args.size[0], 1), ("--size W", args.size[1], 1)):
         _at_least(flag, value, low)
@@ -123,8 +127,6 @@ def run_synth(args) -> int:
 
 def _generator(args):
     """The writer's ``generator`` argument from the flags (errors name the flag)."""
-    from benchmarks.embedded_split import split_generator
-
     settings = split_generator(args.generator, render=args.render, spp=args.spp, people=args.people)
     if settings is not None:
         settings.check(args.size)
@@ -133,9 +135,6 @@ def _generator(args):
 
 def run_import(args) -> int:
     """Import a dataset as a split folder and say what it holds."""
-    from sapiens2.datasets.importers import import_dataset
-    from sapiens2.utils_io import read_json
-
     out = import_dataset(
         args.format, args.src, args.out, images=args.images, keypoints=args.keypoint_set,
         headboxes=args.headboxes, masks=not args.no_masks, labels=args.labels, label_set=args.label_set,
@@ -155,9 +154,6 @@ def run_import(args) -> int:
 
 def run_derive(args) -> int:
     """Write a task's ground truth into a split and say how many images it covers."""
-    from sapiens2.datasets.derive import derive_task
-    from sapiens2.utils_io import read_json
-
     path = derive_task(args.dir, args.task, overwrite=args.overwrite)
     print(f"wrote {path}: {len(read_json(path)['records'])} {args.task} records")
     return 0
@@ -165,8 +161,6 @@ def run_derive(args) -> int:
 
 def run_show(args) -> int:
     """Write the contact sheet."""
-    from sapiens2.datasets.show import contact_sheet, default_sheet_path
-
     _at_least("--n", args.n, 1)
     _at_least("--tile-height", args.tile_height, 16)
     out = args.out or default_sheet_path(args.dir)

@@ -18,11 +18,17 @@ from __future__ import annotations
 import argparse
 import sys
 
+from benchmarks.cli.commands import command_help
+from benchmarks.cli.reproduce import _arch_settings
+from benchmarks.reproduce import hub
+from benchmarks.reproduce.hub import plan_items
+from benchmarks.reproduce.sources import HUB_TASKS
+from sapiens2.errors import BenchError
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``download`` subcommand."""
-    p = sub.add_parser("download", help="fetch official checkpoints from the Hugging Face Hub into the "
-                                        "reproduce layout", description=__doc__.split("\n\n", 1)[1],
+    p = sub.add_parser("download", help=command_help("download"), description=__doc__.split("\n\n", 1)[1],
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tasks", default="", help="task models: comma list of pose,seg,normal,pointmap or 'all'")
     p.add_argument("--sizes", default="0.4b,0.8b,1b,5b",
@@ -50,12 +56,6 @@ def _split(value: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Fetch, verify and place every selected checkpoint; returns 1 if any failed."""
-    from benchmarks.cli.reproduce import _arch_settings
-    from benchmarks.reproduce import hub
-    from benchmarks.reproduce.hub import plan_items
-    from benchmarks.reproduce.sources import HUB_TASKS
-    from sapiens2.errors import BenchError
-
     tasks = list(HUB_TASKS) if _split(args.tasks) == ["all"] else _split(args.tasks)
     sizes = _split(args.sizes)
     items = plan_items(args.checkpoint_root, tasks, sizes if tasks else [],
@@ -90,8 +90,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _one(item, args, settings) -> None:
     from huggingface_hub.errors import HfHubHTTPError
-
-    from benchmarks.reproduce import hub
 
     reason = "HF_HUB_OFFLINE=1 is set" if hub._offline_env() else None
     if reason is None:

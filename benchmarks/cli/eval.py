@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import math
 
+from benchmarks.cli.commands import command_help
+from evaluators.folders import evaluate_folders
+from evaluators.pose.cli import run_pose_eval
 from sapiens2.tasks import task_names
+from sapiens2.utils_io import write_json_atomic
+from sapiens2.vocab import label_set
 
 
 def register(sub) -> None:
-    p = sub.add_parser("eval", help="evaluate prediction files against ground truth")
+    p = sub.add_parser("eval", help=command_help("eval"))
     tasks = p.add_subparsers(dest="task", metavar="TASK", required=True)
     for task in task_names(dense=True):
         t = tasks.add_parser(task, help=f"{task} predictions in a folder vs GT in a folder")
@@ -92,8 +97,6 @@ def register(sub) -> None:
 
 
 def run_pose(args) -> int:
-    from evaluators.pose.cli import run_pose_eval
-
     return run_pose_eval(args)
 
 
@@ -107,9 +110,6 @@ def _print_table(task: str, metrics: dict) -> None:
 
 
 def run(args) -> int:
-    from evaluators.folders import evaluate_folders
-    from sapiens2.utils_io import write_json_atomic
-
     kwargs = {}
     if args.task == "seg" and args.num_classes is not None and args.num_classes < 1:
         raise ValueError(f"--num-classes {args.num_classes}: must be at least 1")
@@ -118,8 +118,6 @@ def run(args) -> int:
                   "ignore_index": 255 if args.ignore_index is None else args.ignore_index,
                   "nan_to_num": args.nan_to_num}
         if args.label_set:
-            from sapiens2.vocab import label_set
-
             ls = label_set(args.label_set)
             for flag, given, want in (("--num-classes", args.num_classes, ls.num_classes),
                                       ("--ignore-index", args.ignore_index, ls.ignore_index)):

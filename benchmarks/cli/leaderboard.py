@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from benchmarks.cli.commands import command_help
+from benchmarks.mainjob import known_protocol_names
+from benchmarks.probe.records.compare import check_comparisons
+from leaderboard.build import build_site, summary_lines
+from leaderboard.paper import load_paper_results
+from sapiens2.records.results import RecordError, find_result_files, load_records, read_record
+from sapiens2.records.schema import result_schema
+from sapiens2.records.view import RecordView
 from sapiens2.tasks import task_names
+from sapiens2.utils_io import read_json, write_json_atomic
 
 
 def register(sub) -> None:
-    p = sub.add_parser("leaderboard", help="build leaderboard reports from result records")
+    p = sub.add_parser("leaderboard", help=command_help("leaderboard"))
     lsub = p.add_subparsers(dest="leaderboard_command", metavar="ACTION")
 
     b = lsub.add_parser("build", help="write a Markdown report and a self-contained HTML page")
@@ -41,16 +50,9 @@ def register(sub) -> None:
 def _build(args) -> int:
     import sys
 
-    from benchmarks.mainjob import known_protocol_names
-    from leaderboard.build import build_site, summary_lines
-
     skipped: list[str] | None = [] if args.skip_unreadable else None
     comparisons = None
     for path in args.comparisons or []:
-        from benchmarks.probe.records.compare import check_comparisons
-        from sapiens2.records.results import load_records
-        from sapiens2.utils_io import read_json
-
         saved = read_json(path)
         listed = saved.get("comparisons") if isinstance(saved, dict) else None
         if not isinstance(listed, list):
@@ -70,9 +72,6 @@ def _build(args) -> int:
 
 
 def _validate(args) -> int:
-    from sapiens2.records.results import RecordError, find_result_files, read_record
-    from sapiens2.records.view import RecordView
-
     bad = 0
     for f in find_result_files(args.results):
         try:
@@ -93,9 +92,6 @@ def _validate(args) -> int:
 def _schema(args) -> int:
     import json
 
-    from sapiens2.records.schema import result_schema
-    from sapiens2.utils_io import write_json_atomic
-
     if args.out:
         write_json_atomic(args.out, result_schema())
         print(f"wrote {args.out}")
@@ -106,8 +102,6 @@ def _schema(args) -> int:
 
 def _paper(args) -> int:
     import pandas as pd
-
-    from leaderboard.paper import load_paper_results
 
     df = load_paper_results()
     if args.task:

@@ -1,8 +1,11 @@
 """Entry point of ``sapiens2-bench``.
 
 Each subcommand lives in its own module that defines ``register(subparsers)``; the module adds
-its parser and sets ``func`` (called with the parsed namespace, returns an exit code). Heavy
-imports stay inside the ``func`` so that ``--help`` and small commands start fast.
+its parser and sets ``func`` (called with the parsed namespace, returns an exit code). The modules
+are named in a dispatch table (:data:`benchmarks.cli.commands.COMMANDS`) and only the chosen
+command's module is imported, so the overview (``--help``) starts fast although each command
+module imports what it runs at its top (a command's own ``--help`` waits for those imports:
+``benchmarks/results/cli/startup_after.json``).
 
 Errors: every expected failure (:class:`sapiens2.errors.BenchError`, any ``OSError`` such as a
 missing, read-only or wrong-kind path, ``ValueError``, ``KeyError``, ``RuntimeError``, a missing
@@ -22,32 +25,18 @@ cannot use), and a command that cannot split its work across processes refuses t
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
+from collections.abc import Iterable
 
-from benchmarks.cli import (
-    compare,
-    convert,
-    data,
-    download,
-    leaderboard,
-    model_card,
-    parity,
-    predict,
-    pretrain,
-    probe,
-    reproduce,
-    run,
-    system,
-)
-from benchmarks.cli import eval as eval_cmd
+from benchmarks.cli.commands import COMMANDS
 from benchmarks.cli.examples import add_examples
+from sapiens2 import __version__
+from sapiens2.device import resolve_device
 from sapiens2.errors import BenchError
-
-# Subcommand modules, in the order shown by --help.
-COMMANDS = [run, compare, parity, model_card, predict, convert, eval_cmd, data, probe, pretrain, leaderboard,
-            download, reproduce, system]
+from sapiens2.plugins import include, include_args, load_entry_points
 
 # Commands that split their work across torchrun workers (and write once, from rank 0).
 DISTRIBUTED_COMMANDS = ("probe", "pretrain")
@@ -98,20 +87,51 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         add_examples(p, p.prog.removeprefix(parser.prog).strip())
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the top-level parser with every available subcommand."""
-    from sapiens2 import __version__
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """Build the top-level parser.
 
+    Args:
+        commands: the commands whose modules are imported and whose full parsers are built (None:
+            every command, as the docs and tests need); the others are listed by name and one-line
+            help only, which is all the overview (``sapiens2-bench --help``) shows.
+    """
     parser = argparse.ArgumentParser(
         prog="sapiens2-bench",
         description="Reference benchmark and evaluation suite for Sapiens2.",
     )
     parser.add_argument("--version", action="version", version=f"sapiens2-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in COMMANDS:
-        mod.register(sub)
+    for name, (module, help_text) in COMMANDS.items():
+        if commands is None or name in commands:
+            importlib.import_module(module).register(sub)
+        else:
+            sub.add_parser(name, help=help_text)
     _common_options(parser)
     return parser
+
+
+def chosen_command(argv: list[str]) -> str | None:
+    """The command named on a command line: its first word that is neither an option nor the value of
+    ``--include`` (the only top-level option that takes one); None when there is none.
+
+    Example:
+        >>> chosen_command(["--include", "plugin.py", "--debug", "eval", "pose", "--gt", "g.json"])
+        'eval'
+        >>> chosen_command(["--help"]) is None
+        True
+    """
+    takes_value = False
+    for i, word in enumerate(argv):
+        if takes_value:
+            takes_value = False
+        elif word == "--":  # what follows is positional, the command first
+            return argv[i + 1] if i + 1 < len(argv) else None
+        elif word.startswith("-"):
+            # argparse accepts any unambiguous prefix of a long option (--inc PATH)
+            takes_value = "=" not in word and len(word) > 2 and "--include".startswith(word)
+        else:
+            return word
+    return None
 
 
 def command_name(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
@@ -176,8 +196,6 @@ def load_plugins(argv: list[str]) -> list[str]:
     """Import the plug-ins of a command line (every ``--include``) and of the installed distributions
     (the ``sapiens2_bench.plugins`` entry points), before any parser exists: a task, reader or backbone
     they register is then in every choice list and default (``probe --tasks``)."""
-    from sapiens2.plugins import include, include_args, load_entry_points
-
     return include(include_args(argv)) + load_entry_points()
 
 
@@ -192,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         first = next((a for a in argv if not a.startswith("-")), "")
         print(f"sapiens2-bench {first}: error: {describe_error(e)}".replace(" :", ":"), file=sys.stderr)
         return 1
-    parser = build_parser()
+    chosen = chosen_command(argv)
+    parser = build_parser([chosen] if chosen in COMMANDS else [])
     args = parser.parse_args(argv)
     args.debug = bool(getattr(args, "debug", False))
     if not getattr(args, "func", None):
@@ -202,8 +221,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         refuse_torchrun(args.command, name)
         if isinstance(getattr(args, "device", None), str):
-            from sapiens2.device import resolve_device
-
             args.device = resolve_device(args.device)
         code = args.func(args)
     except KeyboardInterrupt:

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import argparse
 
+from benchmarks.cli.commands import command_help
+from benchmarks.reproduce.model_card import print_model_card
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``model-card`` subcommand."""
-    p = sub.add_parser("model-card", help="recompute the model card (params, FLOPs) of every official arch",
+    p = sub.add_parser("model-card", help=command_help("model-card"),
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", metavar="OUT", help="write {'rows': [...], 'convention': ...} to OUT")
     p.add_argument("--csv", metavar="OUT", help="write the table as CSV to OUT")
@@ -25,6 +28,4 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Compute, print and optionally write the model card; returns the exit code."""
-    from benchmarks.reproduce.model_card import print_model_card
-
     return print_model_card(args.arch, args.json, args.csv)

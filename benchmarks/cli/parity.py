@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import math
 
+from benchmarks.cli.commands import command_help
+from evaluators.parity import run_codec_case, run_metric_case
+from sapiens2.models.parity import run_model_case
+from sapiens2.parity import golden_set_dirs, run_golden_set
+from sapiens2.utils_io import write_json_atomic
+
 
 def register(sub) -> None:
-    p = sub.add_parser("parity", help="check parity with the official implementation on a golden set")
+    p = sub.add_parser("parity", help=command_help("parity"))
     p.add_argument(
         "dir", help="golden folder with manifest.json, or a folder of such folders (each is run)"
     )
@@ -26,11 +32,6 @@ def _fmt(x) -> str:
 
 def run(args) -> int:
     import torch
-
-    from evaluators.parity import run_codec_case, run_metric_case
-    from sapiens2.models.parity import run_model_case
-    from sapiens2.parity import golden_set_dirs, run_golden_set
-    from sapiens2.utils_io import write_json_atomic
 
     handlers = {"model": run_model_case, "metric": run_metric_case, "codec": run_codec_case}
 

@@ -34,7 +34,14 @@ from __future__ import annotations
 
 import argparse
 
+from benchmarks.cli.commands import command_help
+from benchmarks.cli.convert import PATCH_SIZE, parse_hw
+from benchmarks.reproduce.score_predictions import score_pose, summary_lines
+from benchmarks.systems.mediapipe_box import MediaPipePersonBox
+from sapiens2.datasets.coco_people import read_people
+from sapiens2.inference import predict_files
 from sapiens2.tasks import model_task_names
+from sapiens2.utils_io import write_json_atomic
 
 BBOX_HELP = ("pose: person box x1,y1,x2,y2 in image pixels, or 'mediapipe' (MediaPipe's person detector; "
              "needs mediapipe). Default: the whole image is the person box")
@@ -42,7 +49,7 @@ BBOX_HELP = ("pose: person box x1,y1,x2,y2 in image pixels, or 'mediapipe' (Medi
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``predict`` subcommand."""
-    p = sub.add_parser("predict", help="run a task model on images and write the predictions and pictures",
+    p = sub.add_parser("predict", help=command_help("predict"),
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("image", nargs="+", help="input images (PNG, JPEG or another format Pillow reads)")
     p.add_argument("--task", required=True, choices=model_task_names())
@@ -80,8 +87,6 @@ def _parse_bbox(text: str | None):
     if text is None:
         return None
     if text.strip().lower() == "mediapipe":
-        from benchmarks.systems.mediapipe_box import MediaPipePersonBox
-
         return MediaPipePersonBox()
     try:
         x1, y1, x2, y2 = (float(v) for v in text.split(","))
@@ -94,9 +99,6 @@ def _parse_bbox(text: str | None):
 
 def run(args: argparse.Namespace) -> int:
     """Predict and write the outputs; returns the exit code."""
-    from benchmarks.cli.convert import PATCH_SIZE, parse_hw
-    from sapiens2.inference import predict_files
-
     for flag in ("bbox", "boxes_from", "score_against", "vocabulary"):
         if getattr(args, flag) is not None and args.task != "pose":
             raise ValueError(f"--{flag.replace('_', '-')} is for --task pose only (got --task {args.task})")
@@ -137,7 +139,6 @@ def _annotated_people(args):
     if args.bbox is not None:
         raise ValueError(f"--bbox and --{'score-against' if args.score_against else 'boxes-from'}: the boxes "
                          "come from one of them, not both")
-    from sapiens2.datasets.coco_people import read_people
 
     people = read_people(src, args.vocabulary)
     for image in args.image:  # every image has annotated people, before the model is built
@@ -161,9 +162,6 @@ def _score(args, people, stems, label: str) -> None:
     from pathlib import Path
 
     import numpy as np
-
-    from benchmarks.reproduce.score_predictions import score_pose, summary_lines
-    from sapiens2.utils_io import write_json_atomic
 
     preds = [(image, np.load(f"{stem}.npy")) for image, stem in zip(args.image, stems)]
     score = score_pose(people, preds)

@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import argparse
 
+from benchmarks.cli.commands import command_help
+from sapiens2 import distributed as dist_utils
+from sapiens2.pretrain.memory import check_memory
+from sapiens2.pretrain.recipes import config_hash, get_recipe, list_recipes, resolve_config
+from sapiens2.pretrain.trainer import pretrain
+from sapiens2.utils_io import read_json
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``pretrain`` subcommand."""
     p = sub.add_parser(
         "pretrain",
-        help="pretrain a Sapiens2 backbone (MAE + [CLS] self-distillation + KoLeo)",
+        help=command_help("pretrain"),
         description="Pretrain a Sapiens2 backbone with the paper's objective on a folder of unlabelled "
         "images (DIR/images when present). Writes OUT/backbone.safetensors (loadable with "
         "build_model + load_checkpoint and probe --weights), OUT/backbone.json, OUT/log.jsonl and "
@@ -44,9 +51,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _config(args) -> dict:
     from pathlib import Path
 
-    from sapiens2.pretrain.recipes import get_recipe, resolve_config
-    from sapiens2.utils_io import read_json
-
     if args.recipe:
         return get_recipe(args.recipe)
     if args.config:
@@ -62,8 +66,6 @@ def run(args) -> int:
     """Run the command; returns the exit code."""
     import json
 
-    from sapiens2.pretrain.recipes import config_hash, get_recipe, list_recipes
-
     if args.list_recipes:
         for name in list_recipes():
             cfg = get_recipe(name)
@@ -76,15 +78,12 @@ def run(args) -> int:
     if args.show_config:
         print(json.dumps({"config_hash": config_hash(cfg), "config": cfg}, indent=2))
         return 0
-    from sapiens2.pretrain.memory import check_memory
 
     check_memory(cfg, args.device)  # before any work: a 1B recipe on a 4 GB CPU is refused here
     if not args.out:
         raise ValueError("--out is required")
     if not args.data and cfg.get("data") is None:
         raise ValueError(f"--data is required: config {cfg['name']!r} names no data of its own")
-    from sapiens2 import distributed as dist_utils
-    from sapiens2.pretrain.trainer import pretrain
 
     with dist_utils.process_group(args.device):
         result = pretrain(cfg, args.data, args.out, resume=args.resume, stop_at=args.stop_at,

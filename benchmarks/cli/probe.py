@@ -15,16 +15,31 @@ import argparse
 import os
 import sys
 
+from benchmarks.cli.commands import command_help
 from benchmarks.embedded_split import check_generator_flag, default_data_dir
 from benchmarks.mainjob import tasks_of_data
+from benchmarks.probe.api import RunOptions, run_probe, seed_list
+from benchmarks.probe.backbones import (
+    REFERENCE_BACKBONES,
+    backbone_table,
+    format_params,
+    resolve_backbone_cfg,
+)
+from benchmarks.probe.data.loader_guard import TIMEOUT_ENV
+from benchmarks.probe.protocol import default_protocol, quick_protocol
+from benchmarks.probe.records.summary import summary_table
+from sapiens2 import distributed as dist_utils
+from sapiens2.records.results import read_record
+from sapiens2.records.view import RecordView
 from sapiens2.tasks import task_names
+from sapiens2.utils_io import read_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``probe`` subcommand."""
     p = sub.add_parser(
         "probe",
-        help="probe a frozen backbone on the five dense tasks",
+        help=command_help("probe"),
         description="Fit a closed-form linear probe per task on frozen features (a per-pixel train "
         "prior plus ridge, streamed batch by batch so memory does not grow with the images; the "
         "trained decoder body is the body_protocol() variant, via --protocol, its train split spilled to "
@@ -85,9 +100,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _protocol(args):
-    from benchmarks.probe.protocol import default_protocol, quick_protocol
-    from sapiens2.utils_io import read_json
-
     base = quick_protocol() if args.quick else default_protocol()
     if not args.protocol:
         return base
@@ -124,8 +136,6 @@ def _tasks(args, data, protocol, say: bool = True) -> str:
 
 def list_backbones() -> str:
     """The ``--list-backbones`` table: name, family, parameters ("-": no weights) and weights."""
-    from benchmarks.probe.backbones import backbone_table, format_params
-
     rows = backbone_table()
     w = max(len(r["name"]) for r in rows)
     f = max(len(r["family"]) for r in rows)
@@ -138,9 +148,6 @@ def list_backbones() -> str:
 def run(args) -> int:
     """Run the probe; returns the exit code."""
     import json
-
-    from benchmarks.probe.backbones import REFERENCE_BACKBONES, resolve_backbone_cfg
-    from sapiens2 import distributed as dist_utils
 
     if args.list_backbones:
         print(list_backbones())
@@ -158,11 +165,9 @@ def run(args) -> int:
     weights = _weights(args)
     if args.backbone not in REFERENCE_BACKBONES:
         resolve_backbone_cfg(args.backbone)  # an unknown name or a bad module:Class fails before any work
-    from benchmarks.probe.api import RunOptions, run_probe, seed_list
 
     seeds = seed_list(str(args.seeds))  # before any work
     if args.loader_timeout is not None:  # the loader reads its setting from the environment
-        from benchmarks.probe.data.loader_guard import TIMEOUT_ENV
 
         if not 0 <= args.loader_timeout < float("inf"):
             raise ValueError(
@@ -190,10 +195,6 @@ def run(args) -> int:
 
 def _print_summary(paths) -> None:
     """The records written: headline metric per task with its 95% interval and n, then the files."""
-    from benchmarks.probe.records.summary import summary_table
-    from sapiens2.records.results import read_record
-    from sapiens2.records.view import RecordView
-
     records = [RecordView.of(read_record(p)) for p in paths]
     tasks = [t for t in task_names() if any(r.task == t for r in records)]
     print(summary_table(records, tasks))

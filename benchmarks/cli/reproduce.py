@@ -22,6 +22,34 @@ from __future__ import annotations
 import argparse
 import json
 
+from benchmarks.cli.commands import command_help
+from benchmarks.cli.convert import parse_hw
+from benchmarks.mainjob import default_data_dir
+from benchmarks.probe.api import RunOptions, run_probe
+from benchmarks.probe.protocol import default_protocol, quick_protocol
+from benchmarks.reproduce.sources import data_statement
+from benchmarks.reproduce.table1 import reproduce_table1
+from benchmarks.reproduce.table_help import table_description
+from benchmarks.reproduce.tables import (
+    SIZES,
+    TABLE_TASKS,
+    checkpoint_path,
+    evaluate_job,
+    is_4k,
+    official_input,
+    plan,
+    protocol_for,
+    size_key,
+    table_sizes,
+)
+from leaderboard.build import build_site
+from leaderboard.catalog import TASK_METRICS, canonical_metric, canonical_model_key
+from leaderboard.paper import load_paper_results
+from leaderboard.report_md import fmt
+from sapiens2.records.results import read_record
+from sapiens2.records.view import ProtocolRef, RecordView
+from sapiens2.tasks import task_names
+
 TABLES = ("table1", "table2", "table3", "table4", "table5", "table6", "table7")
 
 
@@ -31,15 +59,13 @@ class _TableHelp(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         table = getattr(namespace, "table", None)
         if table in TABLES:
-            from benchmarks.reproduce.table_help import table_description
-
             parser.description = table_description(table)
         parser.print_help()
         parser.exit()
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("reproduce", help="reproduce a table of the Sapiens2 paper",
+    p = sub.add_parser("reproduce", help=command_help("reproduce"),
                        description=__doc__.split("\n\n", 1)[1], add_help=False)
     p.add_argument("-h", "--help", action=_TableHelp, nargs=0,
                    help="show this help; after a table name (reproduce table4 --help): that table's")
@@ -88,10 +114,7 @@ def _arch_settings(value):
 def run(args: argparse.Namespace) -> int:
     """Reproduce one table; returns the exit code (2 when nothing could run)."""
     if args.table == "table1":
-        from benchmarks.reproduce.table1 import reproduce_table1
-
         return reproduce_table1(args.out, json_path=args.json, force=args.force)
-    from benchmarks.reproduce.sources import data_statement
 
     print(data_statement(args.table))
     sizes = [s.strip().lower() for s in (args.sizes or "").split(",") if s.strip()]
@@ -102,15 +125,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _task_table(args, sizes) -> int:
     from pathlib import Path
-
-    from benchmarks.reproduce.tables import (
-        TABLE_TASKS,
-        evaluate_job,
-        plan,
-        protocol_for,
-        size_key,
-        table_sizes,
-    )
 
     task = TABLE_TASKS[args.table]
     known = table_sizes(task)
@@ -125,9 +139,6 @@ def _task_table(args, sizes) -> int:
         print(f"{args.table} ({task}): nothing to evaluate")
         return 2
     settings = _arch_settings(args.arch_settings)
-    from benchmarks.cli.convert import parse_hw
-    from benchmarks.reproduce.tables import is_4k, official_input
-    from sapiens2.records.view import ProtocolRef, RecordView
 
     out = Path(args.out)
     records = []
@@ -153,11 +164,6 @@ def _task_table(args, sizes) -> int:
 def _table2(args, sizes) -> int:
     from pathlib import Path
 
-    from benchmarks.probe.api import RunOptions, run_probe
-    from benchmarks.probe.protocol import default_protocol, quick_protocol
-    from benchmarks.reproduce.tables import SIZES, checkpoint_path
-    from sapiens2.tasks import task_names
-
     sizes = sizes or list(SIZES)
     if any(s not in SIZES for s in sizes):
         raise ValueError(f"--sizes: table2 has rows for {', '.join(SIZES)} only; got {', '.join(sizes)}")
@@ -177,8 +183,6 @@ def _table2(args, sizes) -> int:
     if args.data_root:
         data = args.data_root
     else:
-        from benchmarks.mainjob import default_data_dir
-
         data = default_data_dir(protocol)
     out = Path(args.out)
     paths = []
@@ -201,12 +205,6 @@ def _print_missing(missing: list[str]) -> None:
 
 
 def _print_comparison(paths, task, table: str | None = None) -> None:
-    from leaderboard.catalog import TASK_METRICS, canonical_metric, canonical_model_key
-    from leaderboard.paper import load_paper_results
-    from leaderboard.report_md import fmt
-    from sapiens2.records.results import read_record
-    from sapiens2.records.view import RecordView
-
     paper = load_paper_results()
     print(f"\n{'model':<16} {'task':<9} {'metric':<22} {'measured':>11} {'reported':>9} {'delta':>9}  "
           "source")
@@ -239,7 +237,6 @@ def _print_comparison(paths, task, table: str | None = None) -> None:
 def _site(args, out) -> None:
     if args.no_site:
         return
-    from leaderboard.build import build_site
 
     paths = build_site([out / "results"], out / "site", include_paper=True,
                        title=f"sapiens2-bench: reproduction of {args.table}")

@@ -26,11 +26,22 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmarks.mainjob import DEFAULT_BACKBONES, QUICK_BACKBONES, TASKS
+from benchmarks.cli.commands import command_help
+from benchmarks.embedded_split import check_generator_flag
+from benchmarks.mainjob import (
+    DEFAULT_BACKBONES,
+    QUICK_BACKBONES,
+    TASKS,
+    parse_weights,
+    run_main_job,
+    tasks_of_data,
+)
+from benchmarks.probe.protocol import default_protocol, quick_protocol
+from benchmarks.probe.records.runkey import seed_list
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="main job: probe default backbones on synthetic data, build the report",
+    p = sub.add_parser("run", help=command_help("run"),
                        description=__doc__.split("\n\n")[1])
     p.add_argument("--quick", action="store_true", help="tiny protocol and backbones (for tests)")
     p.add_argument("--out", default="sapiens2-bench-out", help="output folder (results/ and site/)")
@@ -89,20 +100,13 @@ def parse_compare(items: list[str], names: list[str]) -> list[tuple[str, str]]:
 
 def run(args: argparse.Namespace) -> int:
     """Parse the flags, run the main job (:func:`benchmarks.mainjob.run_main_job`); returns the exit code."""
-    from benchmarks.mainjob import parse_weights, run_main_job
-    from benchmarks.probe.records.runkey import seed_list
-
     seeds = seed_list(str(args.seeds))  # before any work: names --seeds, refuses repeats
-    from benchmarks.embedded_split import check_generator_flag
 
     check_generator_flag(args.generator, args.data, quick=args.quick)
     default = QUICK_BACKBONES if args.quick else DEFAULT_BACKBONES
     names = [b.strip() for b in args.backbones.split(",") if b.strip()] if args.backbones else list(default)
     tasks = args.tasks or TASKS
     if args.tasks is None and args.data is not None:
-        from benchmarks.mainjob import tasks_of_data
-        from benchmarks.probe.protocol import default_protocol, quick_protocol
-
         tasks, note = tasks_of_data(args.data, quick_protocol() if args.quick else default_protocol())
         if note:
             print(f"run: {note}", file=sys.stderr)

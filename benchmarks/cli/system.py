@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import argparse
 
+from benchmarks.cli.commands import command_help
+from benchmarks.cli.convert import parse_hw
+from benchmarks.systems.mediapipe_records import run_mediapipe
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("system", help="evaluate an off-the-shelf pretrained reference system (mediapipe)",
+    p = sub.add_parser("system", help=command_help("system"),
                        description=__doc__.split("\n\n")[1])
     p.add_argument("name", choices=["mediapipe"], help="reference system")
     p.add_argument("--data", default=None,
@@ -33,9 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate the system and write its records; returns the exit code."""
-    from benchmarks.cli.convert import parse_hw
-    from benchmarks.systems.mediapipe_records import run_mediapipe
-
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     written = run_mediapipe(args.out, data=args.data, n=args.n, input_size_hw=parse_hw(args.input_size),
                             min_detection_confidence=args.min_detection_confidence, tasks=tasks,

@@ -44,10 +44,12 @@ from benchmarks.reproduce.sources import repo_for
 from evaluators.metric_decl import record_declarations
 from evaluators.registry import build_evaluator
 from evaluators.runner import run_evaluation
+from sapiens2.datasets.identity import split_identity
 from sapiens2.datasets.split import open_split, split_info
 from sapiens2.errors import BenchError
 from sapiens2.models.builder import build_model, official_config
 from sapiens2.models.checkpoint import load_checkpoint
+from sapiens2.records.paths import public_path
 from sapiens2.records.results import flatten_metrics, make_record, write_record
 from sapiens2.reference import official_task_configs
 from sapiens2.tasks import get_task
@@ -284,11 +286,6 @@ def evaluate_job(job: Job, data_root, out_dir, arch_settings=None, input_size=No
         The record path ``out_dir/<model>/<task>.json``.
     """
     import torch
-
-    from sapiens2.datasets.identity import split_identity
-    from sapiens2.datasets.split import split_info
-    from sapiens2.records.paths import public_path
-    from sapiens2.tasks import get_task
 
     input_size = tuple(input_size or official_input(job.size))
     t0 = time.perf_counter()

@@ -27,6 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from sapiens2.records.provenance import provenance
+
 SCHEMA = "sapiens2-bench/measurement-1"
 REQUIRED_FIELDS = ("schema", "name", "command", "commit", "machine", "date", "load", "numbers")
 
@@ -85,8 +87,6 @@ def write_measurement(path, name: str, numbers: Any, *, started: dict | None = N
         notes: caveats worth keeping with the numbers.
         command: the command line (default: this process's ``sys.argv``).
     """
-    from sapiens2.records.provenance import provenance
-
     started = started or start_measurement()
     prov = provenance()
     record = {

@@ -20,6 +20,11 @@ import time
 
 import torch
 
+from benchmarks.results import start_measurement, write_measurement
+from sapiens2.models.builder import build_model
+from sapiens2.models.convert_hf import official_to_hf
+from sapiens2.models.hf_config import hf_config_from_official
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
@@ -41,10 +46,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def build_variants(arch: str, dtype: torch.dtype, device: str, with_hf: bool) -> dict:
     """{name: module} for one arch and dtype, all sharing one set of seed-0 weights."""
-    from sapiens2.models.builder import build_model
-    from sapiens2.models.convert_hf import official_to_hf
-    from sapiens2.models.hf_config import hf_config_from_official
-
     torch.manual_seed(0)
     ours = build_model(arch).eval()
     # LayerScale starts at 1e-4; set it to 1 so the attention branch carries weight (speed is unaffected).
@@ -103,8 +104,6 @@ def main(argv=None) -> int:
     """Measure and print images/s per arch, size, dtype and variant."""
     from tqdm import tqdm
 
-    from benchmarks.results import start_measurement
-
     started = start_measurement()
     args = parse_args(argv)
     if args.threads:
@@ -143,8 +142,6 @@ def main(argv=None) -> int:
     print(f"device {args.device}, threads {torch.get_num_threads()}, batch {args.batch}, "
           f"{args.iters} timed rounds after {args.warmup} warm-up, variants interleaved per round")
     if args.json:
-        from benchmarks.results import write_measurement
-
         write_measurement(args.json, "backbone forward throughput per arch, size, dtype and variant",
                           {"results": results, "device": args.device, "threads": torch.get_num_threads()},
                           started=started)

@@ -21,6 +21,10 @@ from functools import partial
 import numpy as np
 import torch
 
+from benchmarks.results import start_measurement, write_measurement
+from evaluators.pose.evaluator import PoseEvaluator
+from evaluators.registry import build_evaluator
+
 KEYS = {
     "seg": ["mIoU", "mAcc", "aAcc"],
     "normal": ["normal_mae", "normal_median_deg"],
@@ -31,8 +35,6 @@ KEYS = {
 
 
 def dense_evaluator(task: str, n: int):
-    from evaluators.registry import build_evaluator
-
     g = torch.Generator().manual_seed(0)
     ev = build_evaluator(task)
     h, w = 32, 24
@@ -51,8 +53,6 @@ def dense_evaluator(task: str, n: int):
 
 
 def pose_evaluator(n: int):
-    from evaluators.pose.evaluator import PoseEvaluator
-
     rng = np.random.default_rng(0)
     k = 308
     ev = PoseEvaluator(meta="keypoints308")
@@ -84,7 +84,6 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="timed calls per task (default 3)")
     p.add_argument("--json", default=None, help="write the timings here (a measurement file)")
     args = p.parse_args(argv)
-    from benchmarks.results import start_measurement, write_measurement
 
     started = start_measurement()
     torch.set_num_threads(1)

@@ -34,8 +34,14 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script
+
+from benchmarks.results import start_measurement, write_measurement
+from evaluators.pose.coco_ap import STAT_NAMES
+from evaluators.pose.synthetic import make_keypoint_case
+from sapiens2.reference import keypoints308
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 _COCO_SCRIPT = """
 import json, sys, contextlib, io
@@ -60,9 +66,6 @@ FCE = _COCO_SCRIPT.format(
 
 
 def _write_case(folder: Path, images: int, keypoints: int, seed: int) -> tuple[Path, Path, Path, dict]:
-    from evaluators.pose.synthetic import make_keypoint_case
-    from sapiens2.reference import keypoints308
-
     gt, results = make_keypoint_case(images, keypoints, seed=seed, max_people=3)
     paths = folder / "gt.json", folder / "results.json", folder / "meta.json"
     paths[0].write_text(json.dumps(gt))
@@ -73,8 +76,6 @@ def _write_case(folder: Path, images: int, keypoints: int, seed: int) -> tuple[P
 
 
 def _ours_stats(out: str, json_path: Path) -> list[float]:
-    from evaluators.pose.coco_ap import STAT_NAMES
-
     stats = json.loads(json_path.read_text())["wholebody"]
     return [stats[s] for s in STAT_NAMES]
 
@@ -103,7 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fce-python", default=None, help="a Python that can import faster_coco_eval")
     ap.add_argument("--json", dest="json_out", help="write the timings to this JSON file")
     args = ap.parse_args(argv)
-    from benchmarks.results import start_measurement, write_measurement
 
     started = start_measurement()
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}

@@ -24,6 +24,7 @@ import torch
 
 from benchmarks.probe.readout.products import add_cross, add_gram, symmetrize_
 from benchmarks.probe.readout.shortcut import _rows, to_grid
+from benchmarks.results import start_measurement, write_measurement
 from sapiens2.codecs.udp import udp_encode
 
 PATCH = 16
@@ -100,7 +101,6 @@ def main() -> None:
     ap.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="of the products")
     ap.add_argument("--json", default=None, help="write the timings here (a measurement file)")
     args = ap.parse_args()
-    from benchmarks.results import start_measurement, write_measurement
 
     started = start_measurement()
     gen = torch.Generator().manual_seed(0)

@@ -41,6 +41,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchmarks.results import start_measurement, write_measurement
 from evaluators import evaluator_class  # noqa: E402
 
 SIZES = ((512, 384, 8), (1024, 768, 4))
@@ -240,7 +241,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--json", default=None, help="write the timings here (a measurement file)")
     args = ap.parse_args(argv)
-    from benchmarks.results import start_measurement, write_measurement
 
     started = start_measurement()
     torch.set_num_threads(args.threads)

@@ -21,6 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchmarks.results import start_measurement, write_measurement
 from evaluators import build_evaluator  # noqa: E402
 from sapiens2.tasks import task_names  # noqa: E402
 
@@ -56,7 +57,6 @@ def main() -> None:
     ap.add_argument("--tasks", default=",".join(task_names(dense=True)))
     ap.add_argument("--json", default=None, help="write the numbers here (a measurement file)")
     args = ap.parse_args()
-    from benchmarks.results import start_measurement, write_measurement
 
     started = start_measurement()
     rows = []

@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.results import start_measurement, write_measurement
+
 
 def _tree(root: int) -> list[int]:
     """``root`` and its descendants (from /proc)."""
@@ -118,8 +120,6 @@ def summarise(work: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    from benchmarks.results import start_measurement, write_measurement
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", required=True,
                     help="folder of the run (log, time, samples, output, split cache)")

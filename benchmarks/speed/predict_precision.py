@@ -24,6 +24,15 @@ import time
 import numpy as np
 import torch
 
+from benchmarks.results import start_measurement, write_measurement
+from sapiens2.datasets.io import read_rgb
+from sapiens2.inference import predict_array, to_tensor
+from sapiens2.models.builder import build_model
+from sapiens2.models.heads.pointmap import scale_branch_grid
+from sapiens2.reference import official_archs, official_task_configs
+from sapiens2.runtime import with_precision
+from sapiens2.tasks import get_task
+
 
 def parse_args(argv=None) -> argparse.Namespace:
     """Command-line flags (see the module docstring)."""
@@ -41,10 +50,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 def task_config(task: str, arch: str, size_hw: tuple[int, int]) -> dict:
     """The released 0.4b config of ``task`` with backbone ``arch`` at input ``size_hw``."""
     import copy
-
-    from sapiens2.models.heads.pointmap import scale_branch_grid
-    from sapiens2.reference import official_archs, official_task_configs
-    from sapiens2.tasks import get_task
 
     estimator = get_task(task).estimator
     released = [c["model"] for c in official_task_configs().values() if c["model"]["type"] == estimator]
@@ -101,10 +106,6 @@ def run_task(task: str, args, rgb: np.ndarray) -> dict:
     """Build, run in both precisions, compare, time."""
     import cv2
 
-    from sapiens2.inference import predict_array, to_tensor
-    from sapiens2.models.builder import build_model
-    from sapiens2.runtime import with_precision
-
     size_hw = tuple(int(v) for v in args.size.lower().split("x"))
     torch.manual_seed(args.seed)
     model = build_model(task_config(task, args.arch, size_hw)).eval()
@@ -145,9 +146,6 @@ def run_task(task: str, args, rgb: np.ndarray) -> dict:
 def main(argv=None) -> int:
     """Run every task and print one JSON line per task."""
     import matplotlib.cbook as cbook
-
-    from benchmarks.results import start_measurement, write_measurement
-    from sapiens2.datasets.io import read_rgb
 
     started = start_measurement()
     args = parse_args(argv)

@@ -23,11 +23,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.results import start_measurement, write_measurement
+from sapiens2.pretrain.recipes import get_recipe, resolve_config
+from sapiens2.pretrain.trainer import pretrain
+
 
 def config(name: str, batch: int, steps: int, precision: str) -> dict:
     """The config of a named speed case."""
-    from sapiens2.pretrain.recipes import get_recipe, resolve_config
-
     if name == "tiny":
         cfg = get_recipe("smoke_tiny")
     elif name in ("cpu_small", "cpu_small_mae", "cpu_small_cl"):
@@ -67,12 +69,10 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     p.add_argument("--json", default=None, help="write the results here")
     args = p.parse_args(argv)
-    from benchmarks.results import start_measurement, write_measurement
 
     started = start_measurement()
     if args.threads:
         torch.set_num_threads(args.threads)
-    from sapiens2.pretrain.trainer import pretrain
 
     results = []
     with tempfile.TemporaryDirectory() as tmp:

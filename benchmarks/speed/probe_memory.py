@@ -33,8 +33,20 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script
+
+from benchmarks.probe.api import RunOptions, run_probe
+from benchmarks.probe.backbones import build_probe_backbone, resolve_backbone_cfg
+from benchmarks.probe.data.loader import SceneLoader
+from benchmarks.probe.features.store import backbone_autocast
+from benchmarks.probe.protocol import body_protocol, default_protocol
+from benchmarks.probe.tasks import build_task
+from benchmarks.results import start_measurement, write_measurement
+from sapiens2.datasets.synth import ensure_default_split
+from sapiens2.records.results import read_record
+from sapiens2.records.view import RecordView
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 TASKS = "pose,seg,normal,pointmap,albedo"
 
@@ -46,8 +58,6 @@ def _size(text: str) -> tuple[int, int]:
 
 def run_child(cfg: dict) -> dict:
     """One configuration in this process: returns its wall and CPU seconds and what it produced."""
-    from benchmarks.probe.protocol import body_protocol, default_protocol
-
     base = body_protocol() if cfg.get("protocol") == "body" else default_protocol()
     protocol = base.replace(input_size=list(cfg["size"]),
                                           max_train_samples=cfg.get("max_train", 0),
@@ -58,7 +68,6 @@ def run_child(cfg: dict) -> dict:
         return bare_forward(cfg["backbone"], tasks, cfg["data"], protocol)
     if cfg["path"] != "stream":
         raise ValueError(f"--paths {cfg['path']!r}: expected stream or forward")
-    from benchmarks.probe.api import RunOptions, run_probe
 
     t0, c0 = time.perf_counter(), time.process_time()
     paths = run_probe(cfg["backbone"], tasks, cfg["data"], work / "out", protocol=protocol,
@@ -76,9 +85,6 @@ def run_child(cfg: dict) -> dict:
 
 def stage_seconds(paths) -> dict:
     """Seconds per stage of a probe run, from its records (a scene group's shared stages counted once)."""
-    from sapiens2.records.results import read_record
-    from sapiens2.records.view import RecordView
-
     groups: dict = {}
     for p in paths:
         t = dict(RecordView.of(read_record(p)).timings)
@@ -96,11 +102,6 @@ def bare_forward(backbone: str, tasks, data, protocol) -> dict:
     """Seconds of the backbone forward alone over every image the probe reads (each batch is read
     first; only the forward is timed)."""
     import torch
-
-    from benchmarks.probe.backbones import build_probe_backbone, resolve_backbone_cfg
-    from benchmarks.probe.data.loader import SceneLoader
-    from benchmarks.probe.features.store import backbone_autocast
-    from benchmarks.probe.tasks import build_task
 
     objs = {t: build_task(t, protocol) for t in tasks}
     bb = build_probe_backbone(resolve_backbone_cfg(backbone), img_size=tuple(protocol.input_size))
@@ -190,8 +191,6 @@ def _stages(res: dict) -> str:
 
 
 def ensure_split(root: Path, n: int, size: tuple[int, int]) -> Path:
-    from sapiens2.datasets.synth import ensure_default_split
-
     return Path(ensure_default_split(f"mem{n}-{size[0]}x{size[1]}", n=n, size=size, seed=0, root=root))
 
 
@@ -218,7 +217,6 @@ def main() -> None:
         res = run_child(json.loads(args.child))
         Path(args.child_out).write_text(json.dumps(res))
         return
-    from benchmarks.results import start_measurement, write_measurement
 
     started = start_measurement()
     root = Path(args.data_root or Path(tempfile.gettempdir()) / "probe_memory_data")

@@ -23,7 +23,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.mainjob import DEFAULT_BACKBONES, parse_weights
+from benchmarks.probe.api import run_probe
+from benchmarks.probe.protocol import body_protocol, default_protocol
+from benchmarks.probe.records.headline import PROBE_HEADLINE
 from benchmarks.results import start_measurement, write_measurement
+from sapiens2.datasets.synth import ensure_default_split
+from sapiens2.records.results import read_record
+from sapiens2.records.view import RecordView
+from sapiens2.tasks import task_names
 
 
 def _cpu_s() -> float:
@@ -37,8 +45,6 @@ def _load() -> list[float]:
 
 
 def main(argv=None) -> int:
-    from sapiens2.tasks import task_names
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backbone", default=None, help="one backbone (default sapiens2_0.1b)")
     ap.add_argument(
@@ -57,14 +63,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import torch
-
-    from benchmarks.mainjob import DEFAULT_BACKBONES, parse_weights
-    from benchmarks.probe.api import run_probe
-    from benchmarks.probe.protocol import body_protocol, default_protocol
-    from benchmarks.probe.records.headline import PROBE_HEADLINE
-    from sapiens2.datasets.synth import ensure_default_split
-    from sapiens2.records.results import read_record
-    from sapiens2.records.view import RecordView
 
     if args.backbones == "main":
         names = list(DEFAULT_BACKBONES)

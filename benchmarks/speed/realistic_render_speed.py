@@ -23,6 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
+from sapiens2.datasets.synth.realistic.people import PeopleSettings, sample_people
+from sapiens2.datasets.synth.realistic.render import project_keypoints, render_ground_truth, render_image
+from sapiens2.datasets.synth.realistic.sample import prepare
+from sapiens2.datasets.synth.realistic.scene import compose_scene
+from sapiens2.datasets.synth.realistic.variant import load_mitsuba
+
 
 def _timed(fn):
     wall, cpu = time.perf_counter(), time.process_time()
@@ -53,11 +59,6 @@ def main() -> None:
     p.add_argument("--spp", type=int, nargs="+", default=[16, 64])
     p.add_argument("--out", default="benchmarks/results/realistic_render_speed.txt")
     args = p.parse_args()
-    from sapiens2.datasets.synth.realistic.people import PeopleSettings, sample_people
-    from sapiens2.datasets.synth.realistic.render import project_keypoints, render_ground_truth, render_image
-    from sapiens2.datasets.synth.realistic.sample import prepare
-    from sapiens2.datasets.synth.realistic.scene import compose_scene
-    from sapiens2.datasets.synth.realistic.variant import load_mitsuba
 
     lines = _header(args)
     lines.append(f"# mitsuba variant: {prepare(progress=False)}, 1 render thread, 2 people per scene")

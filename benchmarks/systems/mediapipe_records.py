@@ -12,16 +12,15 @@ from pathlib import Path
 
 from benchmarks.systems import mediapipe_system as M
 from sapiens2.datasets import split_info
+from sapiens2.datasets.identity import split_identity
 from sapiens2.datasets.synth import ensure_default_split
+from sapiens2.records.paths import public_path
 from sapiens2.records.results import make_record, write_record
 
 SYSTEM_TASKS = ("pose", "seg")
 
 
 def _dataset(data: Path, n: int | None, num_samples: int) -> dict:
-    from sapiens2.datasets.identity import split_identity
-    from sapiens2.records.paths import public_path
-
     info = split_info(data)
     return {"name": str(info.get("name") or data.name), "split": "all" if n is None else f"first{n}",
             "content_hash": split_identity(data), "num_samples": num_samples, "root": public_path(data)}

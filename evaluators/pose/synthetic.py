@@ -13,6 +13,7 @@ import io
 import numpy as np
 
 from evaluators.pose.coco_ap import STAT_NAMES
+from sapiens2.vocab_match import builtin_sets_with_count
 
 
 def make_keypoint_case(
@@ -183,8 +184,6 @@ def to_wholebody_fields(gt: dict, results: list[dict], parts: dict[str, list[int
 
 def _names_for(num_keypoints: int) -> list[str]:
     """The names of the one built-in set of that count (so the file is read as it), else ``k0, k1, ...``."""
-    from sapiens2.vocab_match import builtin_sets_with_count
-
     sets = builtin_sets_with_count(num_keypoints)
     return list(sets[0].names) if len(sets) == 1 else [f"k{i}" for i in range(num_keypoints)]
 

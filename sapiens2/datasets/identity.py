@@ -31,7 +31,10 @@ from pathlib import Path
 from sapiens2.records.provenance import dataset_content_hash
 from sapiens2.utils_io import read_json
 
+from .base import ManifestDataset
 from .io import DatasetError
+from .pose import PoseTopdownDataset
+from .split import open_split, split_info
 
 __all__ = ["file_digest", "referenced_files", "split_identity"]
 
@@ -125,9 +128,6 @@ def file_digest(path: str | os.PathLike, remember: bool = True) -> str:
 
 def _reader_files(reader) -> list[Path]:
     """The files one reader reads, in manifest order."""
-    from .base import ManifestDataset
-    from .pose import PoseTopdownDataset
-
     if hasattr(reader, "referenced_files"):  # a plug-in reader lists its own files
         return [Path(p) for p in reader.referenced_files()]
     if isinstance(reader, ManifestDataset):
@@ -150,8 +150,6 @@ def referenced_files(split_dir: str | os.PathLike, tasks=None) -> list[Path]:
         split_dir: a folder with ``split.json``.
         tasks: the tasks whose manifests count (None: every task of ``split.json``).
     """
-    from .split import open_split, split_info
-
     split_dir = Path(split_dir)
     listed = split_info(split_dir)["tasks"]
     out: dict[Path, None] = {}

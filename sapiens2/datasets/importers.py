@@ -37,6 +37,8 @@ import numpy as np
 from sapiens2.utils_io import default_mode, read_json, write_json_atomic
 from sapiens2.vocab import WHOLEBODY_SPLIT_SIZES, KeypointSet, VocabError, keypoint_set
 
+from .import_mpii import read_mpii
+from .import_parts import PART_LAYOUTS, coco_person_masks, part_folder_manifest
 from .import_paths import image_path
 from .io import DatasetError
 from .synth.writer import SplitExistsError, _move_into_place, _replaceable
@@ -318,9 +320,6 @@ def import_dataset(
         label_set: label set of a part-PNG dataset (default: the layout's).
         overwrite: replace an earlier split at ``out``.
     """
-    from .import_mpii import read_mpii
-    from .import_parts import PART_LAYOUTS, coco_person_masks, part_folder_manifest
-
     src = Path(src)
     if fmt in PART_LAYOUTS:
         manifest, entry = part_folder_manifest(fmt, src, images, labels, label_set)

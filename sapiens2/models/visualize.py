@@ -80,8 +80,6 @@ def pose_legend_entries() -> list[tuple[str, tuple[int, int, int]]]:
         >>> [name for name, _ in pose_legend_entries()][:2]
         ['left arm, leg, foot; pinky (both hands)', 'right arm, leg, foot; thumb (both hands)']
     """
-    from sapiens2.reference import keypoints308
-
     vocab = keypoints308()
     names = {kp["id"]: kp["name"] for kp in vocab["keypoints"]}
     by_colour: dict[tuple[int, int, int], list[tuple[str, str]]] = {}
@@ -100,8 +98,6 @@ def with_pose_legend(picture: np.ndarray, scores: list, score_thr: float, box: b
         score_thr: the score threshold the picture was drawn with.
         box: whether person boxes were outlined.
     """
-    from sapiens2.models.legends import beside, legend_panel
-
     drawn = sum(int((np.asarray(s) >= score_thr).sum()) for s in scores)
     total = sum(len(s) for s in scores)
     entries = pose_legend_entries() + [("face keypoints (dots)", (200, 200, 0))]

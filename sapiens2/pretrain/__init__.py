@@ -11,13 +11,7 @@ One file per piece: :mod:`.masking`, :mod:`.encoder` (masked Sapiens2 pass), :mo
 """
 
 from sapiens2.pretrain.recipes import config_hash, get_recipe, list_recipes, resolve_config
+from sapiens2.pretrain.trainer import pretrain
 
 __all__ = ["config_hash", "get_recipe", "list_recipes", "pretrain", "resolve_config"]
 
-
-def __getattr__(name):  # the trainer pulls in tqdm and the data stack only when used
-    if name == "pretrain":
-        from sapiens2.pretrain.trainer import pretrain
-
-        return pretrain
-    raise AttributeError(name)

@@ -19,10 +19,14 @@ from pathlib import Path
 import numpy as np
 
 from sapiens2.datasets.derive import ground_truth_writers, manifest, synth_scene, write_scene
+from sapiens2.errors import UnknownNameError
 from sapiens2.reference import keypoints308
 from sapiens2.utils_io import default_mode, write_json_atomic
 
 from .atomic import SplitExistsError, _move_into_place, _replaceable
+from .realistic import sample as realistic_samples
+from .realistic.sample import THREADS_ENV, RealisticSettings, prepare
+from .realistic.variant import choose_variant
 from .scene import synth_sample
 
 GENERATOR_VERSION = 1  # bump when the renderer's output changes, so cached splits are remade
@@ -74,10 +78,7 @@ def resolve_generator(generator=None):
         return None
     if isinstance(generator, str):
         if generator != "realistic":
-            from sapiens2.errors import UnknownNameError
-
             raise UnknownNameError("synthetic generator (--generator)", generator, GENERATORS)
-        from .realistic.sample import RealisticSettings
 
         return RealisticSettings()
     return generator
@@ -88,9 +89,7 @@ def _render_and_write(args: tuple) -> dict:
     if realistic is None:
         s = synth_sample(seed, index, hw)
     else:
-        from .realistic.sample import realistic_sample
-
-        s = realistic_sample(seed, index, hw, realistic)
+        s = realistic_samples.realistic_sample(seed, index, hw, realistic)
     sid = f"{index:06d}"
     root = Path(root)
     _save_png(root / "images" / f"{sid}.png", s["image"])
@@ -224,7 +223,6 @@ def generator_record(realistic) -> dict:
     """What split.json says about the generator (the procedural one's entries as before)."""
     if realistic is None:
         return {"generator": "sapiens2-bench synth", "generator_version": GENERATOR_VERSION}
-    from .realistic.variant import choose_variant
 
     return {"generator": "sapiens2-bench synth realistic", "generator_version": REALISTIC_VERSION,
             "render": {**realistic.record(), "mitsuba_variant": choose_variant(quiet=True)}}
@@ -244,8 +242,6 @@ def render_into(tmp: Path, indices, seed: int, hw: tuple[int, int], workers: int
     jobs = [(str(tmp), int(seed), int(i), hw, realistic) for i in indices]
     context = None
     if realistic is not None:
-        from .realistic.sample import THREADS_ENV, prepare
-
         realistic.check(hw)
         prepare(progress)
         if workers > 1:

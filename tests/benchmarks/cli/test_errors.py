@@ -219,8 +219,8 @@ def _recording(path, seen, what):
     """A ``build_parser`` whose ``path`` command records ``what(args)`` instead of running."""
     real_build = cli_main.build_parser
 
-    def build():
-        parser = real_build()
+    def build(commands=None):
+        parser = real_build(commands)
         _leaf(parser, path).set_defaults(func=lambda args: seen.append(what(args)) or 0)
         return parser
 

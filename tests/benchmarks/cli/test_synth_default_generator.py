@@ -85,7 +85,7 @@ def test_the_cache_key_differs_by_generator_and_render_settings():
 
 
 def test_default_data_dir_asks_the_cache_for_the_generator(monkeypatch, tmp_path):
-    import sapiens2.datasets.synth as synth
+    import benchmarks.embedded_split as embedded  # default_data_dir looks ensure_default_split up here
 
     calls = []
 
@@ -93,7 +93,7 @@ def test_default_data_dir_asks_the_cache_for_the_generator(monkeypatch, tmp_path
         calls.append((n, tuple(size), kw["generator"], kw["workers"]))
         return tmp_path
 
-    monkeypatch.setattr(synth, "ensure_default_split", fake_split)
+    monkeypatch.setattr(embedded, "ensure_default_split", fake_split)
     default_data_dir(default_protocol())
     default_data_dir(default_protocol(), generator="procedural")
     default_data_dir(quick_protocol(), quick=True)
@@ -107,7 +107,7 @@ def test_default_data_dir_asks_the_cache_for_the_generator(monkeypatch, tmp_path
 def test_a_missing_renderer_names_the_extra_and_the_procedural_way_out(monkeypatch, tmp_path):
     import importlib.util
 
-    import sapiens2.datasets.synth as synth
+    import benchmarks.embedded_split as embedded  # default_data_dir looks ensure_default_split up here
     from sapiens2.datasets.synth.realistic.variant import RendererMissingError, require_mitsuba
     from sapiens2.errors import BenchError
 
@@ -119,7 +119,7 @@ def test_a_missing_renderer_names_the_extra_and_the_procedural_way_out(monkeypat
         require_mitsuba()
         return tmp_path
 
-    monkeypatch.setattr(synth, "ensure_default_split", split_needing_mitsuba)
+    monkeypatch.setattr(embedded, "ensure_default_split", split_needing_mitsuba)
     with pytest.raises(BenchError, match="'mitsuba' package") as info:
         default_data_dir(default_protocol())
     assert "'realistic' extra" in str(info.value) and "--generator procedural" in str(info.value)

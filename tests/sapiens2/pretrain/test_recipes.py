@@ -64,6 +64,7 @@ def test_cpu_small_arch_fits_the_probe_grid_and_the_size_limit():
 def test_pretraining_seed_is_disjoint_from_the_probe_splits(monkeypatch, tmp_path):
     """The probe's embedded splits (default and quick protocol, i.e. the main job's data) use another
     scene seed than every recipe's pretraining data; scenes are seeded by SeedSequence([seed, i])."""
+    import benchmarks.embedded_split as embedded  # default_data_dir looks ensure_default_split up here
     import sapiens2.datasets.synth as synth
     from benchmarks.mainjob import default_data_dir
     from benchmarks.probe.protocol import default_protocol, quick_protocol
@@ -74,7 +75,7 @@ def test_pretraining_seed_is_disjoint_from_the_probe_splits(monkeypatch, tmp_pat
         seen.append(seed)
         return tmp_path
 
-    monkeypatch.setattr(synth, "ensure_default_split", fake_split)
+    monkeypatch.setattr(embedded, "ensure_default_split", fake_split)
     for protocol in (default_protocol(), quick_protocol()):
         default_data_dir(protocol)
     assert seen, "the probe's default data did not go through ensure_default_split"
