@@ -25,6 +25,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from sapiens2.datasets.synth.realistic import scene as scene_module
+from sapiens2.datasets.synth.realistic.occluders import SceneMesh
 from sapiens2.reference import keypoints308
 
 # (from keypoint, to keypoint, radius in metres); names of keypoints308
@@ -130,8 +132,6 @@ def capsule_person(person, index: int):
     """
     from scipy.spatial import cKDTree
 
-    from sapiens2.datasets.synth.realistic.occluders import SceneMesh
-
     parts, offset = [], 0
     faces_all = []
     for a, b, r in _bones(person):
@@ -161,8 +161,6 @@ def capsule_scenes():
     body; keypoints and their definitions stay the anny person's. Works in this process only (the
     split writer with ``workers=1``).
     """
-    from sapiens2.datasets.synth.realistic import scene as scene_module
-
     compose = scene_module.compose_scene
 
     def compose_with_capsules(rng, hw, people, *args, **kwargs):

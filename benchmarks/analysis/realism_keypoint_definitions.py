@@ -31,6 +31,13 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.results import start_measurement, write_measurement
+from benchmarks.systems import mediapipe_system as M
+from evaluators.pose import PoseEvaluator
+from sapiens2.datasets import open_split
+from sapiens2.datasets.synth.realistic.bodies import anny_model
+from sapiens2.datasets.synth.realistic.render import project_keypoints, render_ground_truth
+from sapiens2.datasets.synth.realistic.sample import RealisticSettings, realistic_scene, sample_rng
+from sapiens2.datasets.synth.realistic.variant import load_mitsuba
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "references" / "mediapipe_keypoint_definitions.json"
@@ -41,8 +48,6 @@ DEFINITIONS = ("table", "anny_coco", "anny_limbs_table_face", "table_limbs_anny_
 
 def mediapipe_predictions(split: Path, crop_hw: tuple[int, int], cache: Path) -> list:
     """Per pose annotation: (27 x 2 crop keypoints, 27 scores) of MediaPipe, or None for a miss."""
-    from benchmarks.systems import mediapipe_system as M
-    from sapiens2.datasets import open_split
 
     ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
     if cache.is_file():
@@ -67,11 +72,6 @@ def redrawn_keypoints(split: Path) -> dict[int, list[dict[str, np.ndarray]]]:
     definition."""
     from anny.keypoints import KeypointsRegressor
 
-    from benchmarks.systems import mediapipe_system as M
-    from sapiens2.datasets.synth.realistic.bodies import anny_model
-    from sapiens2.datasets.synth.realistic.render import project_keypoints, render_ground_truth
-    from sapiens2.datasets.synth.realistic.sample import RealisticSettings, realistic_scene, sample_rng
-    from sapiens2.datasets.synth.realistic.variant import load_mitsuba
 
     info = json.loads((split / "split.json").read_text(encoding="utf-8"))
     record = info["render"]
@@ -109,9 +109,6 @@ def redrawn_keypoints(split: Path) -> dict[int, list[dict[str, np.ndarray]]]:
 
 def score(split: Path, crop_hw: tuple[int, int], predictions: list, points: dict, definition: str) -> dict:
     """Body AP and per-point median error (over sqrt(area)) with the COCO-17 GT of ``definition``."""
-    from benchmarks.systems import mediapipe_system as M
-    from evaluators.pose import PoseEvaluator
-    from sapiens2.datasets import open_split
 
     ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
     vids = M.vocabulary_ids()[:COCO17]

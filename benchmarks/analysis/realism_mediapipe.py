@@ -37,7 +37,16 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.results import start_measurement, write_measurement
+from benchmarks.analysis.capsule_people import capsule_scenes
+from benchmarks.results import read_measurement, start_measurement, write_measurement
+from benchmarks.systems import mediapipe_system as M
+from evaluators.pose import PoseEvaluator
+from sapiens2.datasets import open_split
+from sapiens2.datasets.identity import split_identity
+from sapiens2.datasets.synth.realistic.sample import RealisticSettings
+from sapiens2.datasets.synth.writer import generate_split
+from sapiens2.reference import seg_classes29
+from sapiens2.utils_io import read_json, write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "references" / "mediapipe_realistic.json"
@@ -85,7 +94,6 @@ def previous_rows(path: str | None) -> dict | None:
     """The conditions of an earlier measurement file (with its commit and date), or None."""
     if not path:
         return None
-    from benchmarks.results import read_measurement
 
     rec = read_measurement(path)
     keep = ("condition", "size", "n_images", "n_people", "missed_people", "body_AP", "PCK@0.1",
@@ -97,8 +105,6 @@ def previous_rows(path: str | None) -> dict | None:
 def render_condition(name: str, out: Path, n: int, seed: int, hw: tuple[int, int], settings,
                      workers: int = 1) -> float:
     """Render the split of one condition into ``out`` (kept if already there); seconds spent."""
-    from sapiens2.datasets.synth.writer import generate_split
-
     if (out / "split.json").is_file():
         return 0.0
     start = time.monotonic()
@@ -109,7 +115,6 @@ def render_condition(name: str, out: Path, n: int, seed: int, hw: tuple[int, int
         generate_split(out, n=n, seed=seed, size=hw, workers=workers,
                        generator=replace(settings, scenes=scenes))
     else:  # the ablation swaps bodies inside this process: one worker
-        from benchmarks.analysis.capsule_people import capsule_scenes
 
         with capsule_scenes():
             generate_split(out, n=n, seed=seed, size=hw, workers=1, generator=settings)
@@ -136,8 +141,6 @@ def pck_of_crops(split: Path, results: list, crop_hw: tuple[int, int]) -> dict:
     MediaPipe missed counts each of its visible points as a miss (``pck``) and is left out of
     ``pck_detected``.
     """
-    from benchmarks.systems import mediapipe_system as M
-    from sapiens2.datasets import open_split
 
     ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
     if len(results) != len(ds.anns):
@@ -172,8 +175,6 @@ def person_groups(split: Path, crop_hw: tuple[int, int]) -> dict[str, list[int]]
     :data:`FEW_VISIBLE` of its labelled points visible (occluded, and neither cut nor lying);
     ``clear``: the rest.
     """
-    from benchmarks.systems import mediapipe_system as M
-    from sapiens2.datasets import open_split
 
     ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
     vids = M.vocabulary_ids()[:COCO17]
@@ -193,9 +194,6 @@ def person_groups(split: Path, crop_hw: tuple[int, int]) -> dict[str, list[int]]
 
 def subset_body_ap(split: Path, crop_hw: tuple[int, int], results: list, keep: list[int]) -> float:
     """Body AP over the persons ``keep`` only (their GT and their own top-down predictions)."""
-    from benchmarks.systems import mediapipe_system as M
-    from evaluators.pose import PoseEvaluator
-    from sapiens2.datasets import open_split
 
     ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
     keep_ids = {ds.anns[i]["id"] for i in keep}
@@ -227,8 +225,6 @@ def breakdown(split: Path, crop_hw: tuple[int, int], results: list) -> dict:
 def keypoint_errors(split: Path, crop_hw: tuple[int, int], results: list) -> dict[str, dict]:
     """Per COCO-17 point: median distance to the GT over sqrt(GT area) (the OKS scale) of the detected
     persons' labelled points, the point's OKS sigma, and the OKS of a point that far off."""
-    from benchmarks.systems import mediapipe_system as M
-    from sapiens2.datasets import open_split
 
     ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
     meta = M.shared_meta()
@@ -261,8 +257,6 @@ def wrong_person_share(split: Path, crop_hw: tuple[int, int], results: list) -> 
     image is higher than against its own GT person (a top-down single-person model given a crop that
     holds two people picks one of them).
     """
-    from benchmarks.systems import mediapipe_system as M
-    from sapiens2.datasets import open_split
 
     ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
     sigmas = np.asarray(M.shared_meta()["sigmas"][:COCO17], float)
@@ -297,8 +291,6 @@ def class_census(split: Path) -> dict[str, int]:
     """In how many images of ``split`` each seg class (by name) has at least one pixel."""
     from PIL import Image
 
-    from sapiens2.reference import seg_classes29
-
     names = [c["name"] for c in seg_classes29()["classes"]]
     counts = dict.fromkeys(names, 0)
     for png in sorted((split / "seg").glob("*.png")):
@@ -314,9 +306,6 @@ def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> dict:
     The result is kept beside the split (``<split>.eval.json``) and reused while the split and the
     crop size are unchanged.
     """
-    from benchmarks.systems import mediapipe_system as M
-    from sapiens2.datasets.identity import split_identity
-    from sapiens2.utils_io import read_json, write_json_atomic
 
     cache = split.with_name(split.name + ".eval.json")
     key = {"split": split_identity(split), "crop_hw": list(crop_hw), "version": EVAL_VERSION}
@@ -371,8 +360,6 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.n < 1:
         raise ValueError(f"--n {args.n}: at least one image")
-    from benchmarks.systems import mediapipe_system as M
-    from sapiens2.datasets.synth.realistic.sample import RealisticSettings
 
     conditions = parse_conditions(args.conditions, args.n)
     previous = previous_rows(args.previous)

@@ -26,70 +26,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("sapiens2", "evaluators", "leaderboard", "benchmarks")
 REASON = re.compile(r"#\s*(optional|cycle):\s*(\S.*?)\s*$")
-# Files owned by another area at the time of this check: their in-function imports need no optional
-# package and close no loop, so they are to move to the top; listed exactly (file and statement) so
-# that nothing else slips through, and an entry that no longer matches an import is an error.
-_PENDING_BY_FILE: dict[str, tuple[str, ...]] = {
-    "sapiens2/datasets/synth/realistic/clothing.py": (
-        "from .bodies import anny_model, faces",
-        "from .keypoints import eyebrow_ribbon",
-    ),
-    "sapiens2/datasets/synth/realistic/eyes.py": (
-        "from .bodies import dominant_bone",
-    ),
-    "sapiens2/datasets/synth/realistic/face_table.py": (
-        "from .poses import vertex_normals",
-    ),
-    "sapiens2/datasets/synth/realistic/keypoints.py": (
-        "from .bodies import anny_model",
-    ),
-    "sapiens2/datasets/synth/realistic/poses.py": (
-        "from .bodies import dominant_bone",
-        "from .bodies import faces",
-    ),
-    "sapiens2/datasets/synth/realistic/render.py": (
-        "from .shading import shade_fast",
-    ),
-    "sapiens2/datasets/synth/realistic/sample.py": (
-        "from .render import render_all",
-        "from .scene import compose_scene",
-        "from .people import sample_people",
-        "from .people import PeopleSettings",
-        "from .poses import PHOTO_POSE_WEIGHTS, POSES",
-        "from .bodies import anny_model, anny_problem",
-    ),
-    "sapiens2/datasets/synth/realistic/scene.py": (
-        "from .people import PeopleSettings, sample_people",
-    ),
-    "benchmarks/analysis/capsule_people.py": (
-        "from sapiens2.datasets.synth.realistic.occluders import SceneMesh",
-        "from sapiens2.datasets.synth.realistic import scene as scene_module",
-    ),
-    "benchmarks/analysis/realism_keypoint_definitions.py": (
-        "from benchmarks.systems import mediapipe_system as M",
-        "from sapiens2.datasets import open_split",
-        "from sapiens2.datasets.synth.realistic.bodies import anny_model",
-        "from sapiens2.datasets.synth.realistic.render import project_keypoints, render_ground_truth",
-        "from sapiens2.datasets.synth.realistic.sample import RealisticSettings, realistic_scene, sample_rng",
-        "from sapiens2.datasets.synth.realistic.variant import load_mitsuba",
-        "from evaluators.pose import PoseEvaluator",
-    ),
-    "benchmarks/analysis/realism_mediapipe.py": (
-        "from benchmarks.results import read_measurement",
-        "from sapiens2.datasets.synth.writer import generate_split",
-        "from benchmarks.analysis.capsule_people import capsule_scenes",
-        "from benchmarks.systems import mediapipe_system as M",
-        "from sapiens2.datasets import open_split",
-        "from evaluators.pose import PoseEvaluator",
-        "from sapiens2.reference import seg_classes29",
-        "from sapiens2.datasets.identity import split_identity",
-        "from sapiens2.utils_io import read_json, write_json_atomic",
-        "from sapiens2.datasets.synth.realistic.sample import RealisticSettings",
-    ),
-}
-PENDING_OTHER_AREAS: frozenset[str] = frozenset(
-    f"{path}: {statement}" for path, statements in _PENDING_BY_FILE.items() for statement in statements)
-
 
 def _requirement_name(line: str) -> str:
     """The distribution name of a requirement line, normalised (``mmcv-lite>=2.1`` -> ``mmcv_lite``)."""
@@ -134,28 +70,21 @@ def inner_imports(path: Path) -> list[tuple[ast.stmt, str | None, str]]:
     return found
 
 
-def problems(root: Path = ROOT, pending: frozenset[str] = PENDING_OTHER_AREAS) -> list[str]:
-    """``file:line: why`` for each in-function project import without a valid reason, and each
-    ``pending`` entry that matches no import."""
-    out, seen, optional = [], set(), None
+def problems(root: Path = ROOT) -> list[str]:
+    """``file:line: why`` for each in-function project import without a valid reason."""
+    out, optional = [], None
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
             for node, kind, why in inner_imports(path):
-                key = f"{rel}: {ast.unparse(node)}"
                 where = f"{rel}:{node.lineno}: {ast.unparse(node)}"
                 if kind is None:
-                    if key in pending:
-                        seen.add(key)
-                    else:
-                        out.append(f"{where}: inside a function without '# optional: PACKAGE' or "
-                                   "'# cycle: WHY' (move it to the module's top)")
+                    out.append(f"{where}: inside a function without '# optional: PACKAGE' or "
+                               "'# cycle: WHY' (move it to the module's top)")
                 elif kind == "optional" and _requirement_name(why) not in (
                         optional := optional if optional is not None else optional_packages(root)):
                     out.append(f"{where}: '# optional: {why}' names no optional dependency of "
                                f"pyproject.toml (known: {', '.join(sorted(optional))})")
-    out += [f"PENDING_OTHER_AREAS entry matches no in-function import any more: {k}"
-            for k in sorted(pending - seen)]
     return out
 
 
@@ -217,14 +146,10 @@ def test_the_scanner_catches_a_planted_import(tmp_path):
         "def k():\n    from .b import h  # optional: mitsuba\n    return h\n\n"  # not an extra here
         "def m():\n    return lambda: [__import__('sapiens2')]\n"  # not an import statement
         "class C:\n    def n(self):\n        from evaluators import x  # cycle: planted\n        return x\n")
-    bad = problems(tmp_path, frozenset())
+    bad = problems(tmp_path)
     assert len(bad) == 2, bad
     assert bad[0].startswith("sapiens2/a.py:5: from sapiens2 import b: inside a function")
     assert bad[1].startswith("sapiens2/a.py:14: from .b import h: '# optional: mitsuba' names no optional")
-    key = "sapiens2/a.py: from sapiens2 import b"
-    assert problems(tmp_path, frozenset({key})) == bad[1:]
-    stale = problems(tmp_path, frozenset({key, "sapiens2/a.py: from sapiens2 import gone"}))
-    assert stale[-1].endswith("no in-function import any more: sapiens2/a.py: from sapiens2 import gone")
 
 
 def test_the_optional_packages_are_read_from_pyproject():

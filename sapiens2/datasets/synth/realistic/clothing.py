@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bodies import PosedBody, bone_index, dominant_bone
+from .bodies import PosedBody, anny_model, bone_index, dominant_bone, faces
 from .eyes import cap_mesh
+from .keypoints import eyebrow_ribbon
 from .parts import class_ids
 from .poses import vertex_normals
 
@@ -100,8 +101,6 @@ def _pattern(rng: np.random.Generator):
 @functools.cache
 def _face_bones() -> np.ndarray:
     """(F,) the dominant bone label stem of each face's first vertex, for region rules."""
-    from .bodies import anny_model, faces
-
     labels = np.array(anny_model().bone_labels)
     return labels[dominant_bone()[faces()[:, 0]]]
 
@@ -262,8 +261,6 @@ def _add_irises(build: _Builder, rng: np.random.Generator) -> None:
 
 def _add_eyebrows(build: _Builder, colour: np.ndarray) -> None:
     """The eyebrow ribbons (class face_neck, as Sapiens labels eyebrows), see keypoints.eyebrow_ribbon."""
-    from .keypoints import eyebrow_ribbon
-
     for side in ("L", "R"):
         v, f = eyebrow_ribbon(build.body, side)
         build.add(v, f, class_ids()["face_neck"], colour)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bodies import ANNY_TO_WORLD, PosedBody, bone_index
+from .bodies import ANNY_TO_WORLD, PosedBody, bone_index, dominant_bone
 
 # Rim radii as fractions of the eyeball radius (about 5.8 mm and 2.1 mm on anny's 16 mm eyeball: a
 # typical adult iris of 11.7 mm and a mid-sized pupil).
@@ -24,8 +24,6 @@ CLOCK_DEG = {"3": 0.0, "12": 90.0, "9": 180.0, "6": 270.0, "midpoint_1": 45.0, "
 
 def _rest_frame(body: PosedBody, side: str) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:
     """The eyeball's rest centre, radius and its gaze/right/up axes (world axes)."""
-    from .bodies import dominant_bone
-
     b = bone_index()[f"eye.{side}"]
     centre = body.rest_bone_heads[b]
     ball = body.rest_vertices[dominant_bone() == b]

@@ -17,6 +17,7 @@ from sapiens2.reference import keypoints308
 from .bodies import anny_model, faces
 from .eyes import CLOCK_DEG
 from .parts import body_face_classes, class_ids
+from .poses import vertex_normals
 
 
 def _anny_texture(name: str) -> Path:
@@ -200,8 +201,6 @@ def _eyelids(mesh, side: str) -> dict[str, dict]:
     forward-facing band vertex is on the eyelid line (the lid's edge against the eyeball). Upper and lower
     halves split at the line through the canthi (the band's medial-most and lateral-most vertices).
     """
-    from .poses import vertex_normals
-
     v = mesh.v
     sign = 1.0 if side == "l" else -1.0
     band = _uv_mask_vertices("mpfb_eyelids.jpg")

@@ -20,7 +20,7 @@ import numpy as np
 
 from sapiens2.reference import DATA_DIR, keypoints308
 
-from .bodies import PosedBody, bone_index, faces
+from .bodies import PosedBody, anny_model, bone_index, faces
 from .eyes import ring_points
 
 TABLE_NAME = "anny_keypoints308.json"
@@ -58,8 +58,6 @@ def keypoint_table() -> list[dict]:
 def coco_regressor() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """anny's COCO keypoint regressor: label -> (vertex ids, weights summing to 1) of the body mesh."""
     from anny.keypoints import KeypointsRegressor
-
-    from .bodies import anny_model
 
     regressor = KeypointsRegressor.coco(anny_model())
     weights = regressor.regression_weights.detach().cpu().numpy().astype(np.float64)

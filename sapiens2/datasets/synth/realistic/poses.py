@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .bodies import bone_index
+from .bodies import bone_index, dominant_bone, faces
 
 # the rest upper arm points about 50 degrees below horizontal; its elbow hinge lies in the frontal plane
 _ELBOW_AXIS_L = np.array([np.cos(np.radians(40.0)), 0.0, np.sin(np.radians(40.0))])
@@ -196,8 +196,6 @@ def vertex_normals(vertices: np.ndarray, tris: np.ndarray) -> np.ndarray:
 @functools.cache
 def _check_groups() -> tuple[np.ndarray, np.ndarray]:
     """(torso vertex ids, forearm-and-hand vertex ids) by each vertex's dominant bone."""
-    from .bodies import dominant_bone
-
     index = bone_index()
     torso = [i for label, i in index.items() if label.startswith(("spine", "pelvis", "root", "clavicle"))]
     arm = [i for label, i in index.items() if label.startswith(("lowerarm", "wrist", "finger", "metacarpal"))]
@@ -213,8 +211,6 @@ def torso_penetration(vertices: np.ndarray) -> float:
     body does not count). The maximum over the vertices is returned.
     """
     from scipy.spatial import cKDTree
-
-    from .bodies import faces
 
     torso, arm = _check_groups()
     normals = vertex_normals(vertices, faces())

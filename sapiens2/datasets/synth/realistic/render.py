@@ -16,6 +16,7 @@ import numpy as np
 
 from .camera import mitsuba_sensor
 from .scene import RealisticScene, mitsuba_scene
+from .shading import shade_fast
 
 MODES = ("fast", "path")
 SURFACE_MARGIN = 0.03  # metres: a surface keypoint is visible if nothing is this much in front of it
@@ -114,7 +115,6 @@ def render_image(scene: RealisticScene, mi, mode: str = "fast", spp: int = 16, s
     if mode not in MODES:
         raise ValueError(f"unknown render mode {mode!r}; expected one of {', '.join(MODES)}")
     if mode == "fast":
-        from .shading import shade_fast
 
         return tonemap(shade_fast(scene, gt if gt is not None else render_ground_truth(scene, mi), seed))
     integrator, n = {"type": "path", "max_depth": PATH_MAX_DEPTH}, int(spp)

@@ -17,6 +17,11 @@ import numpy as np
 
 from sapiens2.errors import BenchError
 
+from .bodies import anny_model, anny_problem
+from .people import PeopleSettings, sample_people
+from .poses import PHOTO_POSE_WEIGHTS, POSES
+from .render import render_all
+from .scene import compose_scene
 from .variant import choose_variant, load_mitsuba, require_mitsuba
 
 THREADS_ENV = "SAPIENS2_RENDER_THREADS"  # render threads per process (the writer sets it per worker)
@@ -106,8 +111,6 @@ def realistic_sample(seed: int, index: int, hw: tuple[int, int] = (256, 192),
         The keys of :func:`sapiens2.datasets.synth.synth_sample`: ``image``, ``label``, ``normal``,
         ``pointmap``, ``mask``, ``albedo``, ``K``, ``people`` (``keypoints``, ``bbox``, ``area``).
     """
-    from .render import render_all
-
     settings = settings or RealisticSettings()
     settings.check(hw)
     rng = sample_rng(seed, index)
@@ -130,12 +133,9 @@ def realistic_sample(seed: int, index: int, hw: tuple[int, int] = (256, 192),
 def realistic_scene(rng: np.random.Generator, hw: tuple[int, int], settings: RealisticSettings,
                     people_fn=None):
     """The scene of one sample, drawn from the sample's ``rng`` (see :func:`realistic_sample`)."""
-    from .scene import compose_scene
-
     n_people = int(rng.integers(1, settings.max_people + 1))
     simple = settings.scenes == "simple"
     if people_fn is None:
-        from .people import sample_people
 
         people = sample_people(rng, n_people, people_settings(settings.scenes))
     else:
@@ -147,8 +147,6 @@ def realistic_scene(rng: np.random.Generator, hw: tuple[int, int], settings: Rea
 
 def people_settings(scenes: str):
     """How :func:`~.people.sample_people` draws the people of ``scenes`` (one of :data:`SCENES`)."""
-    from .people import PeopleSettings
-    from .poses import PHOTO_POSE_WEIGHTS, POSES
 
     if scenes == "simple":
         return PeopleSettings(pose_names=SIMPLE_POSES)
@@ -181,7 +179,6 @@ def prepare(progress: bool = True, bodies: bool = True) -> str:
     require_mitsuba()
     variant = choose_variant()
     if bodies:
-        from .bodies import anny_model, anny_problem
 
         problem = anny_problem(require_cache=False)
         if problem is not None:

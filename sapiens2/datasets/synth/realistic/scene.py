@@ -14,6 +14,7 @@ import numpy as np
 from .camera import Camera, sample_camera
 from .environment import Environment, mirrored, mitsuba_emitters, sample_environment
 from .occluders import SceneMesh, back_wall, ground, sample_occluders
+from .people import PeopleSettings, sample_people
 
 MIRROR_X = np.diag([-1.0, 1.0, 1.0, 1.0])
 
@@ -136,8 +137,6 @@ def mitsuba_scene(scene: RealisticScene, mi, sensor: dict, integrator: dict, lig
 def sample_realistic_scene(rng: np.random.Generator, hw: tuple[int, int], n_people: int, people_settings=None,
                            framing: str | None = None) -> RealisticScene:
     """Sample anny people (``people.sample_people``) and compose a scene around them."""
-    from .people import PeopleSettings, sample_people
-
     settings = people_settings if people_settings is not None else PeopleSettings()
     people = sample_people(rng, n_people, settings)
     return compose_scene(rng, hw, people, framing=framing)
