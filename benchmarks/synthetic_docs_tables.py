@@ -23,15 +23,18 @@ def realism_table(rel: str = REALISM_FILE) -> str:
     rows = rec["numbers"]["conditions"]
     lines = [f"Measured at commit {rec['commit']} ([`{rel}`](../{rel})):", "",
              "| condition | size | render | images | people | body AP | PCK@0.1 | persons missed | "
-             "images where nobody is found | person IoU (pose mask) | person IoU (selfie) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "detections of another person | images where nobody is found | person IoU (pose mask) | "
+             "person IoU (selfie) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         render = row["render"]
+        wrong = row.get("detections_of_another_person")
+        other = "-" if wrong is None else f"{wrong['wrong_person']} of {wrong['detected']}"
         shown = "procedural ray caster" if render is None else (
             f"{render['mode']}, {render['spp']} spp" if render["mode"] == "path" else render["mode"])
         lines.append(
             f"| {row['label']} | {row['size']} | {shown} | {row['n_images']} | {row['n_people']} | "
-            f"{row['body_AP']:.3f} | {row['PCK@0.1']:.3f} | {row['missed_people']} | "
+            f"{row['body_AP']:.3f} | {row['PCK@0.1']:.3f} | {row['missed_people']} | {other} | "
             f"{row['images_nobody_found']} of {row['n_images']} | {row['pose_mask_person_IoU']:.3f} | "
             f"{row['selfie_mask_person_IoU']:.3f} |")
     groups = list(rows[0]["by_group"])

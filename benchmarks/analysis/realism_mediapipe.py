@@ -4,6 +4,8 @@ Conditions (each a split rendered with one seed, scored by ``system mediapipe``'
 
 - ``realistic``: the realistic generator (anny bodies, Mitsuba path tracing) at its default scene
   difficulty (1-2 people, every framing, occluders, lighting);
+- ``photo``: the realistic generator's ``photo`` scenes (photo-like pose frequencies: lying rare;
+  three quarters of the people turned towards the camera; otherwise the default scenes);
 - ``simple``: the realistic generator's ``simple`` scenes (standing or walking people, the whole
   first person in view, no occluding objects; same bodies, clothes, renderer and lighting): what a
   prototype-like full-body photo holds, to separate the look from the scene difficulty;
@@ -39,14 +41,15 @@ from benchmarks.results import start_measurement, write_measurement
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "references" / "mediapipe_realistic.json"
-CONDITIONS = ("realistic", "simple", "capsule", "procedural")
+CONDITIONS = ("realistic", "photo", "simple", "capsule", "procedural")
 COCO17 = 17  # the first 17 entries of the shared keypoints are the COCO body points
-EVAL_VERSION = 3  # bump when evaluate_condition's result changes (kept results are then remade)
+EVAL_VERSION = 4  # bump when evaluate_condition's result changes (kept results are then remade)
 FEW_LABELLED = 5  # a person with at most this many COCO-17 points labelled is cut by the border
 FEW_VISIBLE = 3  # ... with at most this many visible is mostly hidden
 PCK_THRESHOLD = 0.1
 LABELS = {
     "realistic": "realistic (anny bodies, path traced)",
+    "photo": "realistic, photo-like scenes (lying rare, most people facing the camera)",
     "simple": "realistic, simple scenes (standing/walking, whole body in view, no occluders)",
     "capsule": "same-pose ablation (capsules on the anny skeletons, same scenes and renderer)",
     "procedural": "procedural generator (its own capsule people, poses and cameras)",
@@ -101,8 +104,8 @@ def render_condition(name: str, out: Path, n: int, seed: int, hw: tuple[int, int
     start = time.monotonic()
     if name == "procedural":
         generate_split(out, n=n, seed=seed, size=hw, workers=workers)
-    elif name in ("realistic", "simple"):
-        scenes = "simple" if name == "simple" else settings.scenes
+    elif name in ("realistic", "photo", "simple"):
+        scenes = settings.scenes if name == "realistic" else name
         generate_split(out, n=n, seed=seed, size=hw, workers=workers,
                        generator=replace(settings, scenes=scenes))
     else:  # the ablation swaps bodies inside this process: one worker
@@ -251,6 +254,45 @@ def keypoint_errors(split: Path, crop_hw: tuple[int, int], results: list) -> dic
     return out
 
 
+def wrong_person_share(split: Path, crop_hw: tuple[int, int], results: list) -> dict:
+    """How many detected persons MediaPipe read off another person in their crop.
+
+    A detection counts as the wrong person when its COCO-17 OKS against another GT person of the same
+    image is higher than against its own GT person (a top-down single-person model given a crop that
+    holds two people picks one of them).
+    """
+    from benchmarks.systems import mediapipe_system as M
+    from sapiens2.datasets import open_split
+
+    ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
+    sigmas = np.asarray(M.shared_meta()["sigmas"][:COCO17], float)
+    vids = M.vocabulary_ids()[:COCO17]
+    by_image: dict = {}
+    for ann in ds.anns:
+        by_image.setdefault(ann["image_id"], []).append(ann)
+
+    def oks(xy: np.ndarray, ann: dict) -> float:
+        gt = np.asarray(ann["keypoints"], float).reshape(-1, 3)[vids]
+        labelled = gt[:, 2] > 0
+        if not labelled.any() or not ann.get("area"):
+            return 0.0
+        d2 = ((xy - gt[:, :2]) ** 2).sum(axis=1)
+        return float(np.exp(-d2 / (2 * float(ann["area"]) * (2 * sigmas) ** 2))[labelled].mean())
+
+    detected = wrong = 0
+    for i, res in enumerate(results):
+        if res is None:
+            continue
+        ann = ds.anns[i]
+        inv = np.asarray(ds[i]["crop"]["inv_affine"], float)
+        xy = res.shared()[0][:COCO17] @ inv[:, :2].T + inv[:, 2]
+        own = oks(xy, ann)
+        others = [oks(xy, o) for o in by_image[ann["image_id"]] if o["id"] != ann["id"]]
+        detected += 1
+        wrong += bool(others) and max(others) > own
+    return {"detected": detected, "wrong_person": wrong}
+
+
 def class_census(split: Path) -> dict[str, int]:
     """In how many images of ``split`` each seg class (by name) has at least one pixel."""
     from PIL import Image
@@ -302,6 +344,7 @@ def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> dict:
         "selfie_mask_person_IoU": round(float(masks["selfie"]["per_class"]["IoU"]["person"]), 4),
         "eval_s": round(time.monotonic() - start, 1),
         "by_group": breakdown(split, crop_hw, recorder.results),
+        "detections_of_another_person": wrong_person_share(split, crop_hw, recorder.results),
         "keypoint_errors": keypoint_errors(split, crop_hw, recorder.results),
         "images_with_class": class_census(split),
     }
@@ -347,7 +390,7 @@ def main(argv=None) -> int:
             render_s = render_condition(name, split, count, args.seed, hw, settings, args.workers)
             row = {"condition": name, "label": LABELS[name], "size": f"{hw[0]}x{hw[1]}",
                    "render": None if name == "procedural" else replace(
-                       settings, scenes="simple" if name == "simple" else settings.scenes).record(),
+                       settings, scenes=name if name in ("photo", "simple") else settings.scenes).record(),
                    "render_s": round(render_s, 1) if render_s else None,
                    **evaluate_condition(split, hw, system)}
             print({k: v for k, v in row.items() if k != "label"}, flush=True)

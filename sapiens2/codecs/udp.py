@@ -16,6 +16,12 @@ Conventions (those of the official Sapiens2 pose models):
   central differences (the DARK/Taylor refinement) moves the argmax to sub-pixel precision.
   The score is the raw heatmap maximum. Keypoints whose maximum is <= 0 are left unrefined at
   heatmap position (-1, -1).
+* Refinement rule (``udp_decode(refine=...)``): ``"official"`` (the default, bit for bit the
+  official decoder) always takes the Newton step ``-H^-1 g``; where the log-map's Hessian at the
+  argmax is (nearly) singular or not negative definite (a flat or clamped log-map, a saddle: common
+  on predicted, non-Gaussian heatmaps) that step is unbounded and can throw a keypoint thousands of
+  pixels away. ``"bounded"`` keeps the step only where it is the step to a maximum within the
+  pixels the step was read from, and otherwise returns the argmax (see :func:`udp_decode`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+REFINE_RULES = ("official", "bounded")
 
 # OpenCV's fixed kernels for small sizes when sigma <= 0 (cv::getGaussianKernel).
 _SMALL_KERNELS = {
@@ -144,19 +152,48 @@ def udp_decode(
     input_size: Sequence[int],
     heatmap_size: Sequence[int] | None = None,
     blur_kernel_size: int = 11,
+    refine: str = "official",
 ) -> tuple[torch.Tensor | np.ndarray, torch.Tensor | np.ndarray]:
     """Decode UDP heatmaps to keypoints and scores, batched and vectorised.
+
+    The sub-pixel refinement is one Newton step ``shift = H^-1 g`` on the blurred log-heatmap at the
+    argmax (``H``: the central-difference Hessian with ``float32`` eps added to its diagonal, as the
+    official decoder; ``g``: the central-difference gradient); the keypoint is ``argmax - shift``.
+
+    ``refine="bounded"`` keeps that step where it stays inside the argmax's own pixel cell
+    (``|shift| <= 0.5`` on each axis: it moves the keypoint no farther than the argmax's rounding
+    does, whatever the curvature; at the heatmap's edge the replicate padding makes the step exactly
+    half a pixel outward, toward a peak beyond the edge, and it is kept), and a longer step only where
+    both hold:
+
+    * ``H`` is negative definite (``H_xx < 0`` and ``det H > 0``, on the same eps-shifted ``H``
+      the step solves with): only then is the step's target a maximum of the local quadratic model;
+      at a saddle or minimum it points at no peak, and as ``det H -> 0`` (a flat ridge, or a log-map
+      flattened by the 1e-3 clamp) its length grows without bound;
+    * ``|shift| <= (blur_kernel_size + 1) / 2`` heatmap pixels on each axis (6 for the kernel of 11):
+      the step is read from the blurred map's 3 x 3 values at the argmax, and those depend on the raw
+      heatmap within that many pixels (the blur's radius plus the stencil's one pixel); a longer step
+      points at nothing the stencil saw. Shorter steps are real: when noise puts the raw argmax on a
+      spike beside the peak, the step pulls it back by a pixel or two, so a one-pixel bound would
+      lose accuracy on noisy but well-formed peaks.
+
+    Otherwise the keypoint is the argmax itself (heatmap pixel, scaled like every keypoint).
+    Where the step is kept the result is the official one bit for bit.
 
     Args:
         heatmaps: B x K x H x W (or K x H x W) heatmaps, tensor (any device) or ndarray.
         input_size: model input size (width, height); keypoints are returned in these pixels.
         heatmap_size: (width, height); must match the heatmaps' last two dims (None: taken from them).
         blur_kernel_size: odd Gaussian kernel size of the refinement (11 for sigma 2, 17 for sigma 3).
+        refine: ``"official"`` (always the Newton step, as the official decoder) or ``"bounded"``
+            (the step only where it is bounded, as above).
 
     Returns:
         ``(keypoints B x K x 2, scores B x K)`` as float32, of the same kind (tensor/ndarray) as the
         input; a K x H x W input gives 1 x K x 2 and 1 x K.
     """
+    if refine not in REFINE_RULES:
+        raise ValueError(f"udp_decode: refine must be one of {REFINE_RULES}, got {refine!r}")
     is_numpy = isinstance(heatmaps, np.ndarray)
     hm = torch.from_numpy(np.ascontiguousarray(heatmaps)) if is_numpy else heatmaps
     if hm.ndim == 3:
@@ -199,6 +236,12 @@ def udp_decode(
     det = a * c - dxy * dxy
     shift_x = (c * dx - dxy * dy) / det
     shift_y = (a * dy - dxy * dx) / det
+    if refine == "bounded":
+        step = torch.maximum(shift_x.abs(), shift_y.abs())  # NaN where det is 0: never kept
+        reach = (blur_kernel_size + 1) / 2
+        keep = (step <= 0.5) | ((a < 0) & (det > 0) & (step <= reach))
+        zero = torch.zeros((), dtype=shift_x.dtype, device=shift_x.device)
+        shift_x, shift_y = torch.where(keep, shift_x, zero), torch.where(keep, shift_y, zero)
     kx = torch.where(valid, xs.to(torch.float64) - shift_x, torch.full_like(shift_x, -1.0))
     ky = torch.where(valid, ys.to(torch.float64) - shift_y, torch.full_like(shift_y, -1.0))
     kx = kx * (in_w / (w - 1))
@@ -257,4 +300,12 @@ def fuse_flip(
     return 0.5 * (heatmaps + flip_heatmaps(heatmaps_flipped, flip_pairs))
 
 
-__all__ = ["udp_encode", "udp_decode", "flip_heatmaps", "flip_permutation", "fuse_flip", "gaussian_kernel1d"]
+__all__ = [
+    "REFINE_RULES",
+    "udp_encode",
+    "udp_decode",
+    "flip_heatmaps",
+    "flip_permutation",
+    "fuse_flip",
+    "gaussian_kernel1d",
+]

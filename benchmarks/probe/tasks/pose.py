@@ -5,10 +5,12 @@ One heatmap per keypoint of the split's keypoint set (``keypoints308`` by defaul
 sigmas and per-part AP / PCK / EPE over its declared parts.
 
 Heatmaps are at stride ``output_stride`` (4) of the crop; keypoints are decoded with
-``sapiens2.codecs.udp.udp_decode`` into crop pixels and scored with the COCO keypoint AP engine in
-crop coordinates (one crop = one image; the OKS area is the GT area scaled into the crop). The GT
-area is the split's (``data import`` writes the source's ``area``, or ``w * h * 0.53`` of the box for
-sets without one; the record's ``conventions["gt_area"]`` says which). PCK / EPE are normalised by
+``sapiens2.codecs.udp.udp_decode`` into crop pixels (with its ``"bounded"`` sub-pixel refinement,
+the ``refine`` setting: the official step is unbounded on degenerate predicted heatmaps) and scored
+with the COCO keypoint AP engine in crop coordinates (one crop = one image; the OKS area is the GT
+area scaled into the crop). The GT area is the split's (``data import`` writes the source's
+``area``, or ``w * h * 0.53`` of the box for sets without one; the record's
+``conventions["gt_area"]`` says which). PCK / EPE are normalised by
 the annotation box mapped into the crop (mmpose's convention); only a sample without a box (or
 without its crop affine) falls back to the extent of its labelled keypoints, and
 ``conventions["pck_box"]`` says which was used.
@@ -26,7 +28,7 @@ from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import ProbeTask, register_probe_task
 from benchmarks.probe.train.losses import register_loss
 from evaluators.pose.evaluator import PoseEvaluator
-from sapiens2.codecs.udp import udp_decode, udp_encode
+from sapiens2.codecs.udp import REFINE_RULES, udp_decode, udp_encode
 from sapiens2.vocab import keypoint_set
 
 DEFAULT_KEYPOINT_SET = "keypoints308"
@@ -39,6 +41,12 @@ class PoseSettings(TaskSettings):
     Args:
         sigma: UDP Gaussian sigma in heatmap pixels.
         blur_kernel: UDP decoding blur kernel.
+        refine: the decoder's sub-pixel refinement rule (``sapiens2.codecs.udp.udp_decode``):
+            ``"bounded"`` (the default: the official Newton step where it stays in the argmax's pixel
+            cell, or where the log-heatmap's Hessian is negative definite and the step within the
+            blur's reach; otherwise the argmax: a read-out's predicted heatmaps are at times a
+            saddle or a near-flat ridge at their maximum, where the official step is unbounded) or
+            ``"official"`` (always the step, as the official decoder and ``predict``).
         keypoint_set: the keypoint set (built-in name, or the id a record names; "": the data's, or
             ``keypoints308`` for data that names none); the probe fills it in from the data.
     """
@@ -47,9 +55,16 @@ class PoseSettings(TaskSettings):
     loss_weights: dict = field(default_factory=lambda: {"mse": 1000.0})
     sigma: float = 2.0
     blur_kernel: int = 11
+    refine: str = "bounded"
     keypoint_set: str = ""
 
     VOCABULARY_FIELD: ClassVar[str] = "keypoint_set"
+
+    def __post_init__(self):
+        if self.refine not in REFINE_RULES:
+            raise ValueError(
+                f"protocol.tasks['pose'].refine: expected one of {REFINE_RULES}, got {self.refine!r}"
+            )
 
 
 @register_probe_task
@@ -118,6 +133,7 @@ class PoseTask(ProbeTask):
             input_size=(w, h),
             heatmap_size=(maps.shape[-1], maps.shape[-2]),
             blur_kernel_size=self.settings.blur_kernel,
+            refine=self.settings.refine,
         )
 
     def make_evaluator(self):

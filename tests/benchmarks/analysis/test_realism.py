@@ -131,8 +131,8 @@ def test_cover_fraction_of_a_wall_in_front_is_one_and_of_nothing_nearby_zero():
 def test_conditions_parse_and_errors_name_the_flag():
     assert R.parse_conditions("realistic:512x384:24, capsule", 64) == [("realistic", (512, 384), 24),
                                                                       ("capsule", (256, 192), 64)]
-    with pytest.raises(ValueError, match="--conditions 'photo:256x192': unknown condition"):
-        R.parse_conditions("photo:256x192", 8)
+    with pytest.raises(ValueError, match="--conditions 'studio:256x192': unknown condition"):
+        R.parse_conditions("studio:256x192", 8)
     for bad in ("realistic:big", "realistic:256x192:many", "realistic:256x192:8:9"):
         with pytest.raises(ValueError, match=r"expected NAME\[:HxW\[:N\]\]"):
             R.parse_conditions(bad, 8)
@@ -243,3 +243,22 @@ def test_the_simple_condition_parses_and_the_definition_script_names_a_missing_s
     assert R.parse_conditions("simple:256x192:8", 64) == [("simple", (256, 192), 8)]
     with pytest.raises(FileNotFoundError, match="--split"):
         D.main(["--split", str(tmp_path / "nowhere")])
+
+
+def test_a_detection_that_matches_another_person_of_its_image_is_counted(tmp_path):
+    from benchmarks.systems.mediapipe_system import vocabulary_ids
+    from sapiens2.datasets import open_split
+    from sapiens2.datasets.synth.writer import generate_split
+
+    hw = (256, 192)
+    split = generate_split(tmp_path / "two", n=2, seed=0, progress=False)  # two people per image
+    exact = _exact_results(split, hw)
+    assert R.wrong_person_share(split, hw, exact) == {"detected": len(exact), "wrong_person": 0}
+    ds = open_split(split, "pose", input_size=(hw[1], hw[0]))
+    a, b = (i for i, ann in enumerate(ds.anns) if ann["image_id"] == ds.anns[0]["image_id"])
+    gt_b = np.asarray(ds.anns[b]["keypoints"], float).reshape(-1, 3)[vocabulary_ids()]
+    fwd_a = np.linalg.inv(np.vstack([np.asarray(ds[a]["crop"]["inv_affine"], float), [0, 0, 1]]))[:2]
+    exact[a] = _Result(gt_b[:, :2] @ fwd_a[:, :2].T + fwd_a[:, 2])  # person a's crop read as b
+    assert R.wrong_person_share(split, hw, exact) == {"detected": len(exact), "wrong_person": 1}
+    exact[b] = None  # a missed person is not a detection
+    assert R.wrong_person_share(split, hw, exact) == {"detected": len(exact) - 1, "wrong_person": 1}

@@ -40,23 +40,51 @@ class PeopleSettings:
 
     Attributes:
         pose_names: the named poses to draw from (:data:`poses.POSES`).
+        pose_weights: relative frequency of each of ``pose_names`` (None: all equally often).
+        facing_share: the share of people turned towards the camera (their yaw drawn around 0 with
+            ``facing_spread`` degrees of spread); the rest face any direction.
+        facing_spread: standard deviation (degrees) of the yaw of people turned towards the camera.
         perturb_scale: multiplies the joint-limited perturbation's spread (0 = the named poses exactly).
         age_range: anny age range (-1/3 newborn .. 1 old).
         spread: people are placed within this radius (metres) of the origin on the floor.
         gap: the least floor gap (metres) between two people's bounding boxes.
+        depth_ratio: the placement disc's extent along the world z axis (towards the cameras, which
+            look along -z from within about 35 degrees of it) relative to x: below 1 places people
+            more beside than behind one another, as people posing for a photo stand.
         max_penetration: the deepest an arm may sink into the torso (metres) before the pose is redrawn.
         clothing: whether people wear clothes, hair and accessories (False: bare anny bodies).
         max_tries: draws per person before giving up with an error.
     """
 
     pose_names: tuple[str, ...] = tuple(poses.POSES)
+    pose_weights: tuple[float, ...] | None = None
+    facing_share: float = 0.0
+    facing_spread: float = 40.0
     perturb_scale: float = 1.0
     age_range: tuple[float, float] = (1 / 6, 1.0)
     spread: float = 1.5
     gap: float = 0.1
+    depth_ratio: float = 1.0
     max_penetration: float = 0.02
     clothing: bool = True
     max_tries: int = 40
+
+
+    def pose_probabilities(self) -> np.ndarray | None:
+        """The draw probability of each of ``pose_names`` (None: uniform)."""
+        if self.pose_weights is None:
+            return None
+        w = np.asarray(self.pose_weights, float)
+        if w.shape != (len(self.pose_names),) or (w < 0).any() or w.sum() <= 0:
+            raise ValueError(f"pose_weights {self.pose_weights}: expected {len(self.pose_names)} "
+                             f"non-negative weights for the poses {self.pose_names}")
+        return w / w.sum()
+
+    def draw_yaw(self, rng: np.random.Generator) -> float:
+        """A person's yaw in degrees (0 faces the camera's side of the scene)."""
+        if self.facing_share > 0 and rng.random() < self.facing_share:
+            return float(rng.normal(0.0, self.facing_spread))
+        return float(rng.uniform(0.0, 360.0))
 
 
 def skin_albedo(rng: np.random.Generator, ethnicity: np.ndarray) -> np.ndarray:
@@ -81,7 +109,7 @@ def build_person(rng: np.random.Generator, settings: PeopleSettings, name: str) 
     """One person at the origin (feet on the floor, facing a random yaw), not yet placed."""
     shape = sample_shape(rng, settings.age_range)
     for _ in range(settings.max_tries):
-        pose_name = str(rng.choice(settings.pose_names))
+        pose_name = str(rng.choice(settings.pose_names, p=settings.pose_probabilities()))
         pose = poses.perturb(poses.named_pose(pose_name), rng, settings.perturb_scale)
         body = pose_body(shape, pose.matrices())
         if poses.torso_penetration(body.vertices) <= settings.max_penetration:
@@ -89,7 +117,7 @@ def build_person(rng: np.random.Generator, settings: PeopleSettings, name: str) 
     else:
         raise RuntimeError(f"{name}: no pose without arms through the torso in {settings.max_tries} draws "
                            f"(poses {settings.pose_names}, max_penetration {settings.max_penetration} m)")
-    turn = Rotation.from_euler("y", rng.uniform(0.0, 360.0), degrees=True).as_matrix() @ _world_turn(
+    turn = Rotation.from_euler("y", settings.draw_yaw(rng), degrees=True).as_matrix() @ _world_turn(
         pose.global_rotvec)
     keypoints, defined, surface = body_keypoints(body)
     skin = skin_albedo(rng, np.asarray(shape.values[-3:]))
@@ -139,7 +167,7 @@ def sample_people(rng: np.random.Generator, n_people: int,
         for attempt in range(settings.max_tries):
             radius = settings.spread * (1.0 + 0.1 * attempt) if i else 0.0
             r, a = radius * np.sqrt(rng.uniform()), rng.uniform(0.0, 2 * np.pi)
-            shift = np.array([r * np.cos(a), r * np.sin(a)])
+            shift = np.array([r * np.cos(a), r * np.sin(a) * settings.depth_ratio])
             if all(np.any(lo + shift - settings.gap > bhi) or np.any(hi + shift + settings.gap < blo)
                    for blo, bhi in boxes):
                 break

@@ -78,6 +78,13 @@ POSES: dict[str, dict] = {
     "lie_side": {"global": [("z", 90), ("x", -90)], "upperleg01": [("x", -30)], "lowerleg01": [("x", 40)],
                  "upperarm01": _ARMS_DOWN + [("x", -40)], "lowerarm01": [("e", -50)], "fingers": 20},
 }
+# How often each pose appears in the "photo" scenes, roughly as in photos of people: upright poses
+# most often, sitting, crouching and kneeling less, lying rarely (about 5 % of people). The default
+# scenes draw every pose equally often.
+PHOTO_POSE_WEIGHTS: dict[str, float] = {
+    "stand": 1.0, "walk": 1.0, "arms_up": 1.0, "reach": 1.0, "wave": 1.0, "point": 1.0,
+    "hands_on_hips": 1.0, "crouch": 0.6, "sit_floor": 0.6, "kneel": 0.6, "lie": 0.25, "lie_side": 0.25,
+}
 _FINGER_STEMS = ("finger1-2", "finger1-3", "finger2-1", "finger2-2", "finger2-3", "finger3-1", "finger3-2",
                  "finger3-3", "finger4-1", "finger4-2", "finger4-3", "finger5-1", "finger5-2", "finger5-3")
 

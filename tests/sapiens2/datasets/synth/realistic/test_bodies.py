@@ -224,3 +224,31 @@ def test_coco_body_points_are_annys_coco_regressor_on_the_posed_body():
     got = points[[ids[n] for n in coco]]
     np.testing.assert_allclose(got, expected, atol=1e-5)
     assert defined[[ids[n] for n in coco]].all() and not surface[[ids[n] for n in coco]].any()
+
+
+def test_photo_pose_weights_cover_the_pose_set_and_lying_is_rare():
+    assert set(poses.PHOTO_POSE_WEIGHTS) == set(poses.POSES)
+    w = poses.PHOTO_POSE_WEIGHTS
+    lying = (w["lie"] + w["lie_side"]) / sum(w.values())
+    assert 0 < lying < 0.1, lying
+
+
+def test_scene_mixes_draw_poses_and_yaws_as_declared():
+    from sapiens2.datasets.synth.realistic.people import PeopleSettings
+    from sapiens2.datasets.synth.realistic.sample import people_settings
+
+    uniform, photo = people_settings("default"), people_settings("photo")
+    assert uniform == PeopleSettings(), "the default scenes draw poses and yaws uniformly"
+    rng = np.random.default_rng(0)
+    names = photo.pose_names
+    drawn = [str(rng.choice(names, p=photo.pose_probabilities())) for _ in range(4000)]
+    lying = np.mean([d in ("lie", "lie_side") for d in drawn])
+    upright = np.mean([d in ("stand", "walk") for d in drawn])
+    assert lying < 0.08 and upright > 0.15, (lying, upright)
+    # yaw 0 faces the camera's side; the photo scenes turn most people towards it
+    facing = lambda s: np.mean([abs((s.draw_yaw(rng) + 180) % 360 - 180) < 60 for _ in range(4000)])  # noqa: E731
+    assert facing(photo) > 0.7 and abs(facing(uniform) - 1 / 3) < 0.05
+    assert uniform.pose_probabilities() is None
+    assert photo.depth_ratio < 1 == uniform.depth_ratio, "photo scenes place people side by side"
+    with pytest.raises(ValueError, match="pose_weights"):
+        PeopleSettings(pose_names=("stand", "walk"), pose_weights=(1.0,)).pose_probabilities()

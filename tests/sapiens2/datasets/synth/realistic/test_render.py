@@ -211,6 +211,7 @@ def test_impossible_settings_and_unknown_names_are_errors_naming_the_flag():
         generate_split("/nonexistent/never", n=1, generator="photoreal")
     with pytest.raises(ValueError, match="--size 8x96"):
         generate_split("/nonexistent/never", n=1, size=(8, 96), generator="realistic")
+    assert RealisticSettings(scenes="photo").record()["scenes"] == "photo"
     with pytest.raises(ValueError, match="scenes 'easy'"):
         RealisticSettings(scenes="easy").check()
 
