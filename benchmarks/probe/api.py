@@ -199,6 +199,8 @@ def run_probe(
         (other ranks return the same list without writing).
 
     Raises:
+        UnknownNameError: a protocol name other than ``default`` / ``quick`` (TypeError: a protocol of
+            another type), before anything is read.
         RecordConflictError: a record path holds a record of another run (checked before training).
         OutputBusyError: another probe is writing into the same record folder (its lock is held).
     """
