@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -39,31 +38,23 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from benchmarks.probe.data.batching import SceneBatch
 from benchmarks.probe.data.loader_guard import describe_chunk, guarded_batches, read_batch
 from benchmarks.probe.data.sample_cache import SampleCache, cache_key
 from benchmarks.probe.data.source import DataSource, FolderData, as_data_source, stack_images
 from sapiens2.datasets.base import ManifestDataset
 
 if TYPE_CHECKING:
-    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.settings import ProtocolView
     from benchmarks.probe.tasks.base import ProbeTask
 
 
-@dataclass
-class SceneBatch:
-    """One batch of a scene group (see the module docstring)."""
-
-    positions: torch.Tensor
-    index: torch.Tensor
-    ids: list[str]
-    images: torch.Tensor
-    targets: dict[str, dict]
 
 
 class _TaskSplit:
     """One task's split: a reader and the reader indices of the split (folder), or a sample list."""
 
-    def __init__(self, source: DataSource, task: ProbeTask, split: str, protocol: ProbeProtocol, limit: int):
+    def __init__(self, source: DataSource, task: ProbeTask, split: str, protocol: ProtocolView, limit: int):
         self.task = task
         where = f"data {source.name} ({task.name}/{split})"
         if isinstance(source, FolderData):
@@ -194,7 +185,7 @@ class SceneLoader:
         source: str | os.PathLike | DataSource,
         tasks: dict[str, ProbeTask],
         split: str,
-        protocol: ProbeProtocol,
+        protocol: ProtocolView,
         batch_size: int = 8,
         num_workers: int = 0,
         limit: int = 0,

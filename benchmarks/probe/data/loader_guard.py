@@ -22,7 +22,7 @@ import pickle
 import re
 import traceback
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset, _utils, get_worker_info
@@ -32,7 +32,17 @@ from sapiens2.datasets.pose import PoseTopdownDataset
 from sapiens2.errors import BenchError
 
 if TYPE_CHECKING:
-    from benchmarks.probe.data.loader import SceneBatch, _Group
+    from benchmarks.probe.data.batching import SceneBatch
+
+
+class _Group(Protocol):
+    """What the guard reads of a scene group (:class:`benchmarks.probe.data.loader._Group`, which
+    imports this module): its per-task parts and its batches."""
+
+    parts: list
+
+    def batch(self, positions: list[int], with_targets: bool = True, with_images: bool = True) -> SceneBatch:
+        ...
 
 __all__ = ["DEFAULT_TIMEOUT_S", "TIMEOUT_ENV", "BatchMemoryError", "LoaderTimeoutError", "LoaderWorkerError",
            "describe_chunk", "guarded_batches", "loader_timeout", "read_batch"]

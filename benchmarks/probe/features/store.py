@@ -32,7 +32,7 @@ from sapiens2.distributed import all_gather_varlen
 
 if TYPE_CHECKING:
     from benchmarks.probe.backbones.base import ProbeBackbone
-    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.settings import ProtocolView
 
 
 @dataclass
@@ -90,7 +90,7 @@ def image_hash(image: torch.Tensor) -> str:
     return h.hexdigest()[:32]
 
 
-def feature_key(backbone: ProbeBackbone, layers: list[int], protocol: ProbeProtocol,
+def feature_key(backbone: ProbeBackbone, layers: list[int], protocol: ProtocolView,
                 weights_hash: str | None = None) -> str:
     """Hash of what determines the features: backbone identity and weights, layers, input policy.
 
@@ -135,7 +135,7 @@ class FeatureStore:
         self,
         backbone: ProbeBackbone,
         layers: Sequence[int],
-        protocol: ProbeProtocol,
+        protocol: ProtocolView,
         cache_dir: str | os.PathLike | None = None,
         batch_size: int = 8,
         weights_hash: str | None = None,

@@ -27,7 +27,7 @@ from benchmarks.probe.registry import PROBE_READOUTS
 from sapiens2.errors import UnknownNameError
 
 if TYPE_CHECKING:
-    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.settings import ProtocolView
 
 
 @dataclass(frozen=True)
@@ -70,12 +70,12 @@ class ProbeReadout:
 
     @classmethod
     def build_layers(cls, shape: DecoderShape,
-                     protocol: ProbeProtocol) -> tuple[nn.Module | None, nn.Module | None]:
+                     protocol: ProtocolView) -> tuple[nn.Module | None, nn.Module | None]:
         """(body, head) of the trained part, or (None, None) when nothing is trained."""
         return None, None
 
     @classmethod
-    def build_decoder(cls, shape: DecoderShape, protocol: ProbeProtocol,
+    def build_decoder(cls, shape: DecoderShape, protocol: ProtocolView,
                       zero_init_output: bool = False) -> ProbeDecoder:
         """The task's decoder (a fitted shortcut is attached by the caller as ``decoder.shortcut``).
 

@@ -17,7 +17,7 @@ from torch import nn
 from benchmarks.probe.readout.base import DecoderShape, ProbeReadout, register_readout
 
 if TYPE_CHECKING:
-    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.settings import ProtocolView
 
 
 def num_upsample_stages(patch_size: int, output_stride: int) -> int:
@@ -47,7 +47,7 @@ class PixelShuffleReadout(ProbeReadout):
     needs_shortcut = False
 
     @classmethod
-    def build_layers(cls, shape: DecoderShape, protocol: ProbeProtocol) -> tuple[nn.Module, nn.Module]:
+    def build_layers(cls, shape: DecoderShape, protocol: ProtocolView) -> tuple[nn.Module, nn.Module]:
         """(body, head): the layers are made in this order so a seed gives the same weights."""
         widths = protocol.body
         layers: list[nn.Module] = [nn.Conv2d(shape.in_channels, widths.decoder_channels, 1), nn.GELU()]

@@ -25,6 +25,7 @@ kept and all-reduced under torch.distributed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -35,8 +36,9 @@ from benchmarks.probe.readout.ridge import PositionSums, RidgeStats, solve_fold,
 from sapiens2 import distributed as dist_utils
 
 if TYPE_CHECKING:
+    from benchmarks.probe.data.batching import SceneBatch
     from benchmarks.probe.data.loader import SceneLoader
-    from benchmarks.probe.readout.stream import FeatureStream
+    from benchmarks.probe.features.store import FeatureSet
     from benchmarks.probe.tasks.base import ProbeTask
 
 # the masked read-out forms (TaskSettings.masked_readout): the composed prediction as fitted, and the
@@ -136,7 +138,7 @@ def heldout_shrink(stats: RidgeStats, positions: PositionSums, task: ProbeTask, 
 
 
 def stream_heldout(loader: SceneLoader, group: tuple[str, ...], tasks: dict[str, ProbeTask],
-                   stream: FeatureStream, state: tuple[dict, dict, dict],
+                   stream: Callable[[SceneBatch, ProbeTask], FeatureSet], state: tuple[dict, dict, dict],
                    scores: dict[str, HeldoutShrink], folds: torch.Tensor) -> None:
     """Stream the held-out train rows once more into the masked tasks' :class:`HeldoutShrink` sums.
 

@@ -49,7 +49,8 @@ from benchmarks.probe.readout.shrink import HeldoutShrink, heldout_shrink, strea
 from sapiens2 import distributed as dist_utils
 
 if TYPE_CHECKING:
-    from benchmarks.probe.data.loader import SceneBatch, SceneLoader
+    from benchmarks.probe.data.batching import SceneBatch
+    from benchmarks.probe.data.loader import SceneLoader
     from benchmarks.probe.features.store import FeatureStore
     from benchmarks.probe.protocol import ProbeProtocol
     from benchmarks.probe.readout.decoders import ProbeDecoder

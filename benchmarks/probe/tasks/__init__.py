@@ -26,7 +26,7 @@ from sapiens2.errors import UnknownNameError
 from sapiens2.tasks import task_names
 
 if TYPE_CHECKING:
-    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.settings import ProtocolView
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name != "base":
@@ -55,7 +55,7 @@ def task_classes() -> dict[str, type[ProbeTask]]:
     return {name: PROBE_TASKS.module_dict[name] for name in probe_task_names()}
 
 
-def build_task(name: str, protocol: ProbeProtocol) -> ProbeTask:
+def build_task(name: str, protocol: ProtocolView) -> ProbeTask:
     """The task object for ``name`` under ``protocol``."""
     return probe_task_class(name)(protocol)
 

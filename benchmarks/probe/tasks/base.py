@@ -26,7 +26,7 @@ from evaluators.base import Evaluator
 from sapiens2 import vocab as vocabularies
 
 if TYPE_CHECKING:
-    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.settings import ProtocolView
 
 # a task's keypoint / label set, and what names one (a set, a built-in name, a JSON path or dict; None:
 # the settings' or the default)
@@ -225,7 +225,7 @@ class ProbeTask:
     vocabulary_kind = ""
     default_vocabulary = ""  # the set of data that names none (the synthetic split's)
 
-    def __init__(self, protocol: ProbeProtocol):
+    def __init__(self, protocol: ProtocolView):
         self.protocol = protocol
         self.settings = protocol.task(self.name)
         self.loss_offset: tuple[int, int] | None = None

@@ -22,7 +22,7 @@ from evaluators.seg import SegEvaluator
 from sapiens2.vocab import label_set
 
 if TYPE_CHECKING:
-    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.settings import ProtocolView
 
 IGNORE = 255  # the default label set's ignore index
 DEFAULT_LABEL_SET = "sapiens2_29"
@@ -59,7 +59,7 @@ class SegTask(ProbeTask):
     vocabulary_kind = "label_set"
     default_vocabulary = DEFAULT_LABEL_SET
 
-    def __init__(self, protocol: ProbeProtocol):
+    def __init__(self, protocol: ProtocolView):
         super().__init__(protocol)
         self.use_vocabulary(None)
 

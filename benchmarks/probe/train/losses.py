@@ -27,8 +27,6 @@ from sapiens2.errors import UnknownNameError
 if TYPE_CHECKING:
     import torch
 
-    from benchmarks.probe.tasks.base import ProbeTask
-
 
 @dataclass(frozen=True)
 class LossSpec:
@@ -53,7 +51,7 @@ class LossSpec:
                 raise UnknownNameError(f"term of the {self.task} loss {self.name!r}", k, self.default_weights)
         return {k: float(given.get(k, w)) for k, w in self.default_weights.items()}
 
-    def __call__(self, task: ProbeTask, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict,
+    def __call__(self, task: object, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict,
                  weights: dict) -> tuple[torch.Tensor, dict[str, float]]:
         """(weighted total, {term: float}) of one batch."""
         terms = self.fn(task, maps, glob, tgt)

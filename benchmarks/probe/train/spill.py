@@ -36,7 +36,8 @@ from sapiens2 import distributed as dist_utils
 from sapiens2.utils_io import atomic_write
 
 if TYPE_CHECKING:
-    from benchmarks.probe.data.loader import SceneBatch, SceneLoader
+    from benchmarks.probe.data.batching import SceneBatch
+    from benchmarks.probe.data.loader import SceneLoader
     from benchmarks.probe.protocol import ProbeProtocol
     from benchmarks.probe.readout.stream import FeatureStream
     from benchmarks.probe.tasks.base import ProbeTask
