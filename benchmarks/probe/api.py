@@ -2,7 +2,7 @@
 
 Example:
     >>> from benchmarks.probe.api import run_probe
-    >>> paths = run_probe("pixels", ["seg"], data_dir, "out/", seeds=(0,), quick=True)  # doctest: +SKIP
+    >>> paths = run_probe("pixels", ["seg"], data_dir, "out/", seeds=(0,), protocol="quick")  # doctest: +SKIP
 
 Files under ``out_dir/<backbone>/<protocol_id>/<task>/``, with the task's own protocol id
 (:meth:`~benchmarks.probe.protocol.ProbeProtocol.protocol_id`): ``seed<k>.json`` (one record per seed),
@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import torch
 
@@ -72,15 +73,32 @@ class RecordConflictError(BenchError, ValueError):
     """The output path holds a record of another run (other data, weights, ...): it is not overwritten."""
 
 
-def _protocol(protocol, quick: bool) -> ProbeProtocol:
+# the protocols ``run_probe`` takes by name
+NAMED_PROTOCOLS = {"default": default_protocol, "quick": quick_protocol}
+
+
+def _protocol(protocol: ProbeProtocol | dict | str | None) -> ProbeProtocol:
+    """The protocol ``run_probe`` was given: itself, from its dict, by name, or the default for None.
+
+    Raises:
+        UnknownNameError: a name that is not ``default`` or ``quick``.
+        TypeError: anything else (names ``protocol`` and what was given).
+    """
     if protocol is None:
-        protocol = quick_protocol() if quick else default_protocol()
-    elif isinstance(protocol, dict):
-        protocol = ProbeProtocol.from_dict(protocol)
+        return default_protocol()
+    if isinstance(protocol, str):
+        if protocol not in NAMED_PROTOCOLS:
+            raise UnknownNameError("run_probe protocol name", protocol, NAMED_PROTOCOLS)
+        return NAMED_PROTOCOLS[protocol]()
+    if isinstance(protocol, dict):
+        return ProbeProtocol.from_dict(protocol)
+    if not isinstance(protocol, ProbeProtocol):
+        raise TypeError("run_probe protocol: expected a ProbeProtocol, its dict, 'default', 'quick' or None, "
+                        f"got {type(protocol).__name__}")
     return protocol
 
 
-def _task_list(tasks) -> list[str]:
+def _task_list(tasks: str | Sequence[str]) -> list[str]:
     tasks = [t.strip() for t in tasks.split(",")] if isinstance(tasks, str) else list(tasks)
     known = probe_task_names()
     if not tasks:
@@ -141,7 +159,7 @@ class RunOptions:
     sample_cache: str | os.PathLike | None = None
     cache_dir: str | os.PathLike | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 0:
             raise ValueError(f"--workers: expected a number of processes >= 0, got {self.workers!r}")
         if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1:
@@ -154,10 +172,9 @@ def run_probe(
     data_dir: str | os.PathLike | DataSource,
     out_dir: str | os.PathLike,
     seeds: int | str | Sequence[int] = (0,),
-    protocol: ProbeProtocol | dict | None = None,
+    protocol: ProbeProtocol | dict | Literal["default", "quick"] | None = None,
     *,
     checkpoint: str | os.PathLike | None = None,
-    quick: bool = False,
     options: RunOptions | None = None,
 ) -> list[Path]:
     """Probe ``backbone`` on ``tasks``; write one record per (task, seed) plus mean +- std per task.
@@ -171,9 +188,10 @@ def run_probe(
             :class:`~benchmarks.probe.data.source.MemoryData`).
         out_dir: output folder.
         seeds: decoder seeds.
-        protocol: a :class:`ProbeProtocol`, its dict, or None for the default (``quick`` picks the tiny one).
+        protocol: a :class:`ProbeProtocol`, its dict, or a name: ``"default"`` (the same as None:
+            :func:`~benchmarks.probe.protocol.default_protocol`) or ``"quick"`` (the tiny one for tests,
+            :func:`~benchmarks.probe.protocol.quick_protocol`).
         checkpoint: backbone weights (file or folder), checked against the arch before training.
-        quick: use :func:`~benchmarks.probe.protocol.quick_protocol` when ``protocol`` is None.
         options: device, loader workers and batch, sample and feature caches (:class:`RunOptions`).
 
     Returns:
@@ -181,6 +199,8 @@ def run_probe(
         (other ranks return the same list without writing).
 
     Raises:
+        UnknownNameError: a protocol name other than ``default`` / ``quick`` (TypeError: a protocol of
+            another type), before anything is read.
         RecordConflictError: a record path holds a record of another run (checked before training).
         OutputBusyError: another probe is writing into the same record folder (its lock is held).
     """
@@ -188,7 +208,7 @@ def run_probe(
     options = options or RunOptions()
     tasks = _task_list(tasks)
     seeds = seed_list(seeds)
-    protocol = _protocol(protocol, quick)
+    protocol = _protocol(protocol)
     check_training_names(protocol)
     reference = backbone if isinstance(backbone, str) and backbone in REFERENCE_BACKBONES else None
     cfg = None if reference else resolve_backbone_cfg(backbone)  # a bad name fails here

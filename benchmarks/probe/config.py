@@ -30,7 +30,7 @@ _SCALAR_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (b
 _SCALAR_WANTED = {"int": "an integer", "float": "a finite number", "str": "a string", "bool": "true or false"}
 
 
-def check_field_types(obj, where: str) -> None:
+def check_field_types(obj: object, where: str) -> None:
     """Every ``int``/``float``/``str``/``bool`` field of dataclass ``obj`` holds that type (a float finite),
     so ``{"lr": "fast"}`` is an error naming the setting here, not a TypeError inside the optimiser.
 
@@ -49,7 +49,7 @@ def check_field_types(obj, where: str) -> None:
             raise ValueError(f"{where}.{f.name}: expected {_SCALAR_WANTED[f.type]}, got {value!r}")
 
 
-def checked_keys(d: dict, cls, kind: str) -> dict:
+def checked_keys(d: dict, cls: type, kind: str) -> dict:
     """``d`` with JSON lists turned back into tuples; unknown keys raise :class:`UnknownNameError`."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for k in d:
@@ -58,7 +58,7 @@ def checked_keys(d: dict, cls, kind: str) -> dict:
     return {k: tuple(v) if isinstance(v, list) and fields[k].type == "tuple" else v for k, v in d.items()}
 
 
-def _check_dtypes(group) -> None:
+def _check_dtypes(group: object) -> None:
     for f in dataclasses.fields(group):
         allowed = _DTYPE_CHOICES.get(f.name)
         if allowed is not None and getattr(group, f.name) not in allowed:
@@ -92,7 +92,7 @@ class InputConfig:
     feature_dtype: str = "float32"
     backbone_dtype: str = "bfloat16"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_field_types(self, "protocol")
         if self.padding not in ("pad", "resize"):
             raise ValueError(f"protocol.padding: expected 'pad' or 'resize', got {self.padding!r}")
@@ -129,7 +129,7 @@ class ReadoutConfig:
     ridge_product_dtype: str = "float64"
     decoder_stage_stride: int = 4
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_field_types(self, "protocol")
         if self.shortcut not in ("ridge", "none"):
             raise ValueError(f"protocol.shortcut: expected 'ridge' or 'none', got {self.shortcut!r}")
@@ -173,7 +173,7 @@ class BodyConfig:
     batch_size: int = 8
     grad_clip: float = 1.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_field_types(self, "protocol")
         if self.batch_size < 1 or self.iterations < 1:
             raise ValueError("protocol: batch_size and iterations must be >= 1")
@@ -193,7 +193,7 @@ class BootstrapConfig:
     bootstrap_resamples: int = 1000
     bootstrap_seed: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_field_types(self, "protocol")
         if not 0 < self.interval_level < 1 or self.bootstrap_resamples < 1:
             raise ValueError(
@@ -219,7 +219,7 @@ class DataConfig:
     max_test_samples: int = 0
     holdout_every: int = 4
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_field_types(self, "protocol")
 
 

@@ -78,7 +78,7 @@ def default_task_settings(decoder: str = "linear") -> dict[str, TaskSettings]:
     return {name: settings_class(name)(decoder=decoder) for name in probe_task_names()}
 
 
-def task_settings(name: str, value) -> TaskSettings:
+def task_settings(name: str, value: TaskSettings | dict) -> TaskSettings:
     """Task ``name``'s settings from a settings object or a dict of its fields.
 
     Raises:
@@ -126,7 +126,8 @@ class ProbeProtocol:
     data: DataConfig
     tasks: dict
 
-    def __init__(self, version: int = PROTOCOL_VERSION, tasks: dict | None = None, **groups_and_fields):
+    def __init__(self, version: int = PROTOCOL_VERSION, tasks: dict | None = None,
+                 **groups_and_fields: object):
         flat: dict[str, dict] = {g: {} for g in GROUPS}
         groups = {}
         for key, value in groups_and_fields.items():
@@ -147,14 +148,14 @@ class ProbeProtocol:
         object.__setattr__(self, "tasks", default_task_settings() if tasks is None else tasks)
         self.__post_init__()
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         # only called when normal lookup fails: a group's field read by its flat name
         group = group_of(name)
         if group is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return getattr(object.__getattribute__(self, group), name)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_field_types(self, "protocol")
         for name, ts in self.tasks.items():
             task_settings(name, ts)  # a known task with its own settings class
@@ -224,7 +225,7 @@ class ProbeProtocol:
         """Every task's protocol id, by task name (in the protocol's order)."""
         return {name: self.protocol_id(name) for name in self.tasks}
 
-    def replace(self, **changes) -> ProbeProtocol:
+    def replace(self, **changes: object) -> ProbeProtocol:
         """A copy with ``changes`` applied (flat field names, group names or ``tasks``).
 
         ``tasks`` maps a task name to a dict of its changes (merged into that task's settings) or to

@@ -8,7 +8,7 @@ A task's settings class is the ``settings_class`` of its registered probe task
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar, Protocol
 
 
 @dataclass(frozen=True)
@@ -45,3 +45,15 @@ class TaskSettings:
     # the task's vocabulary field (keypoint or label set; "": none): empty means the task's default
     # set, and an empty value is left out of the protocol id (the ids of the default sets never change)
     VOCABULARY_FIELD: ClassVar[str] = ""
+
+
+class ProtocolView(Protocol):
+    """A probing protocol as the tasks and read-outs read it: each task's settings, and every group
+    field by its flat name (``protocol.loss_stride``). :class:`~benchmarks.probe.protocol.ProbeProtocol`
+    is one; the tasks and read-outs name this view because that module imports them."""
+
+    def task(self, name: str) -> TaskSettings:
+        ...
+
+    def __getattr__(self, name: str) -> Any:
+        ...

@@ -29,7 +29,7 @@ def test_a_probe_into_a_locked_record_folder_stops_before_writing(tmp_path):
     folder = _record_folder(tmp_path)
     with output_lock(folder, "another probe"):
         with pytest.raises(OutputBusyError, match="another probe"):
-            probe_api.run_probe("pixels", SEG, make_toy_data(tasks=SEG, seed=0), tmp_path, quick=True)
+            probe_api.run_probe("pixels", SEG, make_toy_data(tasks=SEG, seed=0), tmp_path, protocol="quick")
         assert sorted(p.name for p in folder.iterdir()) == [LOCK_NAME]  # nothing of the second run
 
 
@@ -45,18 +45,20 @@ def test_a_second_probe_started_during_the_first_fails_and_the_first_keeps_its_n
         if not seen:
             seen["second"] = "started"
             try:
-                probe_api.run_probe("pixels", SEG, make_toy_data(tasks=SEG, seed=1), tmp_path, quick=True)
+                probe_api.run_probe("pixels", SEG, make_toy_data(tasks=SEG, seed=1), tmp_path,
+                                    protocol="quick")
                 seen["second"] = "exit 0"
             except OutputBusyError as e:
                 seen["second"] = str(e)
         return train(*args, **kwargs)
 
     monkeypatch.setattr(body_stream, "train_decoder", train_and_race)
-    (path,) = probe_api.run_probe("pixels", SEG, make_toy_data(tasks=SEG, seed=0), tmp_path, quick=True)
+    (path,) = probe_api.run_probe("pixels", SEG, make_toy_data(tasks=SEG, seed=0), tmp_path, protocol="quick")
     assert "another run is writing into this folder" in seen["second"]
     monkeypatch.setattr(body_stream, "train_decoder", train)
     alone_out = tmp_path / "alone"
-    (alone,) = probe_api.run_probe("pixels", SEG, make_toy_data(tasks=SEG, seed=0), alone_out, quick=True)
+    (alone,) = probe_api.run_probe("pixels", SEG, make_toy_data(tasks=SEG, seed=0), alone_out,
+                                   protocol="quick")
     assert read_record(path)["metrics"] == read_record(alone)["metrics"]
     assert not (path.parent.parent / LOCK_NAME).exists()  # released and removed
 

@@ -10,6 +10,7 @@ here, identically for all backbones.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -17,6 +18,9 @@ from torch import nn
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+
+# what ``forward_layers`` returns: one feature map per tapped layer, and their CLS tokens (or None)
+LayerFeatures = tuple[list[torch.Tensor], list[torch.Tensor] | None]
 
 
 class FeatureShapeError(ValueError):
@@ -27,7 +31,7 @@ class PluginError(FeatureShapeError):
     """A backbone's own code failed or declared impossible settings; the message names its module."""
 
 
-def _who(backbone) -> str:
+def _who(backbone: nn.Module) -> str:
     """``backbone Name (module m)``, saying "plug-in" for a class defined outside sapiens2-bench."""
     cls = type(backbone)
     own = cls.__module__.startswith(("benchmarks.", "sapiens2.", "evaluators.", "leaderboard."))
@@ -50,7 +54,7 @@ class ProbeBackbone(nn.Module):
     std: tuple = IMAGENET_STD
     weights: str = "random"
 
-    def forward_layers(self, x: torch.Tensor, layers: list[int]) -> tuple[list[torch.Tensor], list | None]:
+    def forward_layers(self, x: torch.Tensor, layers: list[int]) -> LayerFeatures:
         """Run the backbone on normalised, padded input.
 
         Args:
@@ -84,7 +88,7 @@ class ProbeBackbone(nn.Module):
         return F.interpolate(x, size=(ph, pw), mode="bilinear", align_corners=False)
 
     @torch.inference_mode()
-    def extract(self, images: torch.Tensor, layers: list[int], padding: str = "pad"):
+    def extract(self, images: torch.Tensor, layers: list[int], padding: str = "pad") -> LayerFeatures:
         """Normalise, pad, run and check: the features of [0, 1] images.
 
         Returns:
@@ -112,7 +116,8 @@ class ProbeBackbone(nn.Module):
             raise PluginError(f"{_who(self)} declares {', '.join(bad)}: each must be a positive integer "
                               "(set them in its __init__; see docs/probing.md, 'Adding a backbone')")
 
-    def check_features(self, feats, cls, input_shape, layers) -> None:
+    def check_features(self, feats: Sequence[torch.Tensor], cls: Sequence[torch.Tensor] | None,
+                       input_shape: Sequence[int], layers: list[int]) -> None:
         """Raise :class:`FeatureShapeError` unless the features match the declared shapes."""
         name = type(self).__name__
         b, _, h, w = input_shape

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.probe.backbones.base import ProbeBackbone, tokens_to_featmap
+from benchmarks.probe.backbones.base import LayerFeatures, ProbeBackbone, tokens_to_featmap
 from benchmarks.probe.registry import PROBE_BACKBONES
 from sapiens2.errors import UnknownNameError
 from sapiens2.models.checkpoint import check_finite, load_state_dict_file, pickle_refused
@@ -117,7 +117,7 @@ TINY = dict(
 )
 
 
-def _classes(family: str):
+def _classes(family: str) -> tuple[type, type]:
     import transformers
 
     if family not in FAMILIES:
@@ -126,7 +126,7 @@ def _classes(family: str):
     return getattr(transformers, cfg_name), getattr(transformers, model_name)
 
 
-def _from_pretrained(model_cls, folder):
+def _from_pretrained(model_cls: type, folder: str | os.PathLike) -> torch.nn.Module:
     """``from_pretrained`` offline; a refused pickle or non-finite weights become errors naming ``folder``."""
     try:
         model = model_cls.from_pretrained(os.fspath(folder), local_files_only=True)
@@ -150,7 +150,9 @@ class HFViTProbe(ProbeBackbone):
         img_size: unused (position embeddings are interpolated to the input grid).
     """
 
-    def __init__(self, family="dinov2", config=None, pretrained=None, checkpoint=None, img_size=None):
+    def __init__(self, family: str = "dinov2", config: dict | None = None,
+                 pretrained: str | os.PathLike | None = None, checkpoint: str | os.PathLike | None = None,
+                 img_size: tuple[int, int] | None = None):
         super().__init__()
         cfg_cls, model_cls = _classes(family)
         self.family = family
@@ -177,7 +179,7 @@ class HFViTProbe(ProbeBackbone):
         if hasattr(c, "image_mean"):
             self.mean, self.std = tuple(c.image_mean), tuple(c.image_std)
 
-    def _load_file(self, path) -> None:
+    def _load_file(self, path: str | os.PathLike) -> None:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such checkpoint file or folder")
@@ -197,7 +199,7 @@ class HFViTProbe(ProbeBackbone):
             )
         self.weights = str(path)
 
-    def forward_layers(self, x, layers):
+    def forward_layers(self, x: torch.Tensor, layers: list[int]) -> LayerFeatures:
         kwargs = {"output_hidden_states": True}
         if self.family in ("mae", "clip", "siglip"):
             kwargs["interpolate_pos_encoding"] = True

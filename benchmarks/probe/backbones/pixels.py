@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 
-from benchmarks.probe.backbones.base import ProbeBackbone
+from benchmarks.probe.backbones.base import LayerFeatures, ProbeBackbone
 from benchmarks.probe.registry import PROBE_BACKBONES
 
 
@@ -19,13 +20,13 @@ class PixelPatches(ProbeBackbone):
 
     weights = "none"
 
-    def __init__(self, patch_size: int = 16, img_size=None):
+    def __init__(self, patch_size: int = 16, img_size: tuple[int, int] | None = None):
         super().__init__()
         self.patch_size = int(patch_size)
         self.embed_dims = 3 * self.patch_size**2
         self.num_layers = 1
         self.has_cls = False
 
-    def forward_layers(self, x, layers):
+    def forward_layers(self, x: torch.Tensor, layers: list[int]) -> LayerFeatures:
         f = F.pixel_unshuffle(x, self.patch_size)
         return [f for _ in layers], None

@@ -80,5 +80,5 @@ def _plugin_error(what: str, module: str, e: BaseException) -> BackboneSpecError
     return BackboneSpecError(str(plugin_error(what, module, e)))
 
 
-def _what(obj) -> str:
+def _what(obj: object) -> str:
     return f"the class {obj.__name__}" if inspect.isclass(obj) else f"a {type(obj).__name__}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Sequence
 
 import torch
 
@@ -81,7 +82,7 @@ def _registered(name: str) -> type | None:
     return PROBE_BACKBONES.module_dict.get(name)
 
 
-def backbone_type(type_name) -> type[ProbeBackbone]:
+def backbone_type(type_name: str | type[ProbeBackbone]) -> type[ProbeBackbone]:
     """The class a config's ``type`` names: a registered type or ``package.module:ClassName``.
 
     Raises:
@@ -267,7 +268,7 @@ def weight_free(spec: str | dict) -> bool:
     return cls.weights == "none" or _meta_params(cls, cfg, (256, 192)) == 0
 
 
-def _meta_params(cls, cfg: dict, img_size) -> int | None:
+def _meta_params(cls: type[ProbeBackbone], cfg: dict, img_size: Sequence[int]) -> int | None:
     kwargs = {k: v for k, v in cfg.items() if k != "checkpoint"}  # count only: read no weights
     if "img_size" in inspect.signature(cls.__init__).parameters:
         kwargs.setdefault("img_size", tuple(img_size))

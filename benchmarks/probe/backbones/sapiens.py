@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+
 import torch
 
-from benchmarks.probe.backbones.base import ProbeBackbone
+from benchmarks.probe.backbones.base import LayerFeatures, ProbeBackbone
 from benchmarks.probe.registry import PROBE_BACKBONES
 from sapiens2.models.checkpoint import load_checkpoint, load_state_dict_file
 from sapiens2.models.variants import variants
@@ -14,7 +17,7 @@ from sapiens2.registry import MODELS
 TINY_ARCHS = {v.name: dict(v.settings) for v in variants(official=False)}
 
 
-def _arch(arch):
+def _arch(arch: str | dict) -> str | dict:
     return dict(TINY_ARCHS[arch]) if isinstance(arch, str) and arch in TINY_ARCHS else arch
 
 
@@ -38,7 +41,8 @@ class _SapiensFamily(ProbeBackbone):
 
     model_type = ""
 
-    def __init__(self, arch="sapiens2_0.1b", img_size=(256, 192), checkpoint=None, **kwargs):
+    def __init__(self, arch: str | dict = "sapiens2_0.1b", img_size: Sequence[int] = (256, 192),
+                 checkpoint: str | os.PathLike | None = None, **kwargs: object):
         super().__init__()
         p = int(kwargs.get("patch_size", 16))
         grid_size = tuple(-(-int(v) // p) * p for v in img_size)  # padded to the patch multiple
@@ -52,7 +56,7 @@ class _SapiensFamily(ProbeBackbone):
             load_backbone_checkpoint(self.model, checkpoint, f"{self.model_type}({self.arch_name})")
             self.weights = str(checkpoint)
 
-    def forward_layers(self, x, layers):
+    def forward_layers(self, x: torch.Tensor, layers: list[int]) -> LayerFeatures:
         feats, cls = self.model.forward_intermediates(x, list(layers))
         return list(feats), (list(cls) if self.has_cls and cls is not None else None)
 

@@ -27,7 +27,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from benchmarks.probe.backbones.base import ProbeBackbone
+from benchmarks.probe.backbones.base import LayerFeatures, ProbeBackbone
 
 
 class SimulatedBackbone(ProbeBackbone):
@@ -52,7 +52,7 @@ class SimulatedBackbone(ProbeBackbone):
         patch_size: int = 16,
         rank: int = 64,
         seed: int = 0,
-        img_size=None,
+        img_size: tuple[int, int] | None = None,
     ):
         super().__init__()
         self.embed_dims, self.num_layers, self.patch_size = int(embed_dims), int(num_layers), int(patch_size)
@@ -65,7 +65,7 @@ class SimulatedBackbone(ProbeBackbone):
             self._mats[key] = torch.randn(rows, cols, generator=g) / math.sqrt(rows)
         return self._mats[key]
 
-    def forward_layers(self, x: torch.Tensor, layers: list[int]):
+    def forward_layers(self, x: torch.Tensor, layers: list[int]) -> LayerFeatures:
         b, _, h, w = x.shape
         p = self.patch_size
         tokens = F.pixel_unshuffle(x.float(), p).flatten(2).transpose(1, 2)  # B x N x 3p^2

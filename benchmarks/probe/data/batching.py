@@ -11,7 +11,21 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
+
+
+@dataclass
+class SceneBatch:
+    """One batch of a scene group (:mod:`benchmarks.probe.data.loader`): scene positions in the split,
+    dataset indices, ids, images and every task's targets."""
+
+    positions: torch.Tensor
+    index: torch.Tensor
+    ids: list[str]
+    images: torch.Tensor
+    targets: dict[str, dict]
 
 
 def select(tgt: dict, idx: torch.Tensor) -> dict:

@@ -29,33 +29,32 @@ an empty split and a sample without the task's ground truth are errors naming th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import Iterator, Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from benchmarks.probe.data.batching import SceneBatch
 from benchmarks.probe.data.loader_guard import describe_chunk, guarded_batches, read_batch
 from benchmarks.probe.data.sample_cache import SampleCache, cache_key
-from benchmarks.probe.data.source import FolderData, as_data_source, stack_images
+from benchmarks.probe.data.source import DataSource, FolderData, as_data_source, stack_images
 from sapiens2.datasets.base import ManifestDataset
 
+if TYPE_CHECKING:
+    from benchmarks.probe.settings import ProtocolView
+    from benchmarks.probe.tasks.base import ProbeTask
 
-@dataclass
-class SceneBatch:
-    """One batch of a scene group (see the module docstring)."""
 
-    positions: torch.Tensor
-    index: torch.Tensor
-    ids: list[str]
-    images: torch.Tensor
-    targets: dict[str, dict]
 
 
 class _TaskSplit:
     """One task's split: a reader and the reader indices of the split (folder), or a sample list."""
 
-    def __init__(self, source, task, split: str, protocol, limit: int):
+    def __init__(self, source: DataSource, task: ProbeTask, split: str, protocol: ProtocolView, limit: int):
         self.task = task
         where = f"data {source.name} ({task.name}/{split})"
         if isinstance(source, FolderData):
@@ -90,7 +89,7 @@ def _same_scenes(a: _TaskSplit, b: _TaskSplit) -> bool:
 class _Group:
     """Tasks reading the same scenes; reads scene ``p`` once and merges every task's ground truth."""
 
-    def __init__(self, parts: list[_TaskSplit], input_size, cache: SampleCache | None = None):
+    def __init__(self, parts: list[_TaskSplit], input_size: Sequence[int], cache: SampleCache | None = None):
         self.parts, self.input_size, self.cache = parts, tuple(input_size), cache
         self.tasks = tuple(p.task.name for p in parts)
 
@@ -136,14 +135,14 @@ class _Group:
         )
 
 
-def _read_with_image(reader: ManifestDataset, i: int, common: dict, img) -> dict:
+def _read_with_image(reader: ManifestDataset, i: int, common: dict, img: np.ndarray) -> dict:
     """``reader[i]`` with the scene's image already decoded (the reader reads its ground truth only).
 
     The reader's own record ``i`` is kept (its ground-truth paths); the image and its derived fields
     come from the group's first reader, which read the same image file.
     """
 
-    def base(index):
+    def base(index: int) -> tuple[dict, dict, np.ndarray]:
         return reader.records[index], dict(common), img
 
     reader._base_sample = base  # shadows the method on this instance for one call
@@ -183,14 +182,14 @@ class SceneLoader:
 
     def __init__(
         self,
-        source,
-        tasks: dict,
+        source: str | os.PathLike | DataSource,
+        tasks: dict[str, ProbeTask],
         split: str,
-        protocol,
+        protocol: ProtocolView,
         batch_size: int = 8,
         num_workers: int = 0,
         limit: int = 0,
-        sample_cache=None,
+        sample_cache: str | os.PathLike | None = None,
     ):
         self.source = as_data_source(source)
         self.sample_cache = sample_cache
@@ -231,7 +230,7 @@ class SceneLoader:
         return len(self._groups[group])
 
     def batches(self, group: tuple[str, ...], rank: int = 0, world: int = 1, targets: bool = True,
-                images: bool = True):
+                images: bool = True) -> Iterator[SceneBatch]:
         """Yield the group's :class:`SceneBatch` objects in split order (every ``world``-th from ``rank``).
 
         ``targets=False`` leaves :attr:`SceneBatch.targets` empty (a pass that needs the images only);

@@ -22,6 +22,7 @@ import pickle
 import re
 import traceback
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Protocol
 
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset, _utils, get_worker_info
@@ -29,6 +30,19 @@ from torch.utils.data import DataLoader, Dataset, _utils, get_worker_info
 from sapiens2.datasets.base import ManifestDataset
 from sapiens2.datasets.pose import PoseTopdownDataset
 from sapiens2.errors import BenchError
+
+if TYPE_CHECKING:
+    from benchmarks.probe.data.batching import SceneBatch
+
+
+class _Group(Protocol):
+    """What the guard reads of a scene group (:class:`benchmarks.probe.data.loader._Group`, which
+    imports this module): its per-task parts and its batches."""
+
+    parts: list
+
+    def batch(self, positions: list[int], with_targets: bool = True, with_images: bool = True) -> SceneBatch:
+        ...
 
 __all__ = ["DEFAULT_TIMEOUT_S", "TIMEOUT_ENV", "BatchMemoryError", "LoaderTimeoutError", "LoaderWorkerError",
            "describe_chunk", "guarded_batches", "loader_timeout", "read_batch"]
@@ -86,7 +100,7 @@ class _Guarded(Dataset):
     def __len__(self) -> int:
         return len(self.batches)
 
-    def __getitem__(self, k: int):
+    def __getitem__(self, k: int) -> object:
         info = get_worker_info()
         try:
             return self.batches[k]
@@ -96,7 +110,7 @@ class _Guarded(Dataset):
             return _Failure(e, info.id)
 
 
-def _scene_file(reader, index: int) -> str | None:
+def _scene_file(reader: Dataset, index: int) -> str | None:
     """The image file of a reader's sample ``index`` (None when the reader does not say)."""
 
     if isinstance(reader, ManifestDataset):
@@ -106,7 +120,7 @@ def _scene_file(reader, index: int) -> str | None:
     return None
 
 
-def _positions_text(group, positions: list[int]) -> tuple[str, list[str]]:
+def _positions_text(group: _Group, positions: list[int]) -> tuple[str, list[str]]:
     """(what ``positions`` of a scene group are: split, scenes and files; the files)."""
     first = group.parts[0]
     files = []
@@ -119,7 +133,7 @@ def _positions_text(group, positions: list[int]) -> tuple[str, list[str]]:
     return text, files
 
 
-def describe_chunk(group, chunks: list[list[int]], k: int) -> str:
+def describe_chunk(group: _Group, chunks: list[list[int]], k: int) -> str:
     """What batch ``k`` of a scene group reads: its tasks and split, scene positions and image files."""
     return f"batch {k} of " + _positions_text(group, chunks[k])[0]
 
@@ -149,7 +163,8 @@ def _largest_image(files: list[str]) -> str:
     return f"; the largest image is {w} x {h} ({w * h / 1e6:.1f} megapixels) in {f}"
 
 
-def read_batch(group, positions: list[int], with_targets: bool = True, with_images: bool = True):
+def read_batch(group: _Group, positions: list[int], with_targets: bool = True,
+               with_images: bool = True) -> SceneBatch:
     """``group.batch(...)``, an out-of-memory failure turned into :class:`BatchMemoryError` naming the files.
 
     Decoding checks each image against the memory before any pixel is read, but the float copies, the
@@ -173,7 +188,7 @@ def read_batch(group, positions: list[int], with_targets: bool = True, with_imag
         ) from None
 
 
-def _end_workers(it) -> None:
+def _end_workers(it: Iterator) -> None:
     """Kill the iterator's workers (a stopped or hung one would not exit when asked) and shut it down."""
 
     if getattr(it, "_worker_pids_set", False):  # ours to end: torch's SIGCHLD watch must not report it
@@ -188,7 +203,7 @@ def _end_workers(it) -> None:
         shutdown()
 
 
-def _waited_worker(it, k: int, num_workers: int) -> tuple[int, int | None]:
+def _waited_worker(it: Iterator, k: int, num_workers: int) -> tuple[int, int | None]:
     """(worker number, process id) of the worker batch ``k`` was sent to."""
     task = getattr(it, "_task_info", {}).get(getattr(it, "_rcvd_idx", k))
     worker = task[0] if task else k % num_workers  # indices go round-robin to the workers

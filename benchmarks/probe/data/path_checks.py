@@ -9,7 +9,12 @@ a path is refused up front, naming the flag, the path and the split folder.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from benchmarks.probe.data.source import DataSource
 
 __all__ = ["check_outputs_outside_data"]
 
@@ -18,7 +23,8 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def check_outputs_outside_data(source, splits, outputs: dict[str, str | os.PathLike | None]) -> None:
+def check_outputs_outside_data(source: DataSource, splits: Iterable[str],
+                               outputs: dict[str, str | os.PathLike | None]) -> None:
     """Refuse output paths inside a split folder the run reads.
 
     Args:

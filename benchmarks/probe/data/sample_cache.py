@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -58,7 +60,8 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:12]
 
 
-def cache_key(split: str, tasks, content_hashes, protocol_ids, limit: int) -> str:
+def cache_key(split: str, tasks: Sequence[str], content_hashes: Iterable[str], protocol_ids: Iterable[str],
+              limit: int) -> str:
     """The folder name of one scene group's samples (see the module docstring for what it covers)."""
     ident = {"format": FORMAT, "split": split, "tasks": list(tasks), "content": list(content_hashes),
              "protocol": list(protocol_ids), "limit": int(limit), "code": code_fingerprint()}
@@ -66,7 +69,7 @@ def cache_key(split: str, tasks, content_hashes, protocol_ids, limit: int) -> st
     return f"{split}-{'+'.join(tasks)}-{digest}"
 
 
-def _encode(value, name: str, tensors: dict, where: str):
+def _encode(value: object, name: str, tensors: dict, where: str) -> object:
     """The JSON skeleton of ``value``; its tensors and arrays go to ``tensors`` under ``name``."""
     if isinstance(value, torch.Tensor):
         tensors[name] = value.detach().cpu().contiguous().clone()
@@ -91,7 +94,7 @@ def _encode(value, name: str, tensors: dict, where: str):
                            "cannot store (tensors, arrays, numbers, strings, lists, tuples, dicts)")
 
 
-def _decode(node, tensors: dict):
+def _decode(node: object, tensors: dict) -> object:
     if isinstance(node, list):
         return [_decode(v, tensors) for v in node]
     if not isinstance(node, dict):
@@ -115,10 +118,10 @@ class SampleCache:
         key: :func:`cache_key` of the group.
     """
 
-    def __init__(self, root, key: str):
+    def __init__(self, root: str | os.PathLike, key: str):
         self.dir = Path(root) / key
 
-    def _path(self, positions) -> Path:
+    def _path(self, positions: Sequence[int]) -> Path:
         return self.dir / f"{positions[0]}-{len(positions)}.safetensors"
 
     def load(self, positions: list[int]) -> list[dict] | None:

@@ -10,13 +10,19 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
+from torch.utils.data import Dataset
 
 from benchmarks.probe.tasks import probe_task_class
 from sapiens2.datasets import open_split
 from sapiens2.datasets.identity import split_identity
+
+if TYPE_CHECKING:
+    from benchmarks.probe.settings import ProtocolView
+    from benchmarks.probe.tasks.base import ProbeTask
 
 
 class MemoryData:
@@ -29,15 +35,16 @@ class MemoryData:
             default set).
     """
 
-    def __init__(self, samples: dict[str, dict[str, list[dict]]], name: str = "memory", vocabularies=None):
+    def __init__(self, samples: dict[str, dict[str, list[dict]]], name: str = "memory",
+                 vocabularies: dict[str, object] | None = None):
         self.samples, self.name = samples, name
         self.vocabularies = dict(vocabularies or {})
 
-    def vocabulary(self, task: str, split: str, protocol):
+    def vocabulary(self, task: str, split: str, protocol: ProtocolView) -> object | None:
         """The keypoint / label set of ``task``'s GT (None: the task's default)."""
         return self.vocabularies.get(task)
 
-    def load(self, task: str, split: str, protocol) -> list[dict]:
+    def load(self, task: str, split: str, protocol: ProtocolView) -> list[dict]:
         if task not in self.samples or split not in self.samples[task]:
             raise FileNotFoundError(
                 f"data {self.name}: no {task!r} ground truth for split {split!r} "
@@ -83,7 +90,7 @@ class FolderData:
             f"{self.root / 'split.json'} exists (make data with `sapiens2-bench data synth`)"
         )
 
-    def reader(self, task: str, split: str, protocol):
+    def reader(self, task: str, split: str, protocol: ProtocolView) -> tuple[Dataset, list[int]]:
         """(the task's reader, the reader indices of ``split`` in order): nothing read but manifests."""
         folder, holdout = self._split_dir(split)
         crops = probe_task_class(task).crops  # top-down crops are cut at the protocol's input size
@@ -106,12 +113,12 @@ class FolderData:
             keep = list(range(n))
         return reader, keep
 
-    def vocabulary(self, task: str, split: str, protocol):
+    def vocabulary(self, task: str, split: str, protocol: ProtocolView) -> object | None:
         """The keypoint / label set the split's reader names (``keypoint_set`` / ``label_set``; None)."""
         kind = probe_task_class(task).vocabulary_kind
         return getattr(self.reader(task, split, protocol)[0], kind, None) if kind else None
 
-    def load(self, task: str, split: str, protocol) -> list[dict]:
+    def load(self, task: str, split: str, protocol: ProtocolView) -> list[dict]:
         reader, keep = self.reader(task, split, protocol)
         return [reader[i] for i in keep]
 
@@ -128,7 +135,7 @@ class FolderData:
 DataSource = MemoryData | FolderData
 
 
-def as_data_source(data) -> DataSource:
+def as_data_source(data: str | os.PathLike | DataSource) -> DataSource:
     """Wrap a folder path (or pass through an in-memory source)."""
     if isinstance(data, (MemoryData, FolderData)):
         return data
@@ -156,7 +163,8 @@ def sample_indices(samples: list[dict]) -> torch.Tensor:
     return torch.tensor([int(s.get("index", i)) for i, s in enumerate(samples)], dtype=torch.int64)
 
 
-def load_task_split(source, task, split: str, protocol, limit: int = 0) -> list[dict]:
+def load_task_split(source: DataSource, task: ProbeTask, split: str, protocol: ProtocolView,
+                    limit: int = 0) -> list[dict]:
     """Samples of one task/split, checked for the task's GT keys; ``limit`` > 0 keeps the first ones."""
     samples = source.load(task.name, split, protocol)
     if not samples:

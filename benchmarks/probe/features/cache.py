@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -39,7 +40,8 @@ class NonFiniteFeatureError(BenchError, ValueError):
     """A backbone feature is NaN or Inf, or overflows the protocol's feature dtype."""
 
 
-def check_finite(feats, cls, dtype: torch.dtype, backbone: str, layers, names) -> None:
+def check_finite(feats: Sequence[torch.Tensor], cls: Sequence[torch.Tensor] | None, dtype: torch.dtype,
+                 backbone: str, layers: Sequence[int], names: Sequence[str]) -> None:
     """Raise :class:`NonFiniteFeatureError` unless every value is finite and fits ``dtype``.
 
     Args:

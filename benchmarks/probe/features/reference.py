@@ -6,13 +6,19 @@ would see at the decoder's stage stride, so they are scored under the very proto
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.features.store import FeatureSet
 
+if TYPE_CHECKING:
+    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.tasks.base import ProbeTask
 
-def oracle_features(task, tgt: dict, protocol) -> FeatureSet:
+
+def oracle_features(task: ProbeTask, tgt: dict, protocol: ProbeProtocol) -> FeatureSet:
     """GT-derived features, rearranged losslessly (space-to-depth) to the decoder's stage stride.
 
     They are the task's read-out targets (a masked task's ``[mask * t, mask]``), which the closed-form
@@ -36,7 +42,7 @@ def oracle_features(task, tgt: dict, protocol) -> FeatureSet:
     return FeatureSet(feats, None if cls is None else cls.float(), patch, valid, image_size)
 
 
-def floor_features(task, tgt: dict, protocol) -> FeatureSet:
+def floor_features(task: ProbeTask, tgt: dict, protocol: ProbeProtocol) -> FeatureSet:
     """The floor's features: one constant channel (0) on the oracle's grid, so the read-out has nothing
     to regress on and is exactly its per-pixel train prior, under the protocol of every backbone."""
     # only the oracle grid's shape is used: it is read off the batch's first sample

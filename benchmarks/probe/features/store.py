@@ -17,8 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from tqdm.auto import tqdm
@@ -27,6 +29,10 @@ from benchmarks.probe.features.cache import DiskCache, check_finite
 from benchmarks.probe.records.runkey import weights_sha256
 from sapiens2 import distributed as dist_utils
 from sapiens2.distributed import all_gather_varlen
+
+if TYPE_CHECKING:
+    from benchmarks.probe.backbones.base import ProbeBackbone
+    from benchmarks.probe.settings import ProtocolView
 
 
 @dataclass
@@ -47,7 +53,7 @@ class FeatureSet:
     valid_frac: tuple[float, float]
     image_size: tuple[int, int]
 
-    def batch(self, idx: torch.Tensor, cls_concat: bool):
+    def batch(self, idx: torch.Tensor, cls_concat: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """Assembled decoder input for rows ``idx``: (spatial B x C' x h x w, pooled B x P)."""
         x = self.feats[idx].float()
         pooled = [x.mean(dim=(2, 3))]
@@ -65,7 +71,7 @@ class FeatureSet:
         return c + (k if cls_concat else 0), c + k
 
 
-def backbone_autocast(device_type: str, dtype: str):
+def backbone_autocast(device_type: str, dtype: str) -> torch.autocast:
     """The autocast context of the protocol's ``backbone_dtype`` (disabled for ``"float32"``).
 
     Under autocast the matrix products run in the lower precision while norms and softmax stay
@@ -84,7 +90,8 @@ def image_hash(image: torch.Tensor) -> str:
     return h.hexdigest()[:32]
 
 
-def feature_key(backbone, layers: list[int], protocol, weights_hash: str | None = None) -> str:
+def feature_key(backbone: ProbeBackbone, layers: list[int], protocol: ProtocolView,
+                weights_hash: str | None = None) -> str:
     """Hash of what determines the features: backbone identity and weights, layers, input policy.
 
     Args:
@@ -126,11 +133,11 @@ class FeatureStore:
 
     def __init__(
         self,
-        backbone,
-        layers,
-        protocol,
+        backbone: ProbeBackbone,
+        layers: Sequence[int],
+        protocol: ProtocolView,
         cache_dir: str | os.PathLike | None = None,
-        batch_size=8,
+        batch_size: int = 8,
         weights_hash: str | None = None,
         keep_in_memory: bool = True,
         name: str | None = None,
@@ -150,7 +157,7 @@ class FeatureStore:
         self.memory: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
         self.backbone_images = 0  # images actually run through the backbone by this process
 
-    def _load(self, h: str):
+    def _load(self, h: str) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         if h in self.memory:
             return self.memory[h]
         if self.disk is not None:
@@ -232,7 +239,8 @@ class FeatureStore:
         dev = images.device
         return self.feature_set(feats.to(dev), None if cls is None else cls.to(dev), tuple(images.shape[-2:]))
 
-    def feature_set(self, feats: torch.Tensor, cls: torch.Tensor | None, image_size) -> FeatureSet:
+    def feature_set(self, feats: torch.Tensor, cls: torch.Tensor | None,
+                    image_size: Sequence[int]) -> FeatureSet:
         """A :class:`FeatureSet` of these features of images of ``image_size`` (H, W)."""
         h, w = image_size
         gh, gw = feats.shape[-2:]
@@ -268,7 +276,9 @@ class FeatureStore:
                 if hashes[i] not in self.memory:
                     self.memory[hashes[i]] = (gf[j].clone(), None if gc is None else gc[j].clone())
 
-    def backbone_feature_shape(self, ref) -> tuple[tuple, int | None]:
+    def backbone_feature_shape(
+        self, ref: tuple[torch.Tensor, torch.Tensor | None] | None
+    ) -> tuple[tuple, int | None]:
         """((L*C, h, w), L*C or None) of this store's features, agreed across ranks."""
         shape = (
             None if ref is None else (tuple(ref[0].shape), None if ref[1] is None else int(ref[1].shape[0]))
@@ -277,7 +287,7 @@ class FeatureStore:
         return next(s for s in shapes if s is not None)
 
 
-def _image_name(ids, i: int, h: str, desc: str = "") -> str:
+def _image_name(ids: Sequence[str | None] | None, i: int, h: str, desc: str = "") -> str:
     """How an error names image ``i``: its id, else its position (in ``desc``) and content hash."""
     if ids is not None and ids[i] is not None:
         return repr(str(ids[i]))

@@ -18,13 +18,16 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from torch import nn
 
 from benchmarks.probe.readout.decoders import ProbeDecoder
 from benchmarks.probe.registry import PROBE_READOUTS
 from sapiens2.errors import UnknownNameError
+
+if TYPE_CHECKING:
+    from benchmarks.probe.settings import ProtocolView
 
 
 @dataclass(frozen=True)
@@ -66,12 +69,14 @@ class ProbeReadout:
     needs_shortcut: ClassVar[bool] = False
 
     @classmethod
-    def build_layers(cls, shape: DecoderShape, protocol) -> tuple[nn.Module | None, nn.Module | None]:
+    def build_layers(cls, shape: DecoderShape,
+                     protocol: ProtocolView) -> tuple[nn.Module | None, nn.Module | None]:
         """(body, head) of the trained part, or (None, None) when nothing is trained."""
         return None, None
 
     @classmethod
-    def build_decoder(cls, shape: DecoderShape, protocol, zero_init_output: bool = False) -> ProbeDecoder:
+    def build_decoder(cls, shape: DecoderShape, protocol: ProtocolView,
+                      zero_init_output: bool = False) -> ProbeDecoder:
         """The task's decoder (a fitted shortcut is attached by the caller as ``decoder.shortcut``).
 
         Args:

@@ -26,7 +26,8 @@ def padded_size(out_size: tuple[int, int], valid_frac: tuple[float, float]) -> t
     )
 
 
-def crop_to_output(y: torch.Tensor, out_size, valid_frac) -> torch.Tensor:
+def crop_to_output(y: torch.Tensor, out_size: tuple[int, int],
+                   valid_frac: tuple[float, float]) -> torch.Tensor:
     """Maps over the padded grid -> the unpadded image at the output stride (bilinear resize first
     when the grid's output size is not the padded size, e.g. patch 14 at stride 4)."""
     padded = padded_size(out_size, valid_frac)
@@ -58,7 +59,7 @@ class ProbeDecoder(nn.Module):
         out_size: tuple[int, int],
         valid_frac: tuple[float, float] = (1.0, 1.0),
         base: torch.Tensor | None = None,
-    ):
+    ) -> tuple[torch.Tensor, None]:
         """Predict maps of size ``out_size`` (the unpadded image at ``output_stride``).
 
         Args:

@@ -10,10 +10,14 @@ fit's knobs and the body's (optimiser, schedule, widths, loss).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from torch import nn
 
 from benchmarks.probe.readout.base import DecoderShape, ProbeReadout, register_readout
+
+if TYPE_CHECKING:
+    from benchmarks.probe.settings import ProtocolView
 
 
 def num_upsample_stages(patch_size: int, output_stride: int) -> int:
@@ -43,7 +47,7 @@ class PixelShuffleReadout(ProbeReadout):
     needs_shortcut = False
 
     @classmethod
-    def build_layers(cls, shape: DecoderShape, protocol) -> tuple[nn.Module, nn.Module]:
+    def build_layers(cls, shape: DecoderShape, protocol: ProtocolView) -> tuple[nn.Module, nn.Module]:
         """(body, head): the layers are made in this order so a seed gives the same weights."""
         widths = protocol.body
         layers: list[nn.Module] = [nn.Conv2d(shape.in_channels, widths.decoder_channels, 1), nn.GELU()]

@@ -22,9 +22,11 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import torch
+from torch import Tensor
 
 from benchmarks.probe.readout.products import add_cross
 
@@ -129,7 +131,7 @@ class RidgeStats:
             raise ValueError(f"ridge gram: expected {self.in_dim} x {self.in_dim}, got {tuple(xx.shape)}")
         self.folds[fold].xx = xx.double()
 
-    def total(self, folds=None) -> _Fold:
+    def total(self, folds: Collection[int] | None = None) -> _Fold:
         out = _Fold()
         for i, f in enumerate(self.folds):
             if folds is None or i in folds:
@@ -159,7 +161,7 @@ class RidgeFit:
         return torch.addmm(self.bias.to(x), x, self.weight.to(x))
 
 
-def _centred(f: _Fold, mx: torch.Tensor, my: torch.Tensor):
+def _centred(f: _Fold, mx: Tensor, my: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """Gram, cross term and per-output squared sum of ``f`` about the means ``mx``, ``my``."""
     xx = f.xx - torch.outer(mx, f.sx) - torch.outer(f.sx, mx) + f.n * torch.outer(mx, mx)
     xy = f.xy - torch.outer(mx, f.sy) - torch.outer(f.sx, my) + f.n * torch.outer(mx, my)
@@ -203,7 +205,8 @@ def clear_shared() -> None:
     _CENTRED_GRAMS.clear()
 
 
-def validation_curve(stats: RidgeStats, alphas, max_outputs: int = 1536) -> tuple[dict, float]:
+def validation_curve(stats: RidgeStats, alphas: Sequence[float],
+                     max_outputs: int = 1536) -> tuple[dict, float]:
     """Held-out mean squared error per alpha (fit on fold 0, scored on fold 1) and the held-out variance.
 
     With more than ``max_outputs`` outputs the curve is measured on every k-th output (an unbiased
@@ -242,7 +245,8 @@ def validation_curve(stats: RidgeStats, alphas, max_outputs: int = 1536) -> tupl
     return curve, var
 
 
-def fit_ridge(stats: RidgeStats, alphas=(1e-6, 1e-4, 1e-2, 1.0), total: _Fold | None = None) -> RidgeFit:
+def fit_ridge(stats: RidgeStats, alphas: Sequence[float] = (1e-6, 1e-4, 1e-2, 1.0),
+              total: _Fold | None = None) -> RidgeFit:
     """Choose ``alpha`` on the held-out fold (when it has rows), then fit on all rows.
 
     Near-ties go to the smaller penalty. With an empty held-out fold the smallest grid value is used.
@@ -295,7 +299,8 @@ class PositionSums:
         shift: subtracted from every ``x`` row first (the shift of the matching :class:`RidgeStats`).
     """
 
-    def __init__(self, positions: int, in_dim: int, out_dim: int, folds: int = 2, shift=None):
+    def __init__(self, positions: int, in_dim: int, out_dim: int, folds: int = 2,
+                 shift: Tensor | None = None):
         self.positions, self.in_dim, self.out_dim = positions, in_dim, out_dim
         self.shift = None if shift is None else shift.double().reshape(1, in_dim)
         self.n = torch.zeros(folds, positions, dtype=torch.float64)
@@ -310,7 +315,7 @@ class PositionSums:
             )
         return rows.double().reshape(-1, self.positions, dim)
 
-    def update(self, x: torch.Tensor | None, y: torch.Tensor | None, fold: int = 0, count=None) -> None:
+    def update(self, x: Tensor | None, y: Tensor | None, fold: int = 0, count: bool | None = None) -> None:
         """Add the rows ``x`` (R x C) and/or ``y`` (R x O) of whole images to ``fold``.
 
         The images are counted once per update when ``count`` (default: when ``y`` is given), so
@@ -336,7 +341,7 @@ class PositionSums:
         self.sx += other.sx
         self.sy += other.sy
 
-    def means(self, folds=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def means(self, folds: Iterable[int] | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """(counts P, x means P x C in shifted units, y means P x O) over ``folds`` (default: all)."""
         sel = list(range(self.n.shape[0])) if folds is None else list(folds)
         n = self.n[sel].sum(0)
@@ -344,14 +349,15 @@ class PositionSums:
         return n, self.sx[sel].sum(0) / d, self.sy[sel].sum(0) / d
 
 
-def _centred_gram(xx, n_p, sx_p, mx_p, own: bool) -> torch.Tensor:
+def _centred_gram(xx: Tensor, n_p: Tensor, sx_p: Tensor, mx_p: Tensor, own: bool) -> Tensor:
     """``x^T x`` about the per-position means ``mx_p``: ``xx - mx_p^T sx_p - a^T mx_p`` with
     ``a = sx_p - n_p mx_p`` (0 when the means are the rows' own: ``own``)."""
     out = xx - mx_p.T @ sx_p
     return out if own else out - (sx_p - n_p[:, None] * mx_p).T @ mx_p
 
 
-def _about_positions(f: _Fold, n_p, sx_p, sy_p, mx_p, my_p, own: bool, xx=None) -> _Fold:
+def _about_positions(f: _Fold, n_p: Tensor, sx_p: Tensor, sy_p: Tensor, mx_p: Tensor, my_p: Tensor, own: bool,
+                     xx: Tensor | None = None) -> _Fold:
     """The sums of ``f`` (whose per-position sums are ``n_p``, ``sx_p``, ``sy_p``) about the
     per-position means ``mx_p``, ``my_p``: the sums of ``x - mx_p`` and ``y - my_p`` over its rows.
 
@@ -371,7 +377,8 @@ def _about_positions(f: _Fold, n_p, sx_p, sy_p, mx_p, my_p, own: bool, xx=None) 
 _CENTRED_GRAMS: dict = {}  # (feature key, which sums, row counts) -> centred Gram; one stream at a time
 
 
-def _shared_gram(key, f: _Fold, n_p, sx_p, mx_p, own: bool):
+def _shared_gram(key: tuple | None, f: _Fold, n_p: Tensor, sx_p: Tensor, mx_p: Tensor,
+                 own: bool) -> Tensor | None:
     """:func:`_centred_gram` of ``f``, once per feature stream (``key``): every task reading the
     stream reuses it. None without a key (then each task computes its own)."""
     if key is None:
@@ -399,7 +406,7 @@ def within_positions(stats: RidgeStats, pos: PositionSums) -> tuple[RidgeStats, 
     counts = tuple(f.n for f in stats.folds)
     key = None if stats.x_key is None else f"{stats.x_key}|per-position"
 
-    def gram_key(which):
+    def gram_key(which: int | str) -> tuple | None:
         return None if key is None else (key, which, counts)
 
     folds = []

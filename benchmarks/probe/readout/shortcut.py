@@ -26,7 +26,9 @@ what the read-out leaves.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -40,6 +42,11 @@ from benchmarks.probe.readout.ridge import (
     within_positions,
 )
 from benchmarks.probe.readout.shrink import MASKED_FORMS, compose, masked_prior, shrink_toward
+
+if TYPE_CHECKING:
+    from benchmarks.probe.features.store import FeatureSet
+    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.tasks.base import ProbeTask
 
 
 def shortcut_factor(patch_size: int, output_stride: int) -> int:
@@ -66,14 +73,15 @@ class ReadoutGeometry:
     valid_frac: tuple[float, float]
 
     @classmethod
-    def of(cls, task, features, protocol) -> ReadoutGeometry:
+    def of(cls, task: ProbeTask, features: FeatureSet, protocol: ProbeProtocol) -> ReadoutGeometry:
         """The geometry of ``task``'s read-out on a :class:`~benchmarks.probe.features.store.FeatureSet`."""
         stride = min(protocol.task(task.name).output_stride, features.patch_size)
         return cls(tuple(features.feats.shape[-2:]), shortcut_factor(features.patch_size, stride), stride,
                    tuple(task.output_size(features.image_size, stride)), tuple(features.valid_frac))
 
 
-def to_grid(y: torch.Tensor, grid: tuple[int, int], r: int, out_size, valid_frac) -> torch.Tensor:
+def to_grid(y: torch.Tensor, grid: tuple[int, int], r: int, out_size: tuple[int, int],
+            valid_frac: tuple[float, float]) -> torch.Tensor:
     """Output-space maps B x O x H x W -> feature-grid rows layout B x O*r*r x h x w (inverse of
     :func:`from_grid` up to resampling when ``r`` does not divide the padded size)."""
     ph, pw = padded_size(out_size, valid_frac)
@@ -85,7 +93,8 @@ def to_grid(y: torch.Tensor, grid: tuple[int, int], r: int, out_size, valid_frac
     return F.pixel_unshuffle(y, r)
 
 
-def from_grid(z: torch.Tensor, r: int, out_size, valid_frac) -> torch.Tensor:
+def from_grid(z: torch.Tensor, r: int, out_size: tuple[int, int],
+              valid_frac: tuple[float, float]) -> torch.Tensor:
     """Feature-grid layout B x O*r*r x h x w -> output maps B x O x H_out x W_out (cropped)."""
     return crop_to_output(F.pixel_shuffle(z, r) if r > 1 else z, out_size, valid_frac)
 
@@ -115,7 +124,8 @@ class LinearShortcut:
         self.in_channels = fit.weight.shape[0]
         self.bias_map, self.prior, self.shrink = bias_map, prior, shrink
 
-    def maps(self, x: torch.Tensor, out_size, valid_frac) -> torch.Tensor:
+    def maps(self, x: torch.Tensor, out_size: tuple[int, int],
+             valid_frac: tuple[float, float]) -> torch.Tensor:
         """Read-out maps from assembled features (the first ``in_channels`` channels are spatial)."""
         b, _, h, w = x.shape
         z = _rows(x[:, : self.in_channels].float()) @ self.fit.weight.to(x.device)
@@ -135,7 +145,8 @@ class LinearShortcut:
                 z = shrink_toward(z, prior, self.shrink, self.r * self.r)
         return from_grid(z.reshape(b, h, w, -1).permute(0, 3, 1, 2), self.r, out_size, valid_frac)
 
-    def outputs(self, fs, out_size, device: str = "cpu") -> tuple[torch.Tensor, None]:
+    def outputs(self, fs: FeatureSet, out_size: tuple[int, int],
+                device: str = "cpu") -> tuple[torch.Tensor, None]:
         """(maps on the host, None) of a :class:`~benchmarks.probe.features.store.FeatureSet` batch: the
         streamed test pass's call. The product runs
         on ``device`` (where the backbone ran)."""
@@ -155,7 +166,7 @@ class LinearShortcut:
         return d
 
 
-def readout_columns(task, rr: int) -> int:
+def readout_columns(task: ProbeTask, rr: int) -> int:
     """Columns the read-out of ``task`` fits per feature position: ``out * rr``, and a masked task's
     mask too (its settings' ``masked_readout`` must say so).
 
@@ -187,8 +198,9 @@ def holdout_fold(n: int, every: int) -> torch.Tensor:
     return fold
 
 
-def solve_readout(stats: RidgeStats, positions: PositionSums, grams, shift: torch.Tensor, task, r: int,
-                  protocol, alphas=None) -> LinearShortcut:
+def solve_readout(stats: RidgeStats, positions: PositionSums, grams: Sequence[torch.Tensor],
+                  shift: torch.Tensor, task: ProbeTask, r: int, protocol: ProbeProtocol,
+                  alphas: Sequence[float] | None = None) -> LinearShortcut:
     """The read-out from its accumulated sums: the penalty searched on the held-out fold, then refit.
 
     Args:
@@ -223,17 +235,18 @@ class OnDemandOutputs:
     rows again for it would read them twice). Maps are rounded to float16 as :func:`precompute`
     stores them."""
 
-    def __init__(self, shortcut: LinearShortcut, out_size, valid_frac):
+    def __init__(self, shortcut: LinearShortcut, out_size: tuple[int, int], valid_frac: tuple[float, float]):
         self.shortcut, self.out_size, self.valid_frac = shortcut, out_size, valid_frac
 
     @torch.no_grad()
-    def __call__(self, x: torch.Tensor, pooled: torch.Tensor):
+    def __call__(self, x: torch.Tensor, pooled: torch.Tensor) -> tuple[torch.Tensor, None]:
         maps = self.shortcut.maps(x, self.out_size, self.valid_frac).half().float()
         return maps, None
 
 
 @torch.no_grad()
-def precompute(shortcut: LinearShortcut, task, features, protocol, batch: int = 8):
+def precompute(shortcut: LinearShortcut, task: ProbeTask, features: FeatureSet, protocol: ProbeProtocol,
+               batch: int = 8) -> tuple[torch.Tensor, None] | OnDemandOutputs:
     """Shortcut outputs for every row of ``features``: (maps N x O x H x W float16, None).
 
     Features read row by row from disk (not a tensor) get an :class:`OnDemandOutputs` instead.

@@ -25,13 +25,21 @@ kept and all-reduced under torch.distributed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import torch
 
 from benchmarks.probe.data.batching import select
 from benchmarks.probe.readout.ridge import PositionSums, RidgeStats, solve_fold, within_positions
 from sapiens2 import distributed as dist_utils
+
+if TYPE_CHECKING:
+    from benchmarks.probe.data.batching import SceneBatch
+    from benchmarks.probe.data.loader import SceneLoader
+    from benchmarks.probe.features.store import FeatureSet
+    from benchmarks.probe.tasks.base import ProbeTask
 
 # the masked read-out forms (TaskSettings.masked_readout): the composed prediction as fitted, and the
 # one shrunk toward the floor per channel on the held-out rows
@@ -106,7 +114,8 @@ class HeldoutShrink:
         return s.clamp(0.0, 1.0)
 
 
-def heldout_shrink(stats: RidgeStats, positions: PositionSums, task, rr: int, alpha: float):
+def heldout_shrink(stats: RidgeStats, positions: PositionSums, task: ProbeTask, rr: int,
+                   alpha: float) -> HeldoutShrink | torch.Tensor | None:
     """A masked task's :class:`HeldoutShrink` at penalty ``alpha`` (fold 0 refitted alone), or the
     factors themselves when no held-out pass is needed.
 
@@ -128,7 +137,9 @@ def heldout_shrink(stats: RidgeStats, positions: PositionSums, task, rr: int, al
     return HeldoutShrink(solve_fold(within.folds[0], alpha)[0], positions, k, rr)
 
 
-def stream_heldout(loader, group, tasks: dict, stream, state, scores: dict, folds: torch.Tensor) -> None:
+def stream_heldout(loader: SceneLoader, group: tuple[str, ...], tasks: dict[str, ProbeTask],
+                   stream: Callable[[SceneBatch, ProbeTask], FeatureSet], state: tuple[dict, dict, dict],
+                   scores: dict[str, HeldoutShrink], folds: torch.Tensor) -> None:
     """Stream the held-out train rows once more into the masked tasks' :class:`HeldoutShrink` sums.
 
     Only the held-out images go through the feature stream (a sub-batch of each batch); their features

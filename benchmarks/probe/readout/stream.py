@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from tqdm.auto import tqdm
@@ -45,6 +47,14 @@ from benchmarks.probe.readout.shortcut import (
 )
 from benchmarks.probe.readout.shrink import HeldoutShrink, heldout_shrink, stream_heldout
 from sapiens2 import distributed as dist_utils
+
+if TYPE_CHECKING:
+    from benchmarks.probe.data.batching import SceneBatch
+    from benchmarks.probe.data.loader import SceneLoader
+    from benchmarks.probe.features.store import FeatureStore
+    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.readout.decoders import ProbeDecoder
+    from benchmarks.probe.tasks.base import ProbeTask
 
 
 @dataclass
@@ -73,10 +83,10 @@ class BackboneStream:
 
     shared = True
 
-    def __init__(self, store, input_size, device: str = "cpu"):
+    def __init__(self, store: FeatureStore, input_size: Sequence[int], device: str = "cpu"):
         self.store, self.input_size, self.device = store, tuple(input_size), device
 
-    def __call__(self, batch, task=None) -> FeatureSet:
+    def __call__(self, batch: SceneBatch, task: ProbeTask | None = None) -> FeatureSet:
         # the backbone runs on the device; its features come back to the host, where every sum is kept
         # in float64 (fast float64 is not assumed of the device)
         f, c = self.store.features(batch.images.to(self.device), ids=batch.ids)
@@ -88,14 +98,18 @@ class ReferenceStream:
 
     shared = False
 
-    def __init__(self, kind: str, protocol):
+    def __init__(self, kind: str, protocol: ProbeProtocol):
         self.kind, self.protocol = kind, protocol
 
-    def __call__(self, batch, task) -> FeatureSet:
+    def __call__(self, batch: SceneBatch, task: ProbeTask) -> FeatureSet:
         tgt = batch.targets[task.name]
         if self.kind == "floor":
             return floor_features(task, tgt, self.protocol)
         return oracle_features(task, tgt, self.protocol)
+
+
+# what the passes read features from: the backbone's, or a reference row's
+FeatureStream = BackboneStream | ReferenceStream
 
 
 @dataclass
@@ -111,7 +125,8 @@ class _FeatureSums:
     key: str = field(default_factory=lambda: f"stream-{uuid.uuid4().hex}")
 
     @classmethod
-    def start(cls, fs: FeatureSet, product_dtype, device: str = "cpu", exact: bool = False) -> _FeatureSums:
+    def start(cls, fs: FeatureSet, product_dtype: torch.dtype, device: str = "cpu",
+              exact: bool = False) -> _FeatureSums:
         """``exact``: the plain product-then-add arithmetic (the reference rows: the oracle's fit, whose
         penalty goes down to 1e-9, turns a different order of float64 additions into a different pose
         EPE), else BLAS syrk for the Gram and block-sparse ``x^T y``
@@ -151,7 +166,7 @@ class _FeatureSums:
 class _TaskSums:
     """One task's read-out sums (``x^T y``, target sums per fold and per position)."""
 
-    def __init__(self, task, geom: ReadoutGeometry, feats: _FeatureSums, channels: int):
+    def __init__(self, task: ProbeTask, geom: ReadoutGeometry, feats: _FeatureSums, channels: int):
         self.task, self.geom, self.feats = task, geom, feats
         self.rr = geom.r * geom.r
         cols = readout_columns(task, self.rr)  # a masked task's mask * t and mask
@@ -176,12 +191,12 @@ class _TaskSums:
                 out += [f.sx, f.sy, f.xy, f.yy]
         return out
 
-    def solve(self, protocol, alphas=None) -> LinearShortcut:
+    def solve(self, protocol: ProbeProtocol, alphas: Sequence[float] | None = None) -> LinearShortcut:
         self.positions.sx = self.feats.positions.sx.to(self.positions.sx)
         return solve_readout(self.stats, self.positions, self.feats.grams, self.feats.shift, self.task,
                              self.geom.r, protocol, alphas)
 
-    def shrink(self, alpha: float):
+    def shrink(self, alpha: float) -> HeldoutShrink | torch.Tensor | None:
         """A masked task's shrink toward the floor at the penalty it was solved with (after
         :meth:`solve`): :func:`~benchmarks.probe.readout.shrink.heldout_shrink`."""
         if not self.task.masked:
@@ -196,7 +211,7 @@ class _TaskSums:
 FAST_PRODUCTS_MIN_CHANNELS = 2048
 
 
-def _exact_sums(stream, fs: FeatureSet) -> bool:
+def _exact_sums(stream: FeatureStream, fs: FeatureSet) -> bool:
     """Whether a feature stream keeps the plain product-then-add arithmetic (:class:`_FeatureSums`)."""
     return isinstance(stream, ReferenceStream) or fs.feats.shape[1] < FAST_PRODUCTS_MIN_CHANNELS
 
@@ -219,7 +234,14 @@ def _reduce_stats(stats: RidgeStats) -> None:
 
 
 def fit_group(
-    loader, group, tasks: dict, stream, protocol, desc: str = "train", on_batch=None, alphas=None
+    loader: SceneLoader,
+    group: tuple[str, ...],
+    tasks: dict[str, ProbeTask],
+    stream: FeatureStream,
+    protocol: ProbeProtocol,
+    desc: str = "train",
+    on_batch: Callable[[SceneBatch], None] | None = None,
+    alphas: Sequence[float] | None = None,
 ) -> tuple[dict, StageTimes]:
     """Stream the train split of one scene group into every task's read-out and solve it.
 
@@ -313,7 +335,8 @@ def fit_group(
     return fits, times
 
 
-def scene_groups(train, test):
+def scene_groups(train: SceneLoader,
+                 test: SceneLoader) -> Iterator[tuple[tuple[str, ...], tuple[str, ...]]]:
     """Yield (train group, test group) of two :class:`~benchmarks.probe.data.loader.SceneLoader` objects:
     tasks that share train scenes must share test scenes."""
     for group in train.groups:
@@ -326,11 +349,12 @@ def scene_groups(train, test):
 class DecoderReadout:
     """A trained decoder (its shortcut attached) as :func:`score_group` calls a read-out."""
 
-    def __init__(self, decoder, cls_concat: bool):
+    def __init__(self, decoder: ProbeDecoder, cls_concat: bool):
         self.decoder, self.cls_concat = decoder, cls_concat
 
     @torch.no_grad()
-    def outputs(self, fs: FeatureSet, out_size, device: str = "cpu"):
+    def outputs(self, fs: FeatureSet, out_size: tuple[int, int],
+                device: str = "cpu") -> tuple[torch.Tensor, None]:
         """(maps, global outputs) on the host, computed on the decoder's device (``device`` unused)."""
         dev = next(self.decoder.parameters(), torch.zeros(())).device  # the decoder's own device
         x, _ = fs.batch(torch.arange(fs.feats.shape[0]), self.cls_concat)
@@ -338,8 +362,9 @@ class DecoderReadout:
         return maps.cpu(), None
 
 
-def score_group(loader, group, tasks: dict, stream, fits: dict, protocol,
-                desc: str = "test") -> tuple[dict, StageTimes]:
+def score_group(loader: SceneLoader, group: tuple[str, ...], tasks: dict[str, ProbeTask],
+                stream: FeatureStream, fits: dict[str, LinearShortcut | DecoderReadout],
+                protocol: ProbeProtocol, desc: str = "test") -> tuple[dict, StageTimes]:
     """Stream the test split of one group through the fitted read-outs into each task's evaluator.
 
     Args:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -41,10 +41,13 @@ from leaderboard.comparisons import COMPARISON_HASH_FIELD, comparison_hash
 from sapiens2.records.results import load_records
 from sapiens2.records.view import Record, RecordView, record_views
 
+# the protocol ids a comparison may pair under: None (any), one id or a comma string, several, or by task
+ProtocolIds = str | Sequence[str] | Mapping[str, str] | None
+
 TITLE = "paired comparisons ({pct}% paired bootstrap of the difference, same test images)"
 
 
-def paired_difference(dist_a, dist_b, level: float = 0.95) -> tuple[float, float]:
+def paired_difference(dist_a: np.ndarray, dist_b: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     """``(low, high)``: the percentile interval of ``dist_a - dist_b`` (NaN differences skipped).
 
     Args:
@@ -236,7 +239,7 @@ def check_comparisons(comparisons: list[dict], records: list[Record],
     return kept
 
 
-def _wanted_ids(protocol_id, task: str) -> set[str] | None:
+def _wanted_ids(protocol_id: ProtocolIds, task: str) -> set[str] | None:
     """The protocol ids ``task`` may be compared under (None: any).
 
     ``protocol_id``: None, one id, several (a comma string or a list; each task has its own id, so
@@ -258,7 +261,7 @@ def _by_pid(recs: list[RecordView]) -> dict[str, list[RecordView]]:
 
 
 def _pick(recs_a: list[RecordView], recs_b: list[RecordView], a: str, b: str, task: str,
-          protocol_id) -> tuple[RecordView, RecordView]:
+          protocol_id: ProtocolIds) -> tuple[RecordView, RecordView]:
     """The one-seed records of A and B to pair: the common protocol, then the lowest common seed."""
     pa, pb = _by_pid(recs_a), _by_pid(recs_b)
     wanted = _wanted_ids(protocol_id, task)
@@ -271,7 +274,7 @@ def _pick(recs_a: list[RecordView], recs_b: list[RecordView], a: str, b: str, ta
     if len(pids) > 1:
         raise ValueError(f"{a} and {b} on {task} have records under several protocols {pids}: "
                          "name one (protocol_id / --protocol)")
-    def by_seed(recs, name):
+    def by_seed(recs: list[RecordView], name: str) -> dict[int, RecordView]:
         out: dict[int, RecordView] = {}
         for r in recs:
             seed = r.seeds[0]
@@ -288,7 +291,8 @@ def _pick(recs_a: list[RecordView], recs_b: list[RecordView], a: str, b: str, ta
     return seeds_a[min(seeds_a)], seeds_b[min(seeds_b)]
 
 
-def comparisons_from_records(records: list[Record], a: str, b: str, tasks=None, protocol_id=None,
+def comparisons_from_records(records: list[Record], a: str, b: str, tasks: str | Sequence[str] | None = None,
+                             protocol_id: ProtocolIds = None,
                              level: float = 0.95, where: str = "the records") -> list[dict]:
     """:func:`compare_records` per task for backbones ``a`` and ``b`` among loaded ``records``.
 
@@ -314,7 +318,7 @@ def comparisons_from_records(records: list[Record], a: str, b: str, tasks=None, 
     if tasks is None:
         tasks = [t for t in board_tasks() if t in have[a] and t in have[b]]
         if protocol_id is not None:  # only the tasks whose records carry one of the ids
-            def ids(name, t):
+            def ids(name: str, t: str) -> set[str]:
                 return set(_by_pid([r for r in mine[name] if r.task == t]))
 
             tasks = [t for t in tasks if _wanted_ids(protocol_id, t) & ids(a, t) & ids(b, t)]
@@ -335,8 +339,9 @@ def comparisons_from_records(records: list[Record], a: str, b: str, tasks=None, 
     return out
 
 
-def paired_comparisons(records_dir: str | os.PathLike, a: str, b: str, tasks=None,
-                       protocol_id: str | None = None, level: float = 0.95) -> list[dict]:
+def paired_comparisons(records_dir: str | os.PathLike, a: str, b: str,
+                       tasks: str | Sequence[str] | None = None,
+                       protocol_id: ProtocolIds = None, level: float = 0.95) -> list[dict]:
     """The paired comparison of backbones ``a`` and ``b`` per task, from the probe records under a folder.
 
     Args:

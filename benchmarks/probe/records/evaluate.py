@@ -15,12 +15,14 @@ import math
 from pathlib import Path
 
 from benchmarks.probe.records.sidefile import content_sha256, images_sha256, write_side_file
+from evaluators.base import Evaluator
 from evaluators.bootstrap import percentile_interval
 from sapiens2 import distributed as dist_utils
 
 
 def bootstrap_intervals_field(
-    evaluator, metrics: list[str], *, resamples: int, level: float, seed: int, side_path: Path | None = None
+    evaluator: Evaluator, metrics: list[str], *, resamples: int, level: float, seed: int,
+    side_path: Path | None = None,
 ) -> dict:
     """A record's ``intervals`` from one bootstrap distribution of ``metrics``; optionally its side file.
 

@@ -18,9 +18,11 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from evaluators.base import Evaluator
 from evaluators.registry import build_evaluator
 from leaderboard.catalog import board_tasks, headline_metric
 from sapiens2.records.view import record_views
@@ -54,10 +56,10 @@ def _headline(task: str) -> Headline:
 class _PerTask(Mapping):
     """``{task: value(task)}`` over the task table as it is when read (a task added later too)."""
 
-    def __init__(self, value) -> None:
+    def __init__(self, value: Callable[[str], object]) -> None:
         self._value = value
 
-    def __getitem__(self, task: str):
+    def __getitem__(self, task: str) -> Any:
         if task not in board_tasks():  # the table's tasks, and those only records declare (compare)
             raise KeyError(task)
         return self._value(task)
@@ -73,7 +75,7 @@ class _PerTask(Mapping):
 PROBE_HEADLINE: Mapping[str, Headline] = _PerTask(_headline)
 
 
-def _declared_intervals(evaluator) -> tuple[str, ...]:
+def _declared_intervals(evaluator: Evaluator) -> tuple[str, ...]:
     return tuple(d.key for d in evaluator.declared_metrics() if d.interval)
 
 
@@ -86,7 +88,7 @@ def _task_intervals(task: str) -> tuple[str, ...]:
 INTERVAL_METRICS: Mapping[str, tuple[str, ...]] = _PerTask(_task_intervals)
 
 
-def interval_metrics(task: str, evaluator) -> list[str]:
+def interval_metrics(task: str, evaluator: Evaluator) -> list[str]:
     """The metrics ``evaluator`` declares ``interval`` (so also bootstrapped) under its settings.
 
     ``task`` names the record's task; the evaluator's own declarations decide (a toy or plug-in
@@ -102,7 +104,8 @@ def _decimals(v: float, digits: int) -> int:
     return min(6, max(0, digits - 1 - math.floor(math.log10(abs(v)))))
 
 
-def format_interval(spec: Headline, value, bounds=None, n: int | None = None) -> str:
+def format_interval(spec: Headline, value: float | None, bounds: Sequence[float | None] | None = None,
+                    n: int | None = None) -> str:
     """``value [low, high] n=N`` in display units (``-`` for a missing value; no bounds: value alone)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"

@@ -15,9 +15,14 @@ the content hashes say whether they are the same.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sapiens2 import distributed as dist_utils
 from sapiens2.errors import BenchError
+
+if TYPE_CHECKING:
+    from benchmarks.probe.protocol import ProbeProtocol
 
 __all__ = ["RankMismatchError", "check_ranks_agree", "rank_identity"]
 
@@ -36,7 +41,8 @@ class RankMismatchError(BenchError, ValueError):
     """The ranks of a distributed run do not run the same probe (raised on every rank)."""
 
 
-def rank_identity(tasks, seeds, data_ids: dict, protocol, backbone_id: dict) -> dict:
+def rank_identity(tasks: Sequence[str], seeds: Sequence[int], data_ids: dict, protocol: ProbeProtocol,
+                  backbone_id: dict) -> dict:
     """This rank's run identity, as :func:`check_ranks_agree` compares it.
 
     Args:
@@ -55,7 +61,7 @@ def rank_identity(tasks, seeds, data_ids: dict, protocol, backbone_id: dict) -> 
     }
 
 
-def _flat(value, prefix: str) -> dict[str, str]:
+def _flat(value: object, prefix: str) -> dict[str, str]:
     """Leaf values of nested dicts under dotted keys, each as canonical JSON."""
     if isinstance(value, dict) and value:
         out: dict[str, str] = {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 
 import torch
 
@@ -89,12 +90,12 @@ def run_mismatch(stored: dict | None, wanted: dict) -> str | None:
     return "; ".join(diffs)
 
 
-def _short(v, limit: int = 160) -> str:
+def _short(v: object, limit: int = 160) -> str:
     s = repr(v)
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
-def seed_list(seeds) -> list[int]:
+def seed_list(seeds: int | str | Iterable[int]) -> list[int]:
     """Decoder seeds from a comma string (``--seeds``) or an iterable: integers, at least one, no repeats.
 
     Raises:

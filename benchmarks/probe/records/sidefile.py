@@ -25,6 +25,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from sapiens2.utils_io import atomic_write
 
@@ -37,7 +38,7 @@ def side_path(record_path: str | os.PathLike) -> Path:
     return Path(record_path).with_suffix(SIDE_SUFFIX)
 
 
-def _ids_list(image_ids) -> list:
+def _ids_list(image_ids: ArrayLike) -> list:
     ids = np.asarray(image_ids)
     if ids.ndim != 1 or ids.dtype.kind not in "iuU":
         raise ValueError(f"bootstrap image ids: expected a 1-D array of integers or strings, got dtype "
@@ -45,13 +46,13 @@ def _ids_list(image_ids) -> list:
     return ids.tolist()
 
 
-def images_sha256(image_ids) -> str:
+def images_sha256(image_ids: ArrayLike) -> str:
     """SHA-256 of the canonical JSON list of the test-image ids (order matters: it is the resample order)."""
     text = json.dumps(_ids_list(image_ids), separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def content_sha256(dists: dict[str, np.ndarray], image_ids) -> str:
+def content_sha256(dists: dict[str, np.ndarray], image_ids: ArrayLike) -> str:
     """SHA-256 of the resampled values (keys sorted, float64 bytes) and the image ids.
 
     The same on every rank of a distributed run (the values come from the synced states), unlike the
@@ -64,7 +65,7 @@ def content_sha256(dists: dict[str, np.ndarray], image_ids) -> str:
     return h.hexdigest()
 
 
-def write_side_file(path: str | os.PathLike, dists: dict[str, np.ndarray], image_ids) -> Path:
+def write_side_file(path: str | os.PathLike, dists: dict[str, np.ndarray], image_ids: ArrayLike) -> Path:
     """Write the resampled values and the image ids to ``path`` atomically (temp file + rename).
 
     Raises:

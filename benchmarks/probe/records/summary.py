@@ -29,7 +29,9 @@ Example:
 
 from __future__ import annotations
 
-from benchmarks.probe.records.headline import PROBE_HEADLINE, format_interval
+from collections.abc import Collection, Sequence
+
+from benchmarks.probe.records.headline import PROBE_HEADLINE, Headline, format_interval
 from leaderboard.catalog import metric_note
 from leaderboard.rowinfo import row_kind
 from leaderboard.standing import SMALL_N, gap_closed, gap_text, is_small_n
@@ -50,7 +52,7 @@ def _pick(records: list[Record]) -> dict[tuple[str, str, str], RecordView]:
     return out
 
 
-def _rows(picked: dict, tasks) -> list[tuple[str, dict[str, str]]]:
+def _rows(picked: dict, tasks: Sequence[str]) -> list[tuple[str, dict[str, str]]]:
     """``(backbone, {task: protocol id})`` per row: the k-th protocol of each task of a backbone; the
     ceiling first, the floor second, the others in the order they came."""
     ids: dict[str, dict[str, list[str]]] = {}
@@ -79,7 +81,7 @@ def _kind(rec: RecordView) -> str:
     return row_kind(rec.model.as_dict(), dict(rec.config))
 
 
-def summary_table(records: list[Record], tasks) -> str:
+def summary_table(records: list[Record], tasks: Sequence[str]) -> str:
     """Rows of backbones x the probe headline of each of ``tasks``: ``value [low, high]`` and the gap closed.
 
     A cell without an interval shows the value alone; a missing record shows ``-``. The gap column of a
@@ -135,7 +137,7 @@ def _task_cells(task: str, rec: RecordView | None, refs: dict, pid: str | None, 
     return cells
 
 
-def _value_text(spec, value, bounds) -> str:
+def _value_text(spec: Headline, value: float | None, bounds: Sequence[float] | None) -> str:
     """``value [low, high]``; a near-zero value (the ceiling's error) in two significant digits."""
     if value is None or not 0 < abs(value * spec.scale) < 1e-3:
         return format_interval(spec, value, bounds)
@@ -143,7 +145,8 @@ def _value_text(spec, value, bounds) -> str:
     return text + (f" [{bounds[0] * spec.scale:.2g}, {bounds[1] * spec.scale:.2g}]" if bounds else "")
 
 
-def _footer(tasks, ns: dict[str, set[int]], ids: dict[str, set[str]], several: bool, gap_tasks) -> list[str]:
+def _footer(tasks: Sequence[str], ns: dict[str, set[int]], ids: dict[str, set[str]], several: bool,
+            gap_tasks: Collection[str]) -> list[str]:
     """The lines under the table: n per task (flagged when small), protocol ids, units and the gap."""
     out = ["each cell: value [95% interval]"]
     counts = [f"{t} {'/'.join(map(str, sorted(ns[t])))}" for t in tasks if ns[t]]

@@ -12,6 +12,7 @@ from benchmarks.probe.records.context import ProbeTask, ReadoutResult, RecordSlo
 from benchmarks.probe.records.evaluate import bootstrap_intervals_field
 from benchmarks.probe.records.headline import interval_metrics, seed_intervals
 from benchmarks.probe.records.sidefile import side_path
+from evaluators.base import Evaluator
 from evaluators.metric_decl import record_declarations
 from sapiens2 import distributed as dist_utils
 from sapiens2.records.results import make_record, write_record
@@ -89,8 +90,8 @@ def probe_record(ctx: RunContext, task: ProbeTask, slot: RecordSlot, metrics: di
     return rec
 
 
-def write_evaluated_record(ctx: RunContext, task: ProbeTask, slot: RecordSlot, evaluator, metrics: dict,
-                           result: ReadoutResult) -> dict:
+def write_evaluated_record(ctx: RunContext, task: ProbeTask, slot: RecordSlot, evaluator: Evaluator,
+                           metrics: dict, result: ReadoutResult) -> dict:
     """The record of one (task, seed) whose ``evaluator`` has seen the whole test split (``metrics``:
     what it computed): its bootstrap intervals (and side file beside ``slot.path``), then the record,
     written by rank 0.

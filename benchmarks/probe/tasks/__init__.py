@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING
 
 from benchmarks.probe.registry import PROBE_TASKS
 from benchmarks.probe.tasks.base import ProbeTask, register_probe_task, unregister_probe_task
 from sapiens2.errors import UnknownNameError
 from sapiens2.tasks import task_names
+
+if TYPE_CHECKING:
+    from benchmarks.probe.settings import ProtocolView
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name != "base":
@@ -51,7 +55,7 @@ def task_classes() -> dict[str, type[ProbeTask]]:
     return {name: PROBE_TASKS.module_dict[name] for name in probe_task_names()}
 
 
-def build_task(name: str, protocol) -> ProbeTask:
+def build_task(name: str, protocol: ProtocolView) -> ProbeTask:
     """The task object for ``name`` under ``protocol``."""
     return probe_task_class(name)(protocol)
 

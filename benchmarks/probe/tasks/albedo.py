@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch
+
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import (
     gradient_l1,
@@ -45,7 +47,7 @@ class AlbedoTask(MaskedDenseTask):
 
 
 @register_loss("l1_grad", task="albedo", default_weights={"l1": 1.0, "grad": 0.0})
-def l1_grad(task: AlbedoTask, maps, glob, tgt) -> dict:
+def l1_grad(task: AlbedoTask, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict) -> dict:
     """L1 and gradient L1 of the albedo maps on GT-mask pixels (the evaluator clamps them to [0, 1])."""
     st = task.protocol.loss_stride
     pred = loss_grid(maps.float(), tgt["albedo"].shape[-2:], st, task.loss_offset)

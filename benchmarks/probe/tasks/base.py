@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -20,7 +22,16 @@ from benchmarks.probe.readout.base import get_readout
 from benchmarks.probe.registry import PROBE_TASKS
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.train.losses import get_loss
+from evaluators.base import Evaluator
 from sapiens2 import vocab as vocabularies
+
+if TYPE_CHECKING:
+    from benchmarks.probe.settings import ProtocolView
+
+# a task's keypoint / label set, and what names one (a set, a built-in name, a JSON path or dict; None:
+# the settings' or the default)
+Vocabulary = vocabularies.KeypointSet | vocabularies.LabelSet
+VocabularySpec = Vocabulary | str | dict | list | None
 
 
 def per_sample_masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -31,7 +42,8 @@ def per_sample_masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Te
     return (values * m).flatten(1).sum(1) / m.flatten(1).sum(1).clamp_min(1.0)
 
 
-def image_gradients(x: torch.Tensor, mask: torch.Tensor):
+def image_gradients(x: torch.Tensor,
+                    mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Finite differences along x and y, with masks where both neighbours are valid."""
     gx = x[..., :, 1:] - x[..., :, :-1]
     gy = x[..., 1:, :] - x[..., :-1, :]
@@ -83,7 +95,8 @@ def subsample(t: torch.Tensor, stride: int, offset: tuple[int, int] | None = Non
     return t[..., oy::stride, ox::stride]
 
 
-def resize_masked(values: torch.Tensor, mask: torch.Tensor, size: tuple[int, int]):
+def resize_masked(values: torch.Tensor, mask: torch.Tensor,
+                  size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
     """C x H x W values known on the bool H x W ``mask``, resampled to ``size`` (H', W').
 
     Mask-aware: each output pixel is the bilinear average of the mask's pixels alone (the bilinear
@@ -150,7 +163,8 @@ def dense_targets(task: str, samples: list[dict], fields: dict[str, list[torch.T
     return out
 
 
-def native_views(tgt: dict, keys: tuple[str, ...], index):
+def native_views(tgt: dict, keys: tuple[str, ...],
+                 index: torch.Tensor) -> Iterator[tuple[slice, dict[str, torch.Tensor], torch.Tensor]]:
     """Per sample of a several-size batch (:func:`dense_targets`): (one-row slice of the batch,
     ``{key: its unpadded native map}`` for ``keys`` and ``mask``, its dataset index)."""
     index = torch.as_tensor(index)
@@ -159,7 +173,7 @@ def native_views(tgt: dict, keys: tuple[str, ...], index):
         yield one, {k: tgt[f"native_{k}"][one, ..., :h, :w] for k in (*keys, "mask")}, index[one]
 
 
-def _vocabulary_content(v) -> str:
+def _vocabulary_content(v: Vocabulary) -> str:
     if isinstance(v, vocabularies.KeypointSet):
         body = {"names": list(v.names), "sigmas": [float(x) for x in v.sigmas],
                 "parts": {k: list(map(int, i)) for k, i in v.parts.items()},
@@ -169,7 +183,7 @@ def _vocabulary_content(v) -> str:
     return json.dumps(body, sort_keys=True)
 
 
-def vocabulary_id(v) -> str:
+def vocabulary_id(v: Vocabulary) -> str:
     """The name a protocol and a record give a keypoint / label set: a built-in set's name when ``v``
     is that set; otherwise its name + the first 12 hex digits of the SHA-256 of its content (names,
     sigmas, parts, flip pairs / names, ignore index), so two user sets of one name never share an id."""
@@ -211,7 +225,7 @@ class ProbeTask:
     vocabulary_kind = ""
     default_vocabulary = ""  # the set of data that names none (the synthetic split's)
 
-    def __init__(self, protocol):
+    def __init__(self, protocol: ProtocolView):
         self.protocol = protocol
         self.settings = protocol.task(self.name)
         self.loss_offset: tuple[int, int] | None = None
@@ -225,7 +239,7 @@ class ProbeTask:
                              f"tasks.{self.name}.decoder is {self.settings.decoder!r}, which trains: set "
                              "it to 'linear' or give the task a loss")
 
-    def use_vocabulary(self, vocab=None) -> None:
+    def use_vocabulary(self, vocab: VocabularySpec = None) -> None:
         """Size the read-out and the evaluator from the split's vocabulary (a task with one overrides this).
 
         Args:
@@ -237,7 +251,8 @@ class ProbeTask:
         v = getattr(self, self.vocabulary_kind, None) if self.vocabulary_kind else None
         return {self.vocabulary_kind: vocabulary_id(v)} if v is not None else {}
 
-    def _resolve_vocabulary(self, vocab, lookup):
+    def _resolve_vocabulary(self, vocab: VocabularySpec,
+                            lookup: Callable[[VocabularySpec], Vocabulary]) -> Vocabulary:
         """The set to size from: ``vocab`` (checked against the settings' field), else the settings', else
         :attr:`default_vocabulary`.
 
@@ -309,16 +324,17 @@ class ProbeTask:
         return None
 
     # ---------------------------------------------------------------- evaluation
-    def make_evaluator(self):
+    def make_evaluator(self) -> Evaluator:
         """The ``evaluators`` object scoring this task."""
         raise NotImplementedError
 
-    def update_evaluator(self, evaluator, maps, glob, tgt: dict, index: torch.Tensor) -> None:
+    def update_evaluator(self, evaluator: Evaluator, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict,
+                         index: torch.Tensor) -> None:
         """Feed one batch of predictions (decoder outputs) and GT to ``evaluator``."""
         raise NotImplementedError
 
     # ---------------------------------------------------------------- sanity check
-    def oracle_features(self, tgt: dict):
+    def oracle_features(self, tgt: dict) -> tuple[torch.Tensor, torch.Tensor | None, int]:
         """Features computed from the GT itself: (B x C x h x w, CLS B x C or None, patch size).
 
         They are the :meth:`linear_targets` (and :meth:`global_targets` as the CLS token), so the

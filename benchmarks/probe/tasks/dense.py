@@ -28,6 +28,7 @@ import torch
 
 from benchmarks.probe.settings import TaskSettings
 from benchmarks.probe.tasks.base import ProbeTask, dense_targets, native_views, resize_to
+from evaluators.base import Evaluator
 from evaluators.registry import build_evaluator
 
 
@@ -57,7 +58,7 @@ class MaskedDenseTask(ProbeTask):
     unit_length = False
     zero_off_mask = False
 
-    def __init_subclass__(cls, **kwargs) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if cls.gt_key and not cls.required_keys:
             cls.required_keys = (cls.gt_key, cls.mask_key)
@@ -79,10 +80,11 @@ class MaskedDenseTask(ProbeTask):
         pred = resize_to(maps.float(), size)
         return pred if self.value_range is None else pred.clamp(*self.value_range)
 
-    def make_evaluator(self):
+    def make_evaluator(self) -> Evaluator:
         return build_evaluator(self.name)
 
-    def update_evaluator(self, evaluator, maps, glob, tgt, index) -> None:
+    def update_evaluator(self, evaluator: Evaluator, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict,
+                         index: torch.Tensor) -> None:
         key = self.gt_key
         if "native_size" in tgt:  # images of other sizes than the input: each scored at its own
             views = native_views(tgt, (key,), index)

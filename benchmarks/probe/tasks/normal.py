@@ -23,6 +23,7 @@ from benchmarks.probe.tasks.base import (
     subsample,
 )
 from benchmarks.probe.train.losses import register_loss
+from evaluators.base import Evaluator
 from evaluators.normal import NormalEvaluator
 
 
@@ -46,16 +47,17 @@ class NormalTask(ProbeTask):
     masked = True
     required_keys = ("normal", "mask")
 
-    def targets(self, samples):
+    def targets(self, samples: list[dict]) -> dict[str, torch.Tensor]:
         normals = [torch.as_tensor(s["normal"]).float() for s in samples]
         masks = [torch.as_tensor(s["mask"]).bool() for s in samples]
         return dense_targets(self.name, samples, {"normal": normals}, masks, tuple(self.protocol.input_size),
                              unit=("normal",))
 
-    def make_evaluator(self):
+    def make_evaluator(self) -> Evaluator:
         return NormalEvaluator()
 
-    def update_evaluator(self, evaluator, maps, glob, tgt, index):
+    def update_evaluator(self, evaluator: Evaluator, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict,
+                         index: torch.Tensor) -> None:
         pred = F.normalize(maps.float(), dim=1, eps=1e-6)
         if "native_size" not in tgt:
             evaluator.update(pred, tgt["normal"], tgt["mask"], index=index)
@@ -63,7 +65,7 @@ class NormalTask(ProbeTask):
         for one, gt, idx in native_views(tgt, ("normal",), index):  # several sizes: each at its own
             evaluator.update(pred[one], gt["normal"], gt["mask"], index=idx)
 
-    def linear_targets(self, tgt):
+    def linear_targets(self, tgt: dict) -> torch.Tensor:
         # mask * normal and the mask: a masked task (off the mask: the per-pixel train mean normal)
         m = tgt["mask"][:, None].to(tgt["normal"].dtype)
         return torch.cat([tgt["normal"] * m, m], dim=1)
@@ -71,7 +73,7 @@ class NormalTask(ProbeTask):
 
 
 @register_loss("cosine_l1", task="normal", default_weights={"cos": 1.0, "l1": 1.0})
-def cosine_l1(task: NormalTask, maps, glob, tgt) -> dict:
+def cosine_l1(task: NormalTask, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict) -> dict:
     """(1 - cos) and L1 between the L2-normalised prediction and the GT normal, on GT-mask pixels."""
     st = task.protocol.loss_stride
     pred = F.normalize(loss_grid(maps, tgt["normal"].shape[-2:], st, task.loss_offset), dim=1, eps=1e-6)

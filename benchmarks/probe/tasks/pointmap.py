@@ -13,6 +13,7 @@ own ``fx``, resized mask-aware for training only), and each test image is scored
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -30,6 +31,7 @@ from benchmarks.probe.tasks.base import (
     subsample,
 )
 from benchmarks.probe.train.losses import register_loss
+from evaluators.base import Evaluator
 from evaluators.pointmap import PointmapEvaluator
 
 
@@ -58,7 +60,7 @@ class PointmapTask(ProbeTask):
     masked = True
     required_keys = ("pointmap", "mask", "K")
 
-    def targets(self, samples):
+    def targets(self, samples: list[dict]) -> dict[str, torch.Tensor]:
         fc = self.settings.canonical_focal_length
         pts, masks = [], []
         for s in samples:
@@ -73,13 +75,14 @@ class PointmapTask(ProbeTask):
         scale = per_sample_masked_mean(out["pointmap"][:, 2:3], out["mask"]).clamp_min(1e-3)
         return {**out, "log_scale": scale.log()}
 
-    def predict(self, maps, glob, size):
+    def predict(self, maps: torch.Tensor, glob: torch.Tensor | None, size: Sequence[int]) -> torch.Tensor:
         return resize_to(maps.float(), size)
 
-    def make_evaluator(self):
+    def make_evaluator(self) -> Evaluator:
         return PointmapEvaluator()
 
-    def update_evaluator(self, evaluator, maps, glob, tgt, index):
+    def update_evaluator(self, evaluator: Evaluator, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict,
+                         index: torch.Tensor) -> None:
         # zero off the GT mask, as the GT pointmap is: the official Sobel normals at the mask edge
         # read the background, so a filled background would cost the oracle its exact normals
         if "native_size" not in tgt:
@@ -90,7 +93,7 @@ class PointmapTask(ProbeTask):
             pred = self.predict(maps[one], glob, gt["pointmap"].shape[-2:]) * gt["mask"][:, None]
             evaluator.update(pred, gt["pointmap"], gt["mask"], index=idx)
 
-    def linear_targets(self, tgt):
+    def linear_targets(self, tgt: dict) -> torch.Tensor:
         # mask * P_c (P_c is already 0 off the mask) and the mask: a masked task
         m = tgt["mask"][:, None].to(tgt["pointmap"].dtype)
         return torch.cat([tgt["pointmap"] * m, m], dim=1)
@@ -100,7 +103,8 @@ class PointmapTask(ProbeTask):
 @register_loss(
     "pointmap_l1_grad_scale", task="pointmap", default_weights={"l1": 1.0, "grad": 0.0, "scale": 1.0}
 )
-def pointmap_l1_grad_scale(task: PointmapTask, maps, glob, tgt) -> dict:
+def pointmap_l1_grad_scale(task: PointmapTask, maps: torch.Tensor, glob: torch.Tensor | None,
+                           tgt: dict) -> dict:
     """L1 and gradient L1 of the canonical pointmap (metres) on GT-mask pixels, and the abs error of
     the log of its mean depth over the mask (the scale)."""
     st = task.protocol.loss_stride

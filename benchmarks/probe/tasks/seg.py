@@ -9,16 +9,20 @@ every image at the protocol's input size, and each test image is scored at its n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.settings import TaskSettings
-from benchmarks.probe.tasks.base import ProbeTask, loss_grid, register_probe_task, subsample
+from benchmarks.probe.tasks.base import ProbeTask, VocabularySpec, loss_grid, register_probe_task, subsample
 from benchmarks.probe.train.losses import register_loss
+from evaluators.base import Evaluator
 from evaluators.seg import SegEvaluator
 from sapiens2.vocab import label_set
+
+if TYPE_CHECKING:
+    from benchmarks.probe.settings import ProtocolView
 
 IGNORE = 255  # the default label set's ignore index
 DEFAULT_LABEL_SET = "sapiens2_29"
@@ -55,16 +59,16 @@ class SegTask(ProbeTask):
     vocabulary_kind = "label_set"
     default_vocabulary = DEFAULT_LABEL_SET
 
-    def __init__(self, protocol):
+    def __init__(self, protocol: ProtocolView):
         super().__init__(protocol)
         self.use_vocabulary(None)
 
-    def use_vocabulary(self, vocab=None) -> None:
+    def use_vocabulary(self, vocab: VocabularySpec = None) -> None:
         """One logit map per class of ``vocab`` (a LabelSet, name or JSON; None: the settings')."""
         self.label_set = self._resolve_vocabulary(vocab, label_set)
         self.out_channels, self.ignore_index = self.label_set.num_classes, self.label_set.ignore_index
 
-    def targets(self, samples):
+    def targets(self, samples: list[dict]) -> dict[str, torch.Tensor]:
         """``label``: B x H x W labels at the protocol's input size. A label map of that size is used
         as it is; any other is resized (nearest) to it, the size the read-out sees every image at, for
         training only, and scoring uses ``native`` (each native label map, padded with the ignore
@@ -84,10 +88,11 @@ class SegTask(ProbeTask):
         ])
         return {"label": train, "native": native, "native_size": sizes}
 
-    def make_evaluator(self):
+    def make_evaluator(self) -> Evaluator:
         return SegEvaluator(label_set=self.label_set)
 
-    def update_evaluator(self, evaluator, maps, glob, tgt, index):
+    def update_evaluator(self, evaluator: Evaluator, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict,
+                         index: torch.Tensor) -> None:
         if "native" not in tgt:
             evaluator.update(maps.float(), tgt["label"], index=index)
             return
@@ -98,7 +103,7 @@ class SegTask(ProbeTask):
             one = slice(i, i + 1)
             evaluator.update(maps[one].float(), tgt["native"][one, :h, :w], index=index[one])
 
-    def linear_targets(self, tgt):
+    def linear_targets(self, tgt: dict) -> torch.Tensor:
         # one-hot scaled to a logit margin; ignored pixels are all-zero (no class preferred)
         label = tgt["label"]
         out = torch.zeros(label.shape[0], self.out_channels, *label.shape[1:], device=label.device)
@@ -108,7 +113,7 @@ class SegTask(ProbeTask):
 
 
 @register_loss("cross_entropy_dice", task="seg", default_weights={"ce": 1.0, "dice": 0.0})
-def cross_entropy_dice(task: SegTask, maps, glob, tgt) -> dict:
+def cross_entropy_dice(task: SegTask, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict) -> dict:
     """Cross-entropy (ignoring the label set's ignore index) and soft Dice over its classes, on the loss
     grid."""
     n_cls = task.out_channels

@@ -16,6 +16,7 @@ from functools import partial
 
 from benchmarks.probe.data.loader import SceneLoader
 from benchmarks.probe.features.store import FeatureStore
+from benchmarks.probe.protocol import ProbeProtocol
 from benchmarks.probe.readout.base import get_readout
 from benchmarks.probe.readout.stream import (
     BackboneStream,
@@ -28,11 +29,12 @@ from benchmarks.probe.readout.stream import (
 )
 from benchmarks.probe.records.context import ReadoutResult, RecordPlan, RunContext
 from benchmarks.probe.records.write import write_evaluated_record
+from benchmarks.probe.tasks import ProbeTask
 from benchmarks.probe.train.loop import DecoderCheckpoint, train_decoder
 from benchmarks.probe.train.spill import TrainSpill, spill_pass
 
 
-def body_tasks(task_objs: dict, protocol) -> list[str]:
+def body_tasks(task_objs: dict[str, ProbeTask], protocol: ProbeProtocol) -> list[str]:
     """The tasks whose read-out trains something
     (:attr:`~benchmarks.probe.readout.base.ProbeReadout.trains`)."""
     return [t for t in task_objs if get_readout(protocol.task(t).decoder).trains]

@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -25,6 +26,11 @@ from benchmarks.probe.records.runkey import run_mismatch
 from benchmarks.probe.train.optim import build_optimizer, lr_factor
 from sapiens2 import distributed as dist_utils
 from sapiens2.utils_io import atomic_write
+
+if TYPE_CHECKING:
+    from benchmarks.probe.features.store import FeatureSet
+    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.tasks.base import ProbeTask
 
 __all__ = [
     "batch_indices",
@@ -55,7 +61,8 @@ class DecoderCheckpoint:
     every: int = 50
 
 
-def build_decoder(task, features, protocol, seed: int, shortcut=None) -> ProbeDecoder:
+def build_decoder(task: ProbeTask, features: FeatureSet, protocol: ProbeProtocol, seed: int,
+                  shortcut: LinearShortcut | None = None) -> ProbeDecoder:
     """The task's decoder for ``features``, initialised from ``seed`` (same on every rank).
 
     With ``shortcut`` (a fitted :class:`~benchmarks.probe.readout.shortcut.LinearShortcut`) it is attached and
@@ -71,7 +78,9 @@ def build_decoder(task, features, protocol, seed: int, shortcut=None) -> ProbeDe
     return decoder
 
 
-def forward(decoder, task, features, idx, protocol, base=None):
+def forward(decoder: ProbeDecoder, task: ProbeTask, features: FeatureSet, idx: torch.Tensor,
+            protocol: ProbeProtocol,
+            base: tuple[torch.Tensor, None] | OnDemandOutputs | None = None) -> tuple[torch.Tensor, None]:
     """Decoder outputs (maps, global) for the feature rows ``idx``.
 
     ``base``: precomputed shortcut outputs of all rows (maps, global), or an
@@ -87,7 +96,7 @@ def forward(decoder, task, features, idx, protocol, base=None):
     return decoder(x, out_size, features.valid_frac, base=maps)
 
 
-def _read_checkpoint(path, device) -> dict | None:
+def _read_checkpoint(path: str | os.PathLike, device: str | torch.device) -> dict | None:
     """A decoder checkpoint, or None (with a message naming the file) when it is truncated or foreign."""
     try:
         state = torch.load(path, map_location=device, weights_only=True)
@@ -104,10 +113,10 @@ def _read_checkpoint(path, device) -> dict | None:
 
 
 def train_decoder(
-    task,
-    features,
+    task: ProbeTask,
+    features: FeatureSet,
     targets: dict,
-    protocol,
+    protocol: ProbeProtocol,
     seed: int,
     *,
     shortcut: LinearShortcut | None = None,

@@ -20,8 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sapiens2.errors import UnknownNameError
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,8 @@ class LossSpec:
                 raise UnknownNameError(f"term of the {self.task} loss {self.name!r}", k, self.default_weights)
         return {k: float(given.get(k, w)) for k, w in self.default_weights.items()}
 
-    def __call__(self, task, maps, glob, tgt, weights: dict):
+    def __call__(self, task: object, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict,
+                 weights: dict) -> tuple[torch.Tensor, dict[str, float]]:
         """(weighted total, {term: float}) of one batch."""
         terms = self.fn(task, maps, glob, tgt)
         total = None

@@ -17,30 +17,35 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import torch
 
 from sapiens2.errors import UnknownNameError
 
+if TYPE_CHECKING:
+    from benchmarks.probe.protocol import ProbeProtocol
 
-def _adamw(params, protocol) -> torch.optim.Optimizer:
+
+def _adamw(params: Iterable[torch.nn.Parameter], protocol: ProbeProtocol) -> torch.optim.Optimizer:
     return torch.optim.AdamW(
         params, lr=protocol.lr, betas=tuple(protocol.betas), weight_decay=protocol.weight_decay
     )
 
 
-def _adam(params, protocol) -> torch.optim.Optimizer:
+def _adam(params: Iterable[torch.nn.Parameter], protocol: ProbeProtocol) -> torch.optim.Optimizer:
     # weight decay as an L2 term of the gradient (torch's Adam), not decoupled as in AdamW
     return torch.optim.Adam(
         params, lr=protocol.lr, betas=tuple(protocol.betas), weight_decay=protocol.weight_decay
     )
 
 
-def _warmup(it: int, protocol) -> float | None:
+def _warmup(it: int, protocol: ProbeProtocol) -> float | None:
     return (it + 1) / protocol.warmup_iters if it < protocol.warmup_iters else None
 
 
-def _warmup_cosine(it: int, protocol) -> float:
+def _warmup_cosine(it: int, protocol: ProbeProtocol) -> float:
     warm = _warmup(it, protocol)
     if warm is not None:
         return warm
@@ -49,7 +54,7 @@ def _warmup_cosine(it: int, protocol) -> float:
     return protocol.min_lr_ratio + (1 - protocol.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
 
 
-def _warmup_constant(it: int, protocol) -> float:
+def _warmup_constant(it: int, protocol: ProbeProtocol) -> float:
     warm = _warmup(it, protocol)
     return 1.0 if warm is None else warm
 
@@ -58,7 +63,7 @@ OPTIMIZERS = {"adamw": _adamw, "adam": _adam}
 SCHEDULES = {"warmup_cosine": _warmup_cosine, "warmup_constant": _warmup_constant}
 
 
-def check_training_names(protocol) -> None:
+def check_training_names(protocol: ProbeProtocol) -> None:
     """Raise :class:`UnknownNameError` unless the protocol's optimiser and schedule are known."""
     if protocol.optimizer not in OPTIMIZERS:
         raise UnknownNameError("protocol optimizer", protocol.optimizer, OPTIMIZERS)
@@ -66,13 +71,13 @@ def check_training_names(protocol) -> None:
         raise UnknownNameError("protocol schedule", protocol.schedule, SCHEDULES)
 
 
-def build_optimizer(params, protocol) -> torch.optim.Optimizer:
+def build_optimizer(params: Iterable[torch.nn.Parameter], protocol: ProbeProtocol) -> torch.optim.Optimizer:
     """The protocol's optimiser over ``params``."""
     check_training_names(protocol)
     return OPTIMIZERS[protocol.optimizer](params, protocol)
 
 
-def lr_factor(it: int, protocol) -> float:
+def lr_factor(it: int, protocol: ProbeProtocol) -> float:
     """Learning-rate multiplier of iteration ``it`` under the protocol's schedule."""
     check_training_names(protocol)
     return SCHEDULES[protocol.schedule](it, protocol)

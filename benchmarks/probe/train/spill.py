@@ -21,7 +21,9 @@ Example:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors import safe_open
@@ -29,9 +31,16 @@ from safetensors.torch import save_file
 from tqdm.auto import tqdm
 
 from benchmarks.probe.features.reference import floor_features, oracle_features
-from benchmarks.probe.features.store import FeatureSet, image_hash
+from benchmarks.probe.features.store import FeatureSet, FeatureStore, image_hash
 from sapiens2 import distributed as dist_utils
 from sapiens2.utils_io import atomic_write
+
+if TYPE_CHECKING:
+    from benchmarks.probe.data.batching import SceneBatch
+    from benchmarks.probe.data.loader import SceneLoader
+    from benchmarks.probe.protocol import ProbeProtocol
+    from benchmarks.probe.readout.stream import FeatureStream
+    from benchmarks.probe.tasks.base import ProbeTask
 
 
 class Rows:
@@ -41,7 +50,8 @@ class Rows:
     ``device`` (where the rows read are put) and indexing by an index tensor, a list, an int or a slice.
     """
 
-    def __init__(self, n: int, row_shape: tuple, dtype: torch.dtype, read, device="cpu"):
+    def __init__(self, n: int, row_shape: tuple, dtype: torch.dtype, read: Callable[[int], torch.Tensor],
+                 device: str | torch.device = "cpu"):
         self.n, self.row_shape, self.dtype, self.read = int(n), tuple(row_shape), dtype, read
         self.device = torch.device(device)
 
@@ -52,7 +62,7 @@ class Rows:
     def __len__(self) -> int:
         return self.n
 
-    def __getitem__(self, idx) -> torch.Tensor:
+    def __getitem__(self, idx: int | slice | list[int] | torch.Tensor) -> torch.Tensor:
         if isinstance(idx, int):
             return self._row(idx).to(self.device)
         if isinstance(idx, slice):
@@ -82,14 +92,14 @@ class TrainSpill:
             not needed for the oracle and the floor, whose features come from the targets).
     """
 
-    def __init__(self, folder: Path, tasks, hash_images: bool = True):
+    def __init__(self, folder: Path, tasks: Iterable[str], hash_images: bool = True):
         self.folder, self.tasks, self.hash_images = Path(folder), tuple(tasks), hash_images
         self.hashes: dict[int, str] = {}
         self.spec: dict[str, dict] = {}  # task -> {key: (row shape, dtype)} of its targets
         for t in self.tasks:
             (self.folder / t).mkdir(parents=True, exist_ok=True)
 
-    def add(self, batch) -> None:
+    def add(self, batch: SceneBatch) -> None:
         """Write the targets of ``batch`` (a :class:`~benchmarks.probe.data.loader.SceneBatch`).
 
         The native scoring layout (``native_size``, ``native*``: maps of images not at the input
@@ -126,11 +136,11 @@ class TrainSpill:
             raise RuntimeError(f"train spill {self.folder}: rows missing after the train pass: {missing}")
         self.n = n
 
-    def targets(self, task: str, device="cpu") -> dict:
+    def targets(self, task: str, device: str = "cpu") -> dict:
         """The task's train targets: ``{key: Rows}`` reading ``<folder>/<task>/<position>.safetensors``."""
 
-        def reader(key):
-            def read(i):
+        def reader(key: str) -> Callable[[int], torch.Tensor]:
+            def read(i: int) -> torch.Tensor:
                 with safe_open(str(self.folder / task / f"{i}.safetensors"), framework="pt") as f:
                     return f.get_tensor(key)
             return read
@@ -138,7 +148,8 @@ class TrainSpill:
         spec = self.spec[task]
         return {k: Rows(self.n, shape, dtype, reader(k), device) for k, (shape, dtype) in spec.items()}
 
-    def backbone_features(self, store, image_size, device="cpu") -> FeatureSet:
+    def backbone_features(self, store: FeatureStore, image_size: Sequence[int],
+                          device: str = "cpu") -> FeatureSet:
         """The train features from ``store``'s disk cache, by the spilled image hashes."""
         if store.disk is None:
             raise ValueError("train spill: the feature store has no disk cache to read the features from")
@@ -149,8 +160,8 @@ class TrainSpill:
         if first is None:
             raise RuntimeError(f"train spill: the features of row 0 are not in {store.disk.folder}")
 
-        def part(k):
-            def read(i):
+        def part(k: int) -> Callable[[int], torch.Tensor]:
+            def read(i: int) -> torch.Tensor:
                 got = store.disk.read(self.hashes[i])
                 if got is None:
                     raise RuntimeError(f"train spill: the features of row {i} left {store.disk.folder}")
@@ -163,7 +174,8 @@ class TrainSpill:
         fs = store.feature_set(first[0][None], None, image_size)
         return FeatureSet(feats, cls, fs.patch_size, fs.valid_frac, fs.image_size)
 
-    def reference_features(self, kind: str, task, protocol, device="cpu") -> FeatureSet:
+    def reference_features(self, kind: str, task: ProbeTask, protocol: ProbeProtocol,
+                           device: str = "cpu") -> FeatureSet:
         """The oracle's (``kind="oracle"``) or the floor's features, made from the spilled targets."""
         tgt = self.targets(task.name)
 
@@ -174,8 +186,8 @@ class TrainSpill:
 
         first = make({k: v[[0]] for k, v in tgt.items()})
 
-        def part(name):
-            def read(i):
+        def part(name: str) -> Callable[[int], torch.Tensor]:
+            def read(i: int) -> torch.Tensor:
                 return getattr(make({k: v[[i]] for k, v in tgt.items()}), name)[0]
             return read
 
@@ -185,7 +197,8 @@ class TrainSpill:
         return FeatureSet(feats, cls, first.patch_size, first.valid_frac, first.image_size)
 
 
-def spill_pass(loader, group, spill: TrainSpill, stream, desc: str = "train") -> float:
+def spill_pass(loader: SceneLoader, group: tuple[str, ...], spill: TrainSpill, stream: FeatureStream,
+               desc: str = "train") -> float:
     """The train pass without a read-out to fit (``shortcut="none"``): features into the store's disk
     cache (a backbone stream) and targets into ``spill``. Returns its seconds."""
     rank, world = dist_utils.get_rank(), dist_utils.get_world_size()

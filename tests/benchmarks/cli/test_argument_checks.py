@@ -58,7 +58,7 @@ def test_run_probe_refuses_repeated_seeds_before_training(tmp_path):
     from benchmarks.probe.api import run_probe
 
     with pytest.raises(ValueError, match="given twice"):
-        run_probe("pixels", ["seg"], tmp_path / "never_read", tmp_path / "o", seeds=(0, 0), quick=True)
+        run_probe("pixels", ["seg"], tmp_path / "never_read", tmp_path / "o", seeds=(0, 0), protocol="quick")
     assert not (tmp_path / "o").exists()
 
 

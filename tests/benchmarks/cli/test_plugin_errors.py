@@ -87,6 +87,7 @@ def test_a_plugin_failing_at_run_time_is_named_before_training(name, kw, why, tm
     from benchmarks.probe.backbones.base import PluginError
 
     with pytest.raises(PluginError, match=why) as err:
-        run_probe(_plugin(name, **kw), ["albedo"], make_toy_data(tasks=("albedo",)), tmp_path, quick=True)
+        run_probe(_plugin(name, **kw), ["albedo"], make_toy_data(tasks=("albedo",)), tmp_path,
+                  protocol="quick")
     assert f"plug-in backbone {name} (module {__name__})" in str(err.value)
     assert not list(tmp_path.rglob("*.json")) and not list(tmp_path.rglob("*.ckpt.pt"))

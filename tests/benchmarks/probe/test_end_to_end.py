@@ -123,7 +123,7 @@ def test_backbone_families_write_valid_records(backbone, synth64, tmp_path):
     from sapiens2.records.results import read_record
 
     tasks = TASKS if backbone == "sapiens2_tiny" else ("seg", "pose")
-    paths = run_probe(backbone, tasks, synth64, tmp_path, seeds=(0, 1), quick=True)
+    paths = run_probe(backbone, tasks, synth64, tmp_path, seeds=(0, 1), protocol="quick")
     assert len(paths) == 3 * len(tasks)
     q = quick_protocol()
     for p in paths:

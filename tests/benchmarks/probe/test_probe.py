@@ -196,7 +196,7 @@ def test_user_backbone_plugin_worked_example(tmp_path):
         def forward_layers(self, x, layers):
             return [F.avg_pool2d(x, self.patch_size) for _ in layers], None
 
-    paths = run_probe("MeanColourPatches", ["albedo"], make_toy_data(), tmp_path, quick=True)
+    paths = run_probe("MeanColourPatches", ["albedo"], make_toy_data(), tmp_path, protocol="quick")
     from sapiens2.records.results import read_record
 
     rec = read_record(paths[0])
@@ -218,7 +218,7 @@ def test_feature_shape_mismatch_fails_before_training(tmp_path):
             return [torch.zeros(x.shape[0], 7, x.shape[2] // 16, x.shape[3] // 16) for _ in layers], None
 
     with pytest.raises(FeatureShapeError, match=r"LiesAboutChannels.*declared"):
-        run_probe("LiesAboutChannels", ["seg"], make_toy_data(), tmp_path, quick=True)
+        run_probe("LiesAboutChannels", ["seg"], make_toy_data(), tmp_path, protocol="quick")
     assert not list(tmp_path.rglob("*.ckpt.pt")) and not list(tmp_path.rglob("*.json"))
 
 
@@ -237,7 +237,8 @@ def test_checkpoint_of_another_arch_fails_before_training(tmp_path):
     ckpt = tmp_path / "other_arch.safetensors"
     save_file({k: v.contiguous() for k, v in other.model.state_dict().items()}, str(ckpt))
     with pytest.raises(ValueError, match=r"other_arch\.safetensors.*does not fit"):
-        run_probe("sapiens2_tiny", ["seg"], make_toy_data(), tmp_path / "out", checkpoint=ckpt, quick=True)
+        run_probe("sapiens2_tiny", ["seg"], make_toy_data(), tmp_path / "out", checkpoint=ckpt,
+                  protocol="quick")
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*.json"))
 
 
@@ -246,7 +247,7 @@ def test_missing_task_ground_truth_fails_before_training(tmp_path):
 
     data = make_toy_data(tasks=("seg",))
     with pytest.raises(FileNotFoundError, match="no 'pose' ground truth"):
-        run_probe("pixels", ["seg", "pose"], data, tmp_path, quick=True)
+        run_probe("pixels", ["seg", "pose"], data, tmp_path, protocol="quick")
     assert not list(tmp_path.rglob("*.json"))
 
 
@@ -258,7 +259,7 @@ def test_missing_keys_in_samples_are_named(tmp_path):
         for s in split:
             s.pop("mask")
     with pytest.raises(ValueError, match=r"normal ground truth \['mask'\]"):
-        run_probe("pixels", ["normal"], data, tmp_path, quick=True)
+        run_probe("pixels", ["normal"], data, tmp_path, protocol="quick")
 
 
 @pytest.mark.slow
@@ -303,11 +304,11 @@ def test_finished_records_are_not_recomputed(tmp_path):
     from benchmarks.probe.api import run_probe
 
     data = make_toy_data(tasks=("seg",))
-    first = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), quick=True)
+    first = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), protocol="quick")
     stamp = {p: p.stat().st_mtime_ns for p in first if p.name.startswith("seed")}
     folder = tmp_path / "pixels" / quick_protocol().protocol_id("seg") / "seg"
     (folder / "seed1.json").unlink()
-    second = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), quick=True)
+    second = run_probe("pixels", ["seg"], data, tmp_path, seeds=(0, 1), protocol="quick")
     assert first == second
     seed0 = folder / "seed0.json"
     assert seed0.stat().st_mtime_ns == stamp[seed0]  # done marker respected

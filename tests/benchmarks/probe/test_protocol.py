@@ -205,18 +205,3 @@ def test_in_function_imports_only_defer_heavy_optional_packages():
                     elif isinstance(sub, ast.ImportFrom) and sub.module not in allowed:
                         found.append((path.name, sub.module))
     assert found == []
-
-
-def test_no_probe_function_takes_more_than_nine_parameters():
-    """Stage functions take small typed groups (RunOptions, RecordSlot, ReadoutResult, DecoderCheckpoint,
-    DecoderShape) instead of long argument lists; ``run_probe``'s nine are its public call."""
-    found = []
-    for path in PROBE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                a = node.args
-                every = (*a.posonlyargs, *a.args, *a.kwonlyargs)
-                names = [x.arg for x in every if x.arg not in ("self", "cls")]
-                if len(names) > 9 or (len(names) > 8 and node.name != "run_probe"):
-                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({len(names)})")
-    assert found == []

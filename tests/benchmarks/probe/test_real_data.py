@@ -42,7 +42,7 @@ def _check_named(rec: dict, kind: str, name: str) -> None:
 @needs_real
 def test_probe_pose_coco17_and_person_mask_seg_on_real_photos(tmp_path, capsys):
     data = import_dataset("coco", REAL / "coco/test_coco.json", tmp_path / "coco")
-    recs = _records(run_probe("pixels", ["pose", "seg"], data, tmp_path / "out", quick=True))
+    recs = _records(run_probe("pixels", ["pose", "seg"], data, tmp_path / "out", protocol="quick"))
     pose, seg = recs["pose"], recs["seg"]
     _check_named(pose, "keypoint_set", "coco17")
     _check_named(seg, "label_set", "person2")
@@ -64,7 +64,8 @@ def test_probe_pose_coco17_and_person_mask_seg_on_real_photos(tmp_path, capsys):
 @needs_real
 def test_probe_wholebody133_pose_with_a_shipped_backbone_scores_every_part(tmp_path):
     data = import_dataset("coco-wholebody", REAL / "coco/test_coco_wholebody.json", tmp_path / "wb")
-    rec = _records(run_probe("sapiens2_cpu_small", ["pose"], data, tmp_path / "out", quick=True))["pose"]
+    rec = _records(run_probe("sapiens2_cpu_small", ["pose"], data, tmp_path / "out",
+                             protocol="quick"))["pose"]
     _check_named(rec, "keypoint_set", "coco_wholebody133")
     assert rec["config"]["backbone"]["type"] != "pixels"
     parts = keypoint_set("coco_wholebody133").parts
@@ -96,7 +97,7 @@ def test_seg_probe_on_images_of_different_sizes_scores_each_at_its_native_size(t
     test = _mixed_size_seg([(56, 44), (72, 50)])
     data = MemoryData({"seg": {"train": train, "test": test}}, name="mixed")
     # used to crash: torch.stack of the native-size train labels ("stack expects each tensor ...")
-    rec = _records(run_probe("pixels", ["seg"], data, tmp_path / "out", quick=True))["seg"]
+    rec = _records(run_probe("pixels", ["seg"], data, tmp_path / "out", protocol="quick"))["seg"]
     assert rec["dataset"]["vocabulary"] == {"label_set": "sapiens2_29"}
     assert rec["protocol"]["protocol_id"] == quick_protocol().protocol_id("seg")  # the default set: same id
     assert rec["metrics"]["mIoU"] is not None
@@ -145,7 +146,7 @@ def test_dense_probe_on_images_of_different_sizes_scores_each_at_its_native_size
     test = _mixed_size_seg([(56, 44), (72, 50), (64, 48)])
     data = MemoryData({name: {"train": train, "test": test}}, name="mixed")
     # used to be refused by name ("the normal probe takes images of one size")
-    rec = _records(run_probe("pixels", [name], data, tmp_path / "out", quick=True))[name]
+    rec = _records(run_probe("pixels", [name], data, tmp_path / "out", protocol="quick"))[name]
     assert rec["dataset"]["num_samples"] == 3 and validate(rec) == []
     assert all(v is None or v == v for v in rec["metrics"].values() if isinstance(v, float))
 
@@ -212,7 +213,7 @@ def test_memory_data_vocabulary_sizes_the_pose_task(tmp_path):
     for s in scenes:  # 17 of the toy's keypoints, as a COCO-17 split
         s["keypoints"], s["visibility"] = s["keypoints"][:17], s["visibility"][:17]
     data = MemoryData({"pose": {"train": scenes[:4], "test": scenes[4:]}}, vocabularies={"pose": "coco17"})
-    rec = _records(run_probe("pixels", ["pose"], data, tmp_path / "out", quick=True))["pose"]
+    rec = _records(run_probe("pixels", ["pose"], data, tmp_path / "out", protocol="quick"))["pose"]
     _check_named(rec, "keypoint_set", "coco17")
     # a split whose GT is not in the protocol's set is refused, naming both
     why = "keypoint_set is 'coco17' but the data's keypoint_set is 'keypoints308'"

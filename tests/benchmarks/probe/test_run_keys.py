@@ -20,12 +20,12 @@ def _data(seed: int):
 
 @pytest.mark.slow
 def test_another_dataset_never_returns_the_old_record(tmp_path):
-    (first,) = run_probe("pixels", SEG, _data(0), tmp_path, quick=True)
+    (first,) = run_probe("pixels", SEG, _data(0), tmp_path, protocol="quick")
     before = first.read_bytes()
     with pytest.raises(RecordConflictError, match="another dataset"):
-        run_probe("pixels", SEG, _data(1), tmp_path, quick=True)
+        run_probe("pixels", SEG, _data(1), tmp_path, protocol="quick")
     assert first.read_bytes() == before  # and the first run's record is kept as it was
-    (again,) = run_probe("pixels", SEG, _data(0), tmp_path, quick=True)  # the same run: done marker
+    (again,) = run_probe("pixels", SEG, _data(0), tmp_path, protocol="quick")  # the same run: done marker
     assert again == first and first.read_bytes() == before
 
 
@@ -38,21 +38,21 @@ def test_other_weights_never_return_the_random_init_record(tmp_path):
     other = build_probe_backbone("sapiens2_tiny", init_seed=5)
     ckpt = tmp_path / "w.safetensors"
     save_file({k: v.contiguous() for k, v in other.model.state_dict().items()}, str(ckpt))
-    run_probe("sapiens2_tiny", SEG, _data(0), tmp_path / "out", quick=True)
+    run_probe("sapiens2_tiny", SEG, _data(0), tmp_path / "out", protocol="quick")
     with pytest.raises(RecordConflictError, match="other weights"):
-        run_probe("sapiens2_tiny", SEG, _data(0), tmp_path / "out", quick=True, checkpoint=ckpt)
+        run_probe("sapiens2_tiny", SEG, _data(0), tmp_path / "out", protocol="quick", checkpoint=ckpt)
 
 
 @pytest.mark.slow
 def test_a_checkpoint_of_another_run_is_ignored_with_a_message(tmp_path, capsys):
     """A run killed on dataset A and restarted on B does not continue A's decoder."""
-    (a,) = run_probe("pixels", SEG, _data(0), tmp_path / "out", quick=True)
+    (a,) = run_probe("pixels", SEG, _data(0), tmp_path / "out", protocol="quick")
     assert a.with_suffix(".ckpt.pt").is_file()
     a.unlink()  # as if killed after the last checkpoint, before the record
     capsys.readouterr()
-    (b,) = run_probe("pixels", SEG, _data(1), tmp_path / "out", quick=True)
+    (b,) = run_probe("pixels", SEG, _data(1), tmp_path / "out", protocol="quick")
     assert "ignoring the decoder checkpoint" in capsys.readouterr().err
-    (clean,) = run_probe("pixels", SEG, _data(1), tmp_path / "clean", quick=True)
+    (clean,) = run_probe("pixels", SEG, _data(1), tmp_path / "clean", protocol="quick")
     rec, ref = read_record(b), read_record(clean)
     assert rec["notes"].startswith("decoder trained from iteration 0")
     assert rec["metrics"] == ref["metrics"]
@@ -61,7 +61,7 @@ def test_a_checkpoint_of_another_run_is_ignored_with_a_message(tmp_path, capsys)
 
 @pytest.mark.slow
 def test_a_second_protocol_keeps_the_first_protocols_record(tmp_path):
-    (first,) = run_probe("pixels", SEG, _data(0), tmp_path, quick=True)
+    (first,) = run_probe("pixels", SEG, _data(0), tmp_path, protocol="quick")
     before = first.read_bytes()
     other = quick_protocol().replace(iterations=31)
     (second,) = run_probe("pixels", SEG, _data(0), tmp_path, protocol=other)
