@@ -19,17 +19,20 @@ without its crop affine) falls back to the extent of its labelled keypoints, and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import torch
 
 from benchmarks.probe.settings import TaskSettings
-from benchmarks.probe.tasks.base import ProbeTask, register_probe_task
+from benchmarks.probe.tasks.base import ProbeTask, VocabularySpec, register_probe_task
 from benchmarks.probe.train.losses import register_loss
 from evaluators.pose.evaluator import PoseEvaluator
 from sapiens2.codecs.udp import REFINE_RULES, udp_decode, udp_encode
 from sapiens2.vocab import keypoint_set
+
+if TYPE_CHECKING:
+    from benchmarks.probe.settings import ProtocolView
 
 DEFAULT_KEYPOINT_SET = "keypoints308"
 
@@ -60,7 +63,7 @@ class PoseSettings(TaskSettings):
 
     VOCABULARY_FIELD: ClassVar[str] = "keypoint_set"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.refine not in REFINE_RULES:
             raise ValueError(
                 f"protocol.tasks['pose'].refine: expected one of {REFINE_RULES}, got {self.refine!r}"
@@ -79,23 +82,23 @@ class PoseTask(ProbeTask):
     vocabulary_kind = "keypoint_set"
     default_vocabulary = DEFAULT_KEYPOINT_SET
 
-    def __init__(self, protocol):
+    def __init__(self, protocol: ProtocolView):
         super().__init__(protocol)
         self.use_vocabulary(None)
 
-    def use_vocabulary(self, vocab=None) -> None:
+    def use_vocabulary(self, vocab: VocabularySpec = None) -> None:
         """One heatmap per keypoint of ``vocab`` (a KeypointSet, name or JSON; None: the settings')."""
         self.keypoint_set = self._resolve_vocabulary(vocab, keypoint_set)
         self.out_channels = self.keypoint_set.num_keypoints
 
-    def heatmap_size(self, image_size):
+    def heatmap_size(self, image_size: tuple[int, int]) -> tuple[int, int]:
         s = self.settings.output_stride
         return image_size[0] // s, image_size[1] // s
 
-    def output_size(self, image_size, stride):
+    def output_size(self, image_size: tuple[int, int], stride: int) -> tuple[int, int]:
         return self.heatmap_size(image_size)
 
-    def targets(self, samples):
+    def targets(self, samples: list[dict]) -> dict[str, torch.Tensor]:
         h, w = self.protocol.input_size
         hh, hw = self.heatmap_size((h, w))
         heatmaps, weights, kpts, vis, areas, boxes = [], [], [], [], [], []
@@ -126,7 +129,7 @@ class PoseTask(ProbeTask):
             "area": torch.tensor(areas, dtype=torch.float64),
         }
 
-    def decode(self, maps):
+    def decode(self, maps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h, w = self.protocol.input_size
         return udp_decode(
             maps.float(),
@@ -136,10 +139,11 @@ class PoseTask(ProbeTask):
             refine=self.settings.refine,
         )
 
-    def make_evaluator(self):
+    def make_evaluator(self) -> PoseEvaluator:
         return PoseEvaluator(meta=self.keypoint_set)
 
-    def update_evaluator(self, evaluator, maps, glob, tgt, index):
+    def update_evaluator(self, evaluator: PoseEvaluator, maps: torch.Tensor, glob: torch.Tensor | None,
+                         tgt: dict, index: torch.Tensor) -> None:
         """One crop = one image = one instance, scored in crop pixels against its GT."""
         kpts, scores = self.decode(maps)
         gt_xy = torch.as_tensor(tgt["keypoints"]).float().cpu()
@@ -172,11 +176,11 @@ class PoseTask(ProbeTask):
             gt_areas=torch.as_tensor(tgt["area"]).float().cpu(),
         )
 
-    def linear_targets(self, tgt):
+    def linear_targets(self, tgt: dict) -> torch.Tensor:
         return tgt["heatmaps"]
 
     @property
-    def oracle_patch(self):
+    def oracle_patch(self) -> int:
         return self.settings.output_stride
 
 
@@ -216,7 +220,7 @@ def _visible_box_area(k: np.ndarray, v: np.ndarray) -> float:
 
 
 @register_loss("heatmap_mse", task="pose", default_weights={"mse": 1.0})
-def heatmap_mse(task: PoseTask, maps, glob, tgt) -> dict:
+def heatmap_mse(task: PoseTask, maps: torch.Tensor, glob: torch.Tensor | None, tgt: dict) -> dict:
     """Keypoint-weighted MSE of the UDP heatmaps."""
     err = ((maps - tgt["heatmaps"]) ** 2).flatten(2).mean(2)  # B x K
     return {"mse": (err * tgt["weights"]).mean()}

@@ -21,10 +21,6 @@ from sapiens2.errors import UnknownNameError
 ROOT = Path(__file__).resolve().parents[3]
 PROBE = ROOT / "benchmarks" / "probe"
 MAX_PARAMETERS = 8
-# files whose annotations another change owns; each is named with why it waits
-ANNOTATIONS_PENDING = {
-    "benchmarks/probe/tasks/pose.py": "its decoding is being rewritten on another branch (udp decode)",
-}
 
 
 def _functions(tree: ast.AST):
@@ -74,8 +70,7 @@ def _scan_probe() -> tuple[list[str], list[str]]:
         rel = path.relative_to(ROOT).as_posix()
         over, bare = scan(path.read_text(encoding="utf-8"), rel)
         too_many += over
-        if rel not in ANNOTATIONS_PENDING:
-            untyped += bare
+        untyped += bare
     return too_many, untyped
 
 
@@ -114,11 +109,6 @@ def test_no_probe_function_takes_more_than_eight_parameters():
 def test_every_probe_function_is_fully_annotated():
     _, untyped = _scan_probe()
     assert untyped == []
-
-
-def test_the_pending_files_exist():
-    for rel in ANNOTATIONS_PENDING:
-        assert (ROOT / rel).is_file(), f"{rel} is gone: drop it from ANNOTATIONS_PENDING"
 
 
 def test_run_probe_takes_the_protocol_by_name(tmp_path):
