@@ -18,7 +18,6 @@ visibility labels are the generator's (only v > 0 counts in OKS; an anny point o
 v = 0). MediaPipe runs once per person crop (kept beside the split as ``<split>.mediapipe.npz``).
 
 Usage::
-
     python -m benchmarks.analysis.realism_keypoint_definitions --split WORK/realistic_256x192_n64_s0
 """
 

@@ -23,7 +23,6 @@ of the selfie segmenter. The result goes to a measurement file (command, commit,
 load).
 
 Usage::
-
     python -m benchmarks.analysis.realism_mediapipe --work /tmp/realism --n 64 \\
         --conditions realistic:256x192,capsule:256x192,procedural:256x192
 """

@@ -92,6 +92,16 @@ def test_capsule_scenes_swap_only_the_bodies_and_restore_the_composer():
     np.testing.assert_array_equal(swapped.camera.world_to_cam, plain.camera.world_to_cam)
     assert [m.name for m in swapped.meshes[1:]] == [m.name for m in plain.meshes[1:]]
     np.testing.assert_array_equal(swapped.people[0].world, plain.people[0].world)
+    # the split writer composes through realistic_scene: the swap must reach it too
+    from sapiens2.datasets.synth.realistic.sample import RealisticSettings, realistic_scene
+
+    def draw():
+        return realistic_scene(np.random.default_rng(5), (128, 96), RealisticSettings(),
+                               lambda rng, n: people)
+
+    with C.capsule_scenes():
+        assert draw().meshes[0].name.endswith("_capsules")
+    assert not draw().meshes[0].name.endswith("_capsules")
 
 
 def test_occluders_never_cover_most_of_the_framed_person():

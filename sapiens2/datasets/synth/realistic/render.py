@@ -115,7 +115,6 @@ def render_image(scene: RealisticScene, mi, mode: str = "fast", spp: int = 16, s
     if mode not in MODES:
         raise ValueError(f"unknown render mode {mode!r}; expected one of {', '.join(MODES)}")
     if mode == "fast":
-
         return tonemap(shade_fast(scene, gt if gt is not None else render_ground_truth(scene, mi), seed))
     integrator, n = {"type": "path", "max_depth": PATH_MAX_DEPTH}, int(spp)
     sensor = mitsuba_sensor(scene.camera, mi, {"type": "independent", "sample_count": n},

@@ -17,11 +17,11 @@ import numpy as np
 
 from sapiens2.errors import BenchError
 
+from . import scene as scene_module
 from .bodies import anny_model, anny_problem
 from .people import PeopleSettings, sample_people
 from .poses import PHOTO_POSE_WEIGHTS, POSES
 from .render import render_all
-from .scene import compose_scene
 from .variant import choose_variant, load_mitsuba, require_mitsuba
 
 THREADS_ENV = "SAPIENS2_RENDER_THREADS"  # render threads per process (the writer sets it per worker)
@@ -136,18 +136,17 @@ def realistic_scene(rng: np.random.Generator, hw: tuple[int, int], settings: Rea
     n_people = int(rng.integers(1, settings.max_people + 1))
     simple = settings.scenes == "simple"
     if people_fn is None:
-
         people = sample_people(rng, n_people, people_settings(settings.scenes))
     else:
         people = people_fn(rng, n_people)
+    # looked up at call time: the capsule ablation (benchmarks/analysis/capsule_people.py) swaps it
     if simple:
-        return compose_scene(rng, tuple(hw), people, framing="full_body", max_objects=0)
-    return compose_scene(rng, tuple(hw), people)
+        return scene_module.compose_scene(rng, tuple(hw), people, framing="full_body", max_objects=0)
+    return scene_module.compose_scene(rng, tuple(hw), people)
 
 
 def people_settings(scenes: str):
     """How :func:`~.people.sample_people` draws the people of ``scenes`` (one of :data:`SCENES`)."""
-
     if scenes == "simple":
         return PeopleSettings(pose_names=SIMPLE_POSES)
     if scenes == "default":
@@ -179,7 +178,6 @@ def prepare(progress: bool = True, bodies: bool = True) -> str:
     require_mitsuba()
     variant = choose_variant()
     if bodies:
-
         problem = anny_problem(require_cache=False)
         if problem is not None:
             raise BenchError(f"the realistic synthetic generator (--generator realistic) needs anny: "
