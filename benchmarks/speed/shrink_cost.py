@@ -27,7 +27,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.probe import api
+from benchmarks.probe.readout import stream as stream_module
+from benchmarks.probe.readout.shrink import MASK_AND_PRIOR
+from benchmarks.probe.records.headline import PROBE_HEADLINE
 from benchmarks.results import start_measurement, write_measurement
+from sapiens2.records.results import read_record
+from sapiens2.records.view import RecordView
 
 MASKED_TASKS = ("normal", "pointmap", "albedo")
 
@@ -66,9 +72,6 @@ class _Counter:
 
 
 def _headlines(paths: list[Path]) -> dict[str, float]:
-    from benchmarks.probe.records.headline import PROBE_HEADLINE
-    from sapiens2.records.results import read_record
-    from sapiens2.records.view import RecordView
 
     out = {}
     for p in paths:
@@ -92,9 +95,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from benchmarks.probe import api
-    from benchmarks.probe.readout import stream as stream_module
-    from benchmarks.probe.readout.shrink import MASK_AND_PRIOR
 
     tasks = [t for t in args.tasks.split(",") if t]
     shrunk = api.NAMED_PROTOCOLS["default"]().replace(max_train_samples=args.max_train,
