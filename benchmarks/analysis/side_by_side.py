@@ -25,6 +25,7 @@ from pathlib import Path
 
 from benchmarks.analysis.records_equal import time_report
 from benchmarks.results import start_measurement, write_measurement
+from sapiens2.records.view import RecordView
 
 # leaves that say when, where or how fast a record was made, not what it measured
 _SKIPPED_PARTS = ("timings", "created_utc", "run_id", "provenance", "record_hash")
@@ -106,7 +107,7 @@ def stage_seconds(root: Path) -> dict[str, float]:
     """The records' ``timings`` summed per stage (seconds, all records of a run)."""
     total: dict[str, float] = {}
     for _, rec in records_by_run_key(root).values():
-        for k, v in (rec.get("timings") or {}).items():
+        for k, v in RecordView.of(rec).timings.items():
             if isinstance(v, (int, float)):
                 total[k] = round(total.get(k, 0.0) + v, 1)
     return total

@@ -226,9 +226,9 @@ def test_comparisons_from_records_pick_the_common_protocol(tmp_path):
 
 
 def test_run_compare_is_validated_before_any_work(tmp_path, capsys, monkeypatch):
-    import benchmarks.probe.api as api
+    import benchmarks.mainjob as mainjob
 
-    monkeypatch.setattr(api, "run_probe", lambda *a, **k: pytest.fail("probing started"))
+    monkeypatch.setattr(mainjob, "run_probe", lambda *a, **k: pytest.fail("probing started"))
     code = main(["run", "--quick", "--out", str(tmp_path / "o"), "--backbones", "gt-oracle,pixels",
                  "--compare", "pixels:dinov2_small", "--no-mediapipe"])
     err = capsys.readouterr().err
@@ -295,12 +295,12 @@ def test_run_and_compare_cli_pair_the_probes_records(tmp_path, capsys, monkeypat
     side files beside the records, the table printed, ``comparisons.json`` and the report section;
     then ``compare`` reads the same records."""
     import benchmarks.mainjob as mainjob
-    import benchmarks.probe.api as api
 
-    real = api.run_probe
+    real = mainjob.run_probe
     data = make_toy_data(tasks=("seg",), seed=0)
     monkeypatch.setattr(mainjob, "default_data_dir", lambda protocol, quick=False, generator=None: "toy")
-    monkeypatch.setattr(api, "run_probe",
+    # patched where the main job looks it up (its module's own name)
+    monkeypatch.setattr(mainjob, "run_probe",
                         lambda name, tasks, _data, out, **kw: real(name, tasks, data, out, **kw))
     out = tmp_path / "o"
     assert main(["run", "--quick", "--out", str(out), "--backbones", "gt-oracle,pixels", "--tasks", "seg",

@@ -66,6 +66,7 @@ def test_a_v4_record_of_the_whole_protocol_still_validates():
         assert v4["tasks"][task].pop(field) == ""
     for settings in v4["tasks"].values():  # the masked read-out's form, a field added after v4
         settings.pop("masked_readout", None)
+    assert v4["tasks"]["pose"].pop("refine") == "bounded"  # the pose decode's rule, added after v4
     assert v4["feature_dtype"] == "float32"
     v4["feature_dtype"] = "float16"  # v4's default (float32 since the streamed probe)
     whole = protocol_id("probe", 4, v4)
