@@ -44,26 +44,31 @@ def _records(root: Path) -> dict[str, dict]:
     return {p.relative_to(root).as_posix(): json.loads(p.read_text()) for p in paths}
 
 
+def compare_record(old: dict, new: dict, rel_tol: float) -> dict:
+    """One record pair: leaves compared, the largest relative difference and every leaf that differs
+    (``[key, old, new]``); the leaves :data:`_SKIPPED` names are left out."""
+    a = {k: v for k, v in _leaves(old) if not _SKIPPED.search(k)}
+    b = {k: v for k, v in _leaves(new) if not _SKIPPED.search(k)}
+    worst, differs = 0.0, []
+    for k in sorted(a.keys() | b.keys()):
+        x, y = a.get(k, "<absent>"), b.get(k, "<absent>")
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
+            same_nan = isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y)
+            rel = 0.0 if x == y or same_nan else abs(x - y) / max(abs(x), abs(y), 1e-300)
+            worst = max(worst, rel)
+            if rel > rel_tol:
+                differs.append([k, x, y])
+        elif x != y:
+            differs.append([k, x, y])
+    return {"leaves": len(a), "max_rel_diff": worst, "differs": differs}
+
+
 def compare_records(old_root: Path, new_root: Path, rel_tol: float) -> dict:
     """Per record path: leaves compared, the largest relative difference, and every leaf that differs."""
     old, new = _records(old_root), _records(new_root)
     out = {"only_old": sorted(old.keys() - new.keys()), "only_new": sorted(new.keys() - old.keys()),
-           "records": {}}
-    for path in sorted(old.keys() & new.keys()):
-        a = {k: v for k, v in _leaves(old[path]) if not _SKIPPED.search(k)}
-        b = {k: v for k, v in _leaves(new[path]) if not _SKIPPED.search(k)}
-        worst, differs = 0.0, []
-        for k in sorted(a.keys() | b.keys()):
-            x, y = a.get(k, "<absent>"), b.get(k, "<absent>")
-            if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
-                same_nan = isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y)
-                rel = 0.0 if x == y or same_nan else abs(x - y) / max(abs(x), abs(y), 1e-300)
-                worst = max(worst, rel)
-                if rel > rel_tol:
-                    differs.append([k, x, y])
-            elif x != y:
-                differs.append([k, x, y])
-        out["records"][path] = {"leaves": len(a), "max_rel_diff": worst, "differs": differs}
+           "records": {path: compare_record(old[path], new[path], rel_tol)
+                       for path in sorted(old.keys() & new.keys())}}
     out["all_equal"] = not out["only_old"] and not out["only_new"] and all(
         not r["differs"] for r in out["records"].values())
     return out

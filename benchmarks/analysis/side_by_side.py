@@ -18,33 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks.analysis.records_equal import time_report
+from benchmarks.analysis.records_equal import compare_record, time_report
 from benchmarks.results import start_measurement, write_measurement
 from sapiens2.records.view import RecordView
-
-# leaves that say when, where or how fast a record was made, not what it measured
-_SKIPPED_PARTS = ("timings", "created_utc", "run_id", "provenance", "record_hash")
-
-
-def _leaves(value: object, prefix: str = "") -> Iterator[tuple[str, object]]:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _leaves(v, f"{prefix}.{k}" if prefix else str(k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _leaves(v, f"{prefix}[{i}]")
-    else:
-        yield prefix, value
-
-
-def _kept(key: str) -> bool:
-    parts = key.replace("[", ".").split(".")
-    return not any(p in _SKIPPED_PARTS for p in parts)
 
 
 def records_by_run_key(results: Path) -> dict[str, tuple[str, dict]]:
@@ -61,25 +40,6 @@ def records_by_run_key(results: Path) -> dict[str, tuple[str, dict]]:
     return out
 
 
-def compare_pair(old: dict, new: dict, rel_tol: float) -> dict:
-    """Leaves compared, the largest relative difference and every leaf that differs (old, new)."""
-    a = {k: v for k, v in _leaves(old) if _kept(k)}
-    b = {k: v for k, v in _leaves(new) if _kept(k)}
-    worst, differs = 0.0, []
-    for k in sorted(a.keys() | b.keys()):
-        x, y = a.get(k, "<absent>"), b.get(k, "<absent>")
-        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y))
-        if numbers:
-            both_nan = isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y)
-            rel = 0.0 if x == y or both_nan else abs(x - y) / max(abs(x), abs(y), 1e-300)
-            worst = max(worst, rel)
-            if rel > rel_tol:
-                differs.append([k, x, y])
-        elif x != y:
-            differs.append([k, x, y])
-    return {"leaves": len(a), "max_rel_diff": worst, "differs": differs}
-
-
 def compare_runs(old_root: Path, new_root: Path, changed: set[str], rel_tol: float) -> dict:
     """Every record pair of two runs; the unchanged tasks' pairs must be equal."""
     old, new = records_by_run_key(old_root), records_by_run_key(new_root)
@@ -88,7 +48,7 @@ def compare_runs(old_root: Path, new_root: Path, changed: set[str], rel_tol: flo
     for key in sorted(old.keys() & new.keys()):
         task = key.split("/")[1]
         (pid_a, rec_a), (pid_b, rec_b) = old[key], new[key]
-        cmp = compare_pair(rec_a, rec_b, rel_tol)
+        cmp = compare_record(rec_a, rec_b, rel_tol)
         if task in changed:
             where = Counter(k.split(".")[0].split("[")[0] for k, _, _ in cmp["differs"])
             out["changed"][key] = {"protocol_ids": [pid_a, pid_b], "leaves": cmp["leaves"],
