@@ -40,6 +40,7 @@ from benchmarks.analysis.capsule_people import capsule_scenes
 from benchmarks.results import read_measurement, start_measurement, write_measurement
 from benchmarks.systems import mediapipe_system as M
 from evaluators.pose import PoseEvaluator
+from evaluators.pose.oks import oks_pairs
 from sapiens2.datasets import open_split
 from sapiens2.datasets.identity import split_identity
 from sapiens2.datasets.synth.realistic.sample import RealisticSettings
@@ -153,9 +154,7 @@ def pck_of_crops(split: Path, results: list, crop_hw: tuple[int, int]) -> dict:
         counted += int(visible.sum())
         if res is None:
             continue
-        inv = np.asarray(ds[i]["crop"]["inv_affine"], float)
-        kps = res.shared()[0][:COCO17]
-        img_xy = kps @ inv[:, :2].T + inv[:, 2]
+        img_xy = image_points(ds, i, res)
         side = max(float(ann["bbox"][2]), float(ann["bbox"][3]))
         hit = (np.linalg.norm(img_xy - gt[:, :2], axis=1) < PCK_THRESHOLD * side) & visible
         hits += int(hit.sum())
@@ -234,8 +233,7 @@ def keypoint_errors(split: Path, crop_hw: tuple[int, int], results: list) -> dic
         if res is None or not ann.get("area"):
             continue
         gt = np.asarray(ann["keypoints"], float).reshape(-1, 3)[vids]
-        inv = np.asarray(ds[i]["crop"]["inv_affine"], float)
-        xy = res.shared()[0][:COCO17] @ inv[:, :2].T + inv[:, 2]
+        xy = image_points(ds, i, res)
         d = np.linalg.norm(xy - gt[:, :2], axis=1) / np.sqrt(float(ann["area"]))
         for k in np.nonzero(gt[:, 2] > 0)[0]:
             errors[k].append(float(d[k]))
@@ -252,38 +250,41 @@ def keypoint_errors(split: Path, crop_hw: tuple[int, int], results: list) -> dic
 def wrong_person_share(split: Path, crop_hw: tuple[int, int], results: list) -> dict:
     """How many detected persons MediaPipe read off another person in their crop.
 
-    A detection counts as the wrong person when its COCO-17 OKS against another GT person of the same
-    image is higher than against its own GT person (a top-down single-person model given a crop that
-    holds two people picks one of them).
+    A detection counts as the wrong person when its COCO-17 OKS (the evaluator's
+    :func:`~evaluators.pose.oks.oks_pairs`) against another GT person of the same image is higher
+    than against its own GT person (a top-down single-person model given a crop that holds two
+    people picks one of them).
     """
-
     ds = open_split(split, "pose", input_size=(crop_hw[1], crop_hw[0]))
     sigmas = np.asarray(M.shared_meta()["sigmas"][:COCO17], float)
     vids = M.vocabulary_ids()[:COCO17]
     by_image: dict = {}
     for ann in ds.anns:
         by_image.setdefault(ann["image_id"], []).append(ann)
-
-    def oks(xy: np.ndarray, ann: dict) -> float:
-        gt = np.asarray(ann["keypoints"], float).reshape(-1, 3)[vids]
-        labelled = gt[:, 2] > 0
-        if not labelled.any() or not ann.get("area"):
-            return 0.0
-        d2 = ((xy - gt[:, :2]) ** 2).sum(axis=1)
-        return float(np.exp(-d2 / (2 * float(ann["area"]) * (2 * sigmas) ** 2))[labelled].mean())
-
     detected = wrong = 0
     for i, res in enumerate(results):
         if res is None:
             continue
         ann = ds.anns[i]
-        inv = np.asarray(ds[i]["crop"]["inv_affine"], float)
-        xy = res.shared()[0][:COCO17] @ inv[:, :2].T + inv[:, 2]
-        own = oks(xy, ann)
-        others = [oks(xy, o) for o in by_image[ann["image_id"]] if o["id"] != ann["id"]]
+        others = [o for o in by_image[ann["image_id"]] if o["id"] != ann["id"]]
         detected += 1
-        wrong += bool(others) and max(others) > own
+        if not others:
+            continue
+        people = [ann, *others]
+        gt = np.stack([np.asarray(p["keypoints"], float).reshape(-1, 3)[vids] for p in people])
+        xy = image_points(ds, i, res)[None]
+        oks = oks_pairs(np.zeros(len(people), int), np.arange(len(people)), xy[..., 0], xy[..., 1],
+                        gt[..., 0], gt[..., 1], gt[..., 2] > 0,
+                        np.array([float(p["area"]) for p in people]),
+                        np.array([p["bbox"] for p in people], float), sigmas)
+        wrong += bool(oks[1:].max() > oks[0])
     return {"detected": detected, "wrong_person": wrong}
+
+
+def image_points(ds, index: int, result) -> np.ndarray:
+    """The COCO-17 points of MediaPipe's ``result`` on crop ``index`` of ``ds``, in image pixels."""
+    inv = np.asarray(ds[index]["crop"]["inv_affine"], float)
+    return result.shared()[0][:COCO17] @ inv[:, :2].T + inv[:, 2]
 
 
 def class_census(split: Path) -> dict[str, int]:
