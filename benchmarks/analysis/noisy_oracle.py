@@ -37,7 +37,8 @@ from benchmarks.probe.data.source import as_data_source
 from benchmarks.probe.features.reference import oracle_features
 from benchmarks.probe.features.store import FeatureSet
 from benchmarks.probe.protocol import default_protocol
-from benchmarks.probe.readout.stream import ReferenceStream, fit_group, scene_groups, score_group
+from benchmarks.probe.readout.feature_streams import ReferenceStream
+from benchmarks.probe.readout.stream import fit_group, scene_groups, score_group
 from benchmarks.probe.records.headline import PROBE_HEADLINE
 from benchmarks.probe.tasks import build_task
 

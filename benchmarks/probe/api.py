@@ -41,7 +41,7 @@ from benchmarks.probe.data.source import DataSource, as_data_source
 from benchmarks.probe.data.vocabularies import data_vocabularies
 from benchmarks.probe.features.store import FeatureStore
 from benchmarks.probe.protocol import ProbeProtocol, default_protocol, quick_protocol
-from benchmarks.probe.readout.stream import BackboneStream, ReferenceStream
+from benchmarks.probe.readout.feature_streams import BackboneStream, ReferenceStream
 from benchmarks.probe.records.context import RecordPlan, RunContext
 from benchmarks.probe.records.linear_pass import closed_form_records
 from benchmarks.probe.records.rank_agreement import check_ranks_agree, rank_identity

@@ -87,7 +87,7 @@ def pixels_stream(protocol):
     """The raw-pixel backbone's feature stream (``stream_of`` of :func:`fit_readouts`)."""
     from benchmarks.probe.backbones import build_probe_backbone
     from benchmarks.probe.features.store import FeatureStore
-    from benchmarks.probe.readout.stream import BackboneStream
+    from benchmarks.probe.readout.feature_streams import BackboneStream
 
     store = FeatureStore(build_probe_backbone("pixels"), [0], protocol)
     return lambda tasks: BackboneStream(store, protocol.input_size)

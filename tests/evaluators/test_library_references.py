@@ -18,7 +18,8 @@ from sklearn.metrics import mean_squared_error
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from benchmarks.probe.readout.ridge import RidgeStats, fit_ridge
+from benchmarks.probe.readout.ridge import fit_ridge
+from benchmarks.probe.readout.ridge_sums import RidgeStats
 from evaluators import build_evaluator
 
 # ---------------------------------------------------------------------------------------- bootstrap

@@ -3,11 +3,13 @@
 Features are standardised per channel and centred (the intercept is not penalised); the penalty is
 ``alpha * n`` in those units, so ``alpha`` reads the same for any number of rows. ``alpha`` is chosen
 from a grid on a held-out fold of the statistics: one eigendecomposition of the fit fold's Gram
-matrix scores every ``alpha`` without another solve, then the model is refit on all rows.
+matrix scores every ``alpha`` without another solve, then the model is refit on all rows. The sums
+themselves are accumulated by :mod:`benchmarks.probe.readout.ridge_sums`.
 
 Example:
     >>> import torch
-    >>> from benchmarks.probe.readout.ridge import RidgeStats, fit_ridge
+    >>> from benchmarks.probe.readout.ridge import fit_ridge
+    >>> from benchmarks.probe.readout.ridge_sums import RidgeStats
     >>> g = torch.Generator().manual_seed(0)
     >>> x = torch.randn(200, 5, generator=g)
     >>> y = x @ torch.arange(10.0).reshape(5, 2) + 3.0
@@ -22,121 +24,13 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
-from benchmarks.probe.readout.products import add_cross
-
-
-@dataclass
-class _Fold:
-    n: int = 0
-    sx: torch.Tensor | None = None
-    sy: torch.Tensor | None = None
-    xx: torch.Tensor | None = None
-    xy: torch.Tensor | None = None
-    yy: torch.Tensor | None = None
-
-    def add(self, other: _Fold) -> _Fold:
-        if other.n == 0:
-            return self
-        if self.n == 0:
-            return _Fold(other.n, other.sx, other.sy, other.xx, other.xy, other.yy)
-        return _Fold(
-            self.n + other.n,
-            self.sx + other.sx,
-            self.sy + other.sy,
-            self.xx + other.xx,
-            self.xy + other.xy,
-            self.yy + other.yy,
-        )
-
-
-class RidgeStats:
-    """Sums over rows of ``x``, ``y``, ``x x^T``, ``x y^T`` and ``y^2`` per fold, accumulated in float64.
-
-    The matrix products of one update are computed in ``product_dtype`` (float32 halves their
-    cost; the rows are shifted by ``shift`` first, so the float32 rounding is relative to the
-    spread, not the mean) and added to the float64 sums; every other sum is float64 throughout.
-
-    Args:
-        in_dim: feature channels C.
-        out_dim: outputs O.
-        folds: number of folds (fold 0 fits, fold 1 validates the penalty).
-        x_key: identity of the feature rows (same key = same rows in the same folds); fits of several
-            targets on the same rows then share the fit fold's eigendecomposition.
-        shift: subtracted from every row before the products (pass the feature mean: with channels
-            whose mean dwarfs their spread, raw sums would cancel when centred); the fit is returned
-            in unshifted units.
-        product_dtype: dtype of the per-update products ``x^T x`` and ``x^T y`` (``torch.float64``
-            or ``torch.float32``); they are accumulated in float64 either way.
-    """
-
-    def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        folds: int = 2,
-        x_key: str | None = None,
-        shift: torch.Tensor | None = None,
-        product_dtype: torch.dtype = torch.float64,
-    ):
-        self.in_dim, self.out_dim, self.x_key = in_dim, out_dim, x_key
-        self.product_dtype = product_dtype
-        self.shift = None if shift is None else shift.double().reshape(1, in_dim)
-        self.folds = [_Fold() for _ in range(folds)]
-
-    def update(self, x: torch.Tensor, y: torch.Tensor, fold: int = 0, gram: bool = True,
-               shifted: bool = False, block: int = 0, exact: bool = True) -> None:
-        """Add rows ``x`` (R x C) with targets ``y`` (R x O) to ``fold``.
-
-        ``gram=False`` leaves ``x^T x`` out (set it once per fold with :meth:`set_gram` when several
-        targets share the same feature rows). ``shifted``: ``x`` is float64 and already shifted (the
-        rows a shared feature stream returns), so it is not copied and shifted again. ``block``: the
-        outputs come in blocks of this many columns (a map's sub-pixels) that are often all zero on a
-        row (a one-hot class, a heatmap's window, a mask), used only with ``exact=False``; ``exact``
-        (the default) keeps the plain product-then-add arithmetic bit for bit (:func:`add_cross`).
-        """
-        if x.shape[1] != self.in_dim or y.shape[1] != self.out_dim or x.shape[0] != y.shape[0]:
-            raise ValueError(
-                f"ridge rows: x {tuple(x.shape)} and y {tuple(y.shape)} do not match "
-                f"({self.in_dim} features -> {self.out_dim} outputs)"
-            )
-        x64, y64 = x.double(), y.double()
-        if self.shift is not None and not shifted:
-            x64 = x64 - self.shift.to(x64)
-        xp, yp = x64.to(self.product_dtype), y64.to(self.product_dtype)
-        # the products run where the rows are (a device, for a streamed probe on one); the sums stay
-        # float64 on the host, added in place (a C x O temporary per batch is hundreds of MB at 1024x768)
-        f = self.folds[fold]
-        if f.n == 0:
-            c, o = self.in_dim, self.out_dim
-            f.sx, f.sy, f.yy = (torch.zeros(d, dtype=torch.float64) for d in (c, o, o))
-            f.xy = torch.zeros(c, o, dtype=torch.float64)
-            f.xx = torch.zeros(c, c, dtype=torch.float64) if gram else torch.zeros((), dtype=torch.float64)
-        f.n += int(x.shape[0])
-        f.sx += x64.sum(0).cpu()
-        f.sy += y64.sum(0).cpu()
-        if gram:  # the full product: mirroring a syrk triangle per batch costs more than it saves
-            add_cross(f.xx, xp, xp, exact=True)
-        add_cross(f.xy, xp, yp, block, exact)
-        f.yy += y64.square().sum(0).cpu()
-
-    def set_gram(self, fold: int, xx: torch.Tensor) -> None:
-        """Set fold ``fold``'s ``x^T x`` (C x C) computed elsewhere over exactly its rows."""
-        if tuple(xx.shape) != (self.in_dim, self.in_dim):
-            raise ValueError(f"ridge gram: expected {self.in_dim} x {self.in_dim}, got {tuple(xx.shape)}")
-        self.folds[fold].xx = xx.double()
-
-    def total(self, folds: Collection[int] | None = None) -> _Fold:
-        out = _Fold()
-        for i, f in enumerate(self.folds):
-            if folds is None or i in folds:
-                out = out.add(f)
-        return out
+from benchmarks.probe.readout.ridge_sums import FoldSums, PositionSums, RidgeStats
 
 
 @dataclass
@@ -161,7 +55,7 @@ class RidgeFit:
         return torch.addmm(self.bias.to(x), x, self.weight.to(x))
 
 
-def _centred(f: _Fold, mx: Tensor, my: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def _centred(f: FoldSums, mx: Tensor, my: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """Gram, cross term and per-output squared sum of ``f`` about the means ``mx``, ``my``."""
     xx = f.xx - torch.outer(mx, f.sx) - torch.outer(f.sx, mx) + f.n * torch.outer(mx, mx)
     xy = f.xy - torch.outer(mx, f.sy) - torch.outer(f.sx, my) + f.n * torch.outer(mx, my)
@@ -176,7 +70,7 @@ def _scales(sum_sq: torch.Tensor, n: int) -> torch.Tensor:
     return torch.where(sd < floor, torch.ones_like(sd), sd)
 
 
-def solve_fold(f: _Fold, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+def solve_fold(f: FoldSums, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(C x O weights, O bias) of the ridge fit of the sums ``f`` alone at penalty ``alpha``
     (``f``'s row units; zero weights at the infinite penalty)."""
     mx, my = f.sx / f.n, f.sy / f.n
@@ -214,8 +108,8 @@ def validation_curve(stats: RidgeStats, alphas: Sequence[float],
     """
     fit, val = stats.folds[0], stats.folds[1]
     cols = torch.arange(0, stats.out_dim, max(1, -(-stats.out_dim // max_outputs)))
-    fit = _Fold(fit.n, fit.sx, fit.sy[cols], fit.xx, fit.xy[:, cols], fit.yy[cols])
-    val = _Fold(val.n, val.sx, val.sy[cols], val.xx, val.xy[:, cols], val.yy[cols])
+    fit = FoldSums(fit.n, fit.sx, fit.sy[cols], fit.xx, fit.xy[:, cols], fit.yy[cols])
+    val = FoldSums(val.n, val.sx, val.sy[cols], val.xx, val.xy[:, cols], val.yy[cols])
     mx, my = fit.sx / fit.n, fit.sy / fit.n
     xx, xy, _ = _centred(fit, mx, my)
     # the eigendecomposition and the held-out Gram in its basis depend on the features alone: the
@@ -246,7 +140,7 @@ def validation_curve(stats: RidgeStats, alphas: Sequence[float],
 
 
 def fit_ridge(stats: RidgeStats, alphas: Sequence[float] = (1e-6, 1e-4, 1e-2, 1.0),
-              total: _Fold | None = None) -> RidgeFit:
+              total: FoldSums | None = None) -> RidgeFit:
     """Choose ``alpha`` on the held-out fold (when it has rows), then fit on all rows.
 
     Near-ties go to the smaller penalty. With an empty held-out fold the smallest grid value is used.
@@ -283,72 +177,6 @@ def _pick(curve: dict, var: float) -> float:
     return min(a for a, v in curve.items() if v <= best + 1e-9 * abs(var) + 1e-300)
 
 
-class PositionSums:
-    """Per-position sums of the rows ``x`` and ``y`` and row counts, per fold (float64).
-
-    The rows of one update are whole images in :func:`benchmarks.probe.readout.shortcut` order (image-major,
-    then the ``positions`` grid positions), so row ``i`` is at position ``i % positions``. With
-    :class:`RidgeStats` they are all a per-position centred ridge fit needs (:func:`within_positions`).
-    ``x`` and ``y`` may be added in separate updates (the feature sums are shared by several tasks).
-
-    Args:
-        positions: grid positions P per image.
-        in_dim: feature channels C.
-        out_dim: outputs O.
-        folds: number of folds.
-        shift: subtracted from every ``x`` row first (the shift of the matching :class:`RidgeStats`).
-    """
-
-    def __init__(self, positions: int, in_dim: int, out_dim: int, folds: int = 2,
-                 shift: Tensor | None = None):
-        self.positions, self.in_dim, self.out_dim = positions, in_dim, out_dim
-        self.shift = None if shift is None else shift.double().reshape(1, in_dim)
-        self.n = torch.zeros(folds, positions, dtype=torch.float64)
-        self.sx = torch.zeros(folds, positions, in_dim, dtype=torch.float64)
-        self.sy = torch.zeros(folds, positions, out_dim, dtype=torch.float64)
-
-    def _per_position(self, rows: torch.Tensor, dim: int, what: str) -> torch.Tensor:
-        if rows.dim() != 2 or rows.shape[1] != dim or rows.shape[0] % self.positions:
-            raise ValueError(
-                f"position sums: {what} rows {tuple(rows.shape)} are not whole images of "
-                f"{self.positions} positions x {dim} values"
-            )
-        return rows.double().reshape(-1, self.positions, dim)
-
-    def update(self, x: Tensor | None, y: Tensor | None, fold: int = 0, count: bool | None = None) -> None:
-        """Add the rows ``x`` (R x C) and/or ``y`` (R x O) of whole images to ``fold``.
-
-        The images are counted once per update when ``count`` (default: when ``y`` is given), so
-        feature sums added apart from the targets (shared by several tasks) are not counted twice.
-        """
-        images = 0
-        if x is not None:
-            x = self._per_position(x, self.in_dim, "x")
-            if self.shift is not None:
-                x = x - self.shift.to(x)[None]
-            self.sx[fold] += x.sum(0).cpu()
-            images = x.shape[0]
-        if y is not None:
-            y = self._per_position(y, self.out_dim, "y")
-            self.sy[fold] += y.sum(0).cpu()
-            images = y.shape[0]
-        if count if count is not None else y is not None:
-            self.n[fold] += images
-
-    def merge(self, other: PositionSums) -> None:
-        """Add another process's sums (same shape) into these."""
-        self.n += other.n
-        self.sx += other.sx
-        self.sy += other.sy
-
-    def means(self, folds: Iterable[int] | None = None) -> tuple[Tensor, Tensor, Tensor]:
-        """(counts P, x means P x C in shifted units, y means P x O) over ``folds`` (default: all)."""
-        sel = list(range(self.n.shape[0])) if folds is None else list(folds)
-        n = self.n[sel].sum(0)
-        d = n.clamp_min(1)[:, None]
-        return n, self.sx[sel].sum(0) / d, self.sy[sel].sum(0) / d
-
-
 def _centred_gram(xx: Tensor, n_p: Tensor, sx_p: Tensor, mx_p: Tensor, own: bool) -> Tensor:
     """``x^T x`` about the per-position means ``mx_p``: ``xx - mx_p^T sx_p - a^T mx_p`` with
     ``a = sx_p - n_p mx_p`` (0 when the means are the rows' own: ``own``)."""
@@ -356,8 +184,8 @@ def _centred_gram(xx: Tensor, n_p: Tensor, sx_p: Tensor, mx_p: Tensor, own: bool
     return out if own else out - (sx_p - n_p[:, None] * mx_p).T @ mx_p
 
 
-def _about_positions(f: _Fold, n_p: Tensor, sx_p: Tensor, sy_p: Tensor, mx_p: Tensor, my_p: Tensor, own: bool,
-                     xx: Tensor | None = None) -> _Fold:
+def _about_positions(f: FoldSums, n_p: Tensor, sx_p: Tensor, sy_p: Tensor, mx_p: Tensor, my_p: Tensor,
+                     own: bool, xx: Tensor | None = None) -> FoldSums:
     """The sums of ``f`` (whose per-position sums are ``n_p``, ``sx_p``, ``sy_p``) about the
     per-position means ``mx_p``, ``my_p``: the sums of ``x - mx_p`` and ``y - my_p`` over its rows.
 
@@ -370,14 +198,14 @@ def _about_positions(f: _Fold, n_p: Tensor, sx_p: Tensor, sy_p: Tensor, mx_p: Te
     xy = f.xy - mx_p.T @ sy_p
     if not own:
         xy = xy - (sx_p - nmx).T @ my_p
-    return _Fold(f.n, f.sx - nmx.sum(0), f.sy - nmy.sum(0), xx, xy,
+    return FoldSums(f.n, f.sx - nmx.sum(0), f.sy - nmy.sum(0), xx, xy,
                  f.yy - 2 * (my_p * sy_p).sum(0) + (nmy * my_p).sum(0))
 
 
 _CENTRED_GRAMS: dict = {}  # (feature key, which sums, row counts) -> centred Gram; one stream at a time
 
 
-def _shared_gram(key: tuple | None, f: _Fold, n_p: Tensor, sx_p: Tensor, mx_p: Tensor,
+def _shared_gram(key: tuple | None, f: FoldSums, n_p: Tensor, sx_p: Tensor, mx_p: Tensor,
                  own: bool) -> Tensor | None:
     """:func:`_centred_gram` of ``f``, once per feature stream (``key``): every task reading the
     stream reuses it. None without a key (then each task computes its own)."""
@@ -390,7 +218,7 @@ def _shared_gram(key: tuple | None, f: _Fold, n_p: Tensor, sx_p: Tensor, mx_p: T
     return _CENTRED_GRAMS[key]
 
 
-def within_positions(stats: RidgeStats, pos: PositionSums) -> tuple[RidgeStats, _Fold]:
+def within_positions(stats: RidgeStats, pos: PositionSums) -> tuple[RidgeStats, FoldSums]:
     """Ridge statistics centred per position: (held-out search statistics, final-fit sums).
 
     The fit then predicts ``y = my_p + (x - mx_p) W`` at position ``p``: the train mean of ``y`` at
@@ -412,7 +240,7 @@ def within_positions(stats: RidgeStats, pos: PositionSums) -> tuple[RidgeStats, 
     folds = []
     for k, f in enumerate(stats.folds):
         if f.n == 0:
-            folds.append(_Fold())
+            folds.append(FoldSums())
             continue
         n_k, sx_k = pos.n[k].to(dev), pos.sx[k].to(dev)
         xx = _shared_gram(gram_key(k), f, n_k, sx_k, mx0, own=k == 0)

@@ -34,13 +34,8 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.probe.readout.decoders import crop_to_output, padded_size
-from benchmarks.probe.readout.ridge import (
-    PositionSums,
-    RidgeFit,
-    RidgeStats,
-    fit_ridge,
-    within_positions,
-)
+from benchmarks.probe.readout.ridge import RidgeFit, fit_ridge, within_positions
+from benchmarks.probe.readout.ridge_sums import PositionSums, RidgeStats
 from benchmarks.probe.readout.shrink import MASKED_FORMS, compose, masked_prior, shrink_toward
 
 if TYPE_CHECKING:

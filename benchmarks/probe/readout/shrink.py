@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from benchmarks.probe.data.batching import select
-from benchmarks.probe.readout.ridge import PositionSums, RidgeStats, solve_fold, within_positions
+from benchmarks.probe.readout.ridge import solve_fold, within_positions
+from benchmarks.probe.readout.ridge_sums import PositionSums, RidgeStats
 from sapiens2 import distributed as dist_utils
 
 if TYPE_CHECKING:

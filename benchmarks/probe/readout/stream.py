@@ -32,10 +32,11 @@ import torch
 from tqdm.auto import tqdm
 
 from benchmarks.probe.data.batching import select
-from benchmarks.probe.features.reference import floor_features, oracle_features
 from benchmarks.probe.features.store import FeatureSet
+from benchmarks.probe.readout.feature_streams import FeatureStream, ReferenceStream
 from benchmarks.probe.readout.products import add_gram, symmetrize_
-from benchmarks.probe.readout.ridge import PositionSums, RidgeStats, clear_shared
+from benchmarks.probe.readout.ridge import clear_shared
+from benchmarks.probe.readout.ridge_sums import PositionSums, RidgeStats
 from benchmarks.probe.readout.shortcut import (
     LinearShortcut,
     ReadoutGeometry,
@@ -51,7 +52,6 @@ from sapiens2 import distributed as dist_utils
 if TYPE_CHECKING:
     from benchmarks.probe.data.batching import SceneBatch
     from benchmarks.probe.data.loader import SceneLoader
-    from benchmarks.probe.features.store import FeatureStore
     from benchmarks.probe.protocol import ProbeProtocol
     from benchmarks.probe.readout.decoders import ProbeDecoder
     from benchmarks.probe.tasks.base import ProbeTask
@@ -70,46 +70,6 @@ class StageTimes:
     def add(self, other: StageTimes) -> None:
         for k in vars(self):
             setattr(self, k, getattr(self, k) + getattr(other, k))
-
-
-class BackboneStream:
-    """Features of a scene batch from the frozen backbone: one stream shared by the group's tasks.
-
-    Args:
-        store: the :class:`~benchmarks.probe.features.store.FeatureStore` (``keep_in_memory=False``).
-        input_size: (H, W) of the images.
-        device: where the backbone runs (only the batch's images and activations live there).
-    """
-
-    shared = True
-
-    def __init__(self, store: FeatureStore, input_size: Sequence[int], device: str = "cpu"):
-        self.store, self.input_size, self.device = store, tuple(input_size), device
-
-    def __call__(self, batch: SceneBatch, task: ProbeTask | None = None) -> FeatureSet:
-        # the backbone runs on the device; its features come back to the host, where every sum is kept
-        # in float64 (fast float64 is not assumed of the device)
-        f, c = self.store.features(batch.images.to(self.device), ids=batch.ids)
-        return self.store.feature_set(f, c, self.input_size)
-
-
-class ReferenceStream:
-    """The oracle's or the floor's features, one stream per task (they are made from its targets)."""
-
-    shared = False
-
-    def __init__(self, kind: str, protocol: ProbeProtocol):
-        self.kind, self.protocol = kind, protocol
-
-    def __call__(self, batch: SceneBatch, task: ProbeTask) -> FeatureSet:
-        tgt = batch.targets[task.name]
-        if self.kind == "floor":
-            return floor_features(task, tgt, self.protocol)
-        return oracle_features(task, tgt, self.protocol)
-
-
-# what the passes read features from: the backbone's, or a reference row's
-FeatureStream = BackboneStream | ReferenceStream
 
 
 @dataclass
@@ -249,7 +209,7 @@ def fit_group(
         loader: the train :class:`~benchmarks.probe.data.loader.SceneLoader`.
         group: the group's task names (``loader.groups``).
         tasks: ``{name: ProbeTask}``.
-        stream: a :class:`BackboneStream` or :class:`ReferenceStream`.
+        stream: a :class:`~benchmarks.probe.readout.feature_streams.BackboneStream` or ``ReferenceStream``.
         protocol: the protocol.
         desc: progress-bar label.
         on_batch: called with every train batch this rank reads (e.g.

@@ -7,9 +7,8 @@ import time
 from functools import partial
 
 from benchmarks.probe.data.loader import SceneLoader
+from benchmarks.probe.readout.feature_streams import BackboneStream, ReferenceStream
 from benchmarks.probe.readout.stream import (
-    BackboneStream,
-    ReferenceStream,
     StageTimes,
     fit_group,
     scene_groups,
@@ -27,7 +26,8 @@ def closed_form_records(ctx: RunContext, task_objs: dict, train: SceneLoader, te
         ctx: the run's context.
         task_objs: ``{name: ProbeTask}``.
         train, test: loaders over those tasks.
-        stream: the run's :class:`~benchmarks.probe.readout.stream.BackboneStream` or ``ReferenceStream``.
+        stream: the run's :class:`~benchmarks.probe.readout.feature_streams.BackboneStream` or
+            ``ReferenceStream``.
         plan: the run's records and the ones found done.
     """
     protocol = ctx.protocol

@@ -18,10 +18,9 @@ from benchmarks.probe.data.loader import SceneLoader
 from benchmarks.probe.features.store import FeatureStore
 from benchmarks.probe.protocol import ProbeProtocol
 from benchmarks.probe.readout.base import get_readout
+from benchmarks.probe.readout.feature_streams import BackboneStream, ReferenceStream
 from benchmarks.probe.readout.stream import (
-    BackboneStream,
     DecoderReadout,
-    ReferenceStream,
     StageTimes,
     fit_group,
     scene_groups,
@@ -49,7 +48,8 @@ def body_records(ctx: RunContext, task_objs: dict, train: SceneLoader, test: Sce
         ctx: the run's context (label, protocol, device, scratch folder: the spilled targets go below it).
         task_objs: ``{name: ProbeTask}`` of the tasks with a record left to write.
         train, test: :class:`~benchmarks.probe.data.loader.SceneLoader` objects over those tasks.
-        stream: the run's :class:`~benchmarks.probe.readout.stream.BackboneStream` or ``ReferenceStream``.
+        stream: the run's :class:`~benchmarks.probe.readout.feature_streams.BackboneStream` or
+            ``ReferenceStream``.
         store: the backbone's feature store (with a disk cache), or None for a reference row.
         reference: None, or the reference row's kind (``"oracle"`` / ``"floor"``).
         plan: the run's records and the ones found done.

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from benchmarks.probe.data.batching import SceneBatch
     from benchmarks.probe.data.loader import SceneLoader
     from benchmarks.probe.protocol import ProbeProtocol
-    from benchmarks.probe.readout.stream import FeatureStream
+    from benchmarks.probe.readout.feature_streams import FeatureStream
     from benchmarks.probe.tasks.base import ProbeTask
 
 

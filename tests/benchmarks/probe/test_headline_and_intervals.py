@@ -163,7 +163,8 @@ def test_main_job_probes_pretrained_beside_its_twin_and_the_references():
 
 
 def test_float32_products_keep_the_ridge_fit_of_float64():
-    from benchmarks.probe.readout.ridge import RidgeStats, fit_ridge
+    from benchmarks.probe.readout.ridge import fit_ridge
+    from benchmarks.probe.readout.ridge_sums import RidgeStats
 
     g = torch.Generator().manual_seed(0)
     x = torch.randn(600, 40, generator=g) * 3 + 50  # a large mean: the shift must come first

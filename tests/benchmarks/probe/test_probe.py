@@ -364,8 +364,8 @@ def test_shortcut_reproduces_oracle_features_exactly(name):
     fit crops do not span every heatmap direction a new crop can take)."""
     from _probe_toy import fit_readouts
 
+    from benchmarks.probe.readout.feature_streams import ReferenceStream
     from benchmarks.probe.readout.shortcut import ReadoutGeometry
-    from benchmarks.probe.readout.stream import ReferenceStream
 
     protocol = quick_protocol()
     stream = ReferenceStream("oracle", protocol)

@@ -17,7 +17,7 @@ from _probe_toy import make_toy_data
 from benchmarks.analysis.noisy_oracle import GroundTruthStream, probe_stream
 from benchmarks.probe.data.source import MemoryData
 from benchmarks.probe.protocol import default_protocol
-from benchmarks.probe.readout.stream import ReferenceStream
+from benchmarks.probe.readout.feature_streams import ReferenceStream
 from benchmarks.probe.records.headline import PROBE_HEADLINE
 
 TASKS = ("pose", "seg", "normal", "pointmap", "albedo")

@@ -30,7 +30,8 @@ def test_v5_protocol_id():
 def test_within_position_statistics_match_an_explicit_fit_and_merge():
     """The per-position centred ridge from streamed sums equals ridge on explicitly centred rows, and
     two halves merged equal the whole (the DDP contract)."""
-    from benchmarks.probe.readout.ridge import PositionSums, RidgeStats, fit_ridge, within_positions
+    from benchmarks.probe.readout.ridge import fit_ridge, within_positions
+    from benchmarks.probe.readout.ridge_sums import PositionSums, RidgeStats
 
     g = torch.Generator().manual_seed(0)
     n_img, pos, c, o = 40, 6, 5, 3
@@ -89,7 +90,7 @@ def test_readout_at_infinite_penalty_equals_the_floor():
     factor than the floor's) scores the floor's metrics exactly on every task."""
     from _probe_toy import pixels_stream
 
-    from benchmarks.probe.readout.stream import ReferenceStream
+    from benchmarks.probe.readout.feature_streams import ReferenceStream
 
     protocol = _protocol()
     data = make_toy_data(n_train=12, n_test=6)

@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from benchmarks.probe.readout.ridge import RidgeStats, fit_ridge, validation_curve
+from benchmarks.probe.readout.ridge import fit_ridge, validation_curve
+from benchmarks.probe.readout.ridge_sums import RidgeStats
 
 
 def _data(n=300, c=12, o=5, seed=0, noise=0.5):

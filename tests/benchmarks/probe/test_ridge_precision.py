@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from benchmarks.probe.readout.ridge import RidgeStats, fit_ridge
+from benchmarks.probe.readout.ridge import fit_ridge
+from benchmarks.probe.readout.ridge_sums import RidgeStats
 
 ALPHAS = (1e-6, 1e-4, 1e-2, 1.0)
 

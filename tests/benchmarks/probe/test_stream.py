@@ -98,7 +98,8 @@ def test_loader_workers_give_the_same_records(tmp_path):
 def test_a_masked_fit_and_its_shift_do_not_depend_on_batch_composition(tmp_path):
     """The fit of 9 images equals whether the first batch is full or not (shift from another batch)."""
     from benchmarks.probe.data.loader import SceneLoader
-    from benchmarks.probe.readout.stream import ReferenceStream, fit_group
+    from benchmarks.probe.readout.feature_streams import ReferenceStream
+    from benchmarks.probe.readout.stream import fit_group
 
     protocol = _protocol()
     data = make_toy_data(n_train=9, n_test=2, size=(64, 48))
