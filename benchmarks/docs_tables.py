@@ -29,7 +29,7 @@ from benchmarks.mainjob import DEFAULT_BACKBONES, QUICK_BACKBONES
 from benchmarks.probe import config
 from benchmarks.probe import protocol as proto
 from benchmarks.reproduce import sources
-from benchmarks.reproduce.tables import TABLE_TASKS
+from benchmarks.reproduce.table_rows import TABLE_TASKS
 from benchmarks.results import read_measurement
 from benchmarks.synthetic_docs_tables import realism_table, realistic_limits
 from benchmarks.systems import mediapipe_system as mp

@@ -10,25 +10,18 @@ from __future__ import annotations
 
 import os
 
+from benchmarks.job_defaults import (  # noqa: F401  (the split's settings, re-exported)
+    DEFAULT_SPLIT_IMAGES,
+    QUICK_SPLIT_IMAGES,
+    SPLIT_GENERATORS,
+    SPLIT_RENDER,
+    SPLIT_SPP,
+    SPLIT_WORKERS,
+)
 from sapiens2.datasets.synth import ensure_default_split
 from sapiens2.datasets.synth.realistic.sample import RealisticSettings
 from sapiens2.datasets.synth.writer import resolve_generator
 from sapiens2.errors import BenchError
-
-# Scenes of the default synthetic split; the protocol holds out every 4th (test), the rest train.
-# 384 -> 96 test scenes (and their pose crops): docs/probing.md says why (interval widths).
-DEFAULT_SPLIT_IMAGES = 384
-QUICK_SPLIT_IMAGES = 96
-
-# The embedded split's generators: realistic (anny bodies path-traced by Mitsuba) is the default;
-# procedural (ray-cast capsule people, no extra dependency) stays by name and under --quick, which
-# the tests run. The realistic split's image: path tracing at 16 samples per pixel, chosen so
-# that a fresh main job on two cores stays near ten minutes (64 spp costs about 1.6x its render CPU:
-# benchmarks/results/realistic_render_speed.txt). Render processes: one per core, at most two.
-SPLIT_GENERATORS = ("realistic", "procedural")
-SPLIT_RENDER = "path"
-SPLIT_SPP = 16
-SPLIT_WORKERS = 2
 
 
 def split_generator(name: str | None = None, quick: bool = False, render: str | None = None,

@@ -26,6 +26,7 @@ from benchmarks.embedded_split import (  # noqa: F401  (the main job's data defa
     default_data_dir,
     split_generator,
 )
+from benchmarks.job_defaults import DEFAULT_BACKBONES, QUICK_BACKBONES
 from benchmarks.probe.api import RunOptions, run_probe
 from benchmarks.probe.backbones import (
     FLOOR,
@@ -51,12 +52,6 @@ from sapiens2.tasks import task_names
 from sapiens2.utils_io import write_json_atomic
 from sapiens2.weights import SHIPPED, weights_path
 
-# The shipped pretrained backbones (the reference objective and its MAE-only ablation, one arch)
-# beside their random-init twin, a transformers baseline (random init: no weights can be downloaded
-# here), the pixels and the ground-truth ceiling.
-DEFAULT_BACKBONES = ("gt-oracle", "floor", "sapiens2_cpu_small", "sapiens2_cpu_small_mae",
-                     "sapiens2_cpu_small-random", "dinov2_small", "pixels")
-QUICK_BACKBONES = ("gt-oracle", "floor", "sapiens2_tiny", "pixels")
 TASKS = ",".join(task_names())
 
 def tasks_of_data(data, protocol) -> tuple[str, str | None]:

@@ -1,9 +1,6 @@
-"""``sapiens2-bench convert IN OUT --to {hf,official}``: translate checkpoints to and from ``transformers``.
+"""The handler of ``sapiens2-bench convert``: ``run(args)``, imported only when the command runs.
 
-``--to hf`` writes a folder (``model.safetensors`` in the ``transformers`` key layout and ``config.json``
-from ``Sapiens2Config``) that ``Sapiens2Model`` / ``Sapiens2For*.from_pretrained(OUT)`` loads offline.
-``--to official`` writes one ``.safetensors`` file in the official key layout (and ``OUT`` with suffix
-``.config.json``: the official config read off the tensor shapes).
+Its arguments and help text: :mod:`benchmarks.cli.parsers.convert`.
 """
 
 from __future__ import annotations
@@ -11,35 +8,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmarks.cli.commands import command_help
 from sapiens2.models import convert_hf as C
 from sapiens2.models import hf_config as H
 from sapiens2.models.checkpoint import load_state_dict_file
 from sapiens2.models.convert_hf import HF_CLASSES, ConversionError
-from sapiens2.tasks import model_task_names
 from sapiens2.utils_io import atomic_write, read_json, write_json_atomic, write_text_atomic
 
 HF_WEIGHTS = "model.safetensors"
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add the ``convert`` subcommand."""
-    p = sub.add_parser("convert", help=command_help("convert"),
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", help="official .safetensors/.pth file, or a transformers folder or .safetensors")
-    p.add_argument("output", help="--to hf: output folder; --to official: output .safetensors file")
-    p.add_argument("--to", required=True, choices=("hf", "official"), help="target layout")
-    p.add_argument("--task", choices=("backbone", *model_task_names()),
-                   help="model kind (default: detected from the keys)")
-    p.add_argument("--config", help="official config JSON (estimator or backbone dict) for config.json; "
-                   "default: read off the tensor shapes")
-    p.add_argument("--img-size", default=None, help="HxW recorded in the configs (default: the input "
-                   "transformers config's image_size, else 1024x768)")
-    p.add_argument("--rope-dtype", choices=("bfloat16", "float32"), default=None,
-                   help="--to official: dtype of the restored rope_embed.periods (bf16 = official default "
-                   "RoPE); default: the dtype recorded in the input's metadata, else bfloat16")
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
-    p.set_defaults(func=run)
 
 
 # Sapiens2's patch size (every official arch) and the largest side accepted: the 4K models take

@@ -1,8 +1,11 @@
-"""``sapiens2-bench leaderboard {build,validate,schema,paper}``: reports from result records."""
+"""The handlers of ``sapiens2-bench leaderboard`` (build, validate, schema, paper: ``run_ACTION(args)``),
+imported only when the command runs.
+
+Its arguments and help text: :mod:`benchmarks.cli.parsers.leaderboard`.
+"""
 
 from __future__ import annotations
 
-from benchmarks.cli.commands import command_help
 from benchmarks.mainjob import known_protocol_names
 from benchmarks.probe.records.compare import check_comparisons
 from leaderboard.build import build_site, summary_lines
@@ -10,44 +13,10 @@ from leaderboard.paper import load_paper_results
 from sapiens2.records.results import RecordError, find_result_files, load_records, read_record
 from sapiens2.records.schema import result_schema
 from sapiens2.records.view import RecordView
-from sapiens2.tasks import task_names
 from sapiens2.utils_io import read_json, write_json_atomic
 
 
-def register(sub) -> None:
-    p = sub.add_parser("leaderboard", help=command_help("leaderboard"))
-    lsub = p.add_subparsers(dest="leaderboard_command", metavar="ACTION")
-
-    b = lsub.add_parser("build", help="write a Markdown report and a self-contained HTML page")
-    b.add_argument("results", nargs="+", help="result record files or folders (searched recursively)")
-    b.add_argument("--out", required=True, metavar="SITE", help="output folder")
-    b.add_argument("--include-paper", action="store_true", help="add the paper's reported numbers")
-    b.add_argument("--title", default="sapiens2-bench leaderboard", help="page title")
-    b.add_argument("--no-figures", action="store_true", help="skip the matplotlib figures")
-    b.add_argument("--skip-unreadable", action="store_true",
-                   help="leave out unreadable or invalid result files (each is listed) instead of failing")
-    b.add_argument("--comparisons", metavar="FILE", action="append", default=None,
-                   help="add the paired comparisons of a comparisons.json (run, or compare --json), checked "
-                   "against the records; may be given more than once")
-    b.set_defaults(func=_build)
-
-    v = lsub.add_parser("validate",
-                        help="check result records: schema, config and record hashes, protocol ids")
-    v.add_argument("results", nargs="+", help="result record files or folders")
-    v.set_defaults(func=_validate)
-
-    s = lsub.add_parser("schema", help="print (or write) the result record JSON schema")
-    s.add_argument("--out", metavar="FILE", help="write the schema to FILE")
-    s.set_defaults(func=_schema)
-
-    r = lsub.add_parser("paper", help="print the paper's reported numbers in our metric names and units")
-    r.add_argument("--task", choices=task_names())
-    r.add_argument("--table", help="e.g. 'Table 3'")
-    r.set_defaults(func=_paper)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
-
-
-def _build(args) -> int:
+def run_build(args) -> int:
     import sys
 
     skipped: list[str] | None = [] if args.skip_unreadable else None
@@ -71,7 +40,7 @@ def _build(args) -> int:
     return 0
 
 
-def _validate(args) -> int:
+def run_validate(args) -> int:
     bad = 0
     for f in find_result_files(args.results):
         try:
@@ -89,7 +58,7 @@ def _validate(args) -> int:
     return 1 if bad else 0
 
 
-def _schema(args) -> int:
+def run_schema(args) -> int:
     import json
 
     if args.out:
@@ -100,7 +69,7 @@ def _schema(args) -> int:
     return 0
 
 
-def _paper(args) -> int:
+def run_paper(args) -> int:
     import pandas as pd
 
     df = load_paper_results()

@@ -1,11 +1,12 @@
 """Entry point of ``sapiens2-bench``.
 
-Each subcommand lives in its own module that defines ``register(subparsers)``; the module adds
-its parser and sets ``func`` (called with the parsed namespace, returns an exit code). The modules
-are named in a dispatch table (:data:`benchmarks.cli.commands.COMMANDS`) and only the chosen
-command's module is imported, so the overview (``--help``) starts fast although each command
-module imports what it runs at its top (a command's own ``--help`` waits for those imports:
-``benchmarks/results/cli/startup_after.json``).
+Each subcommand is a parser module that defines ``register(subparsers)`` (its arguments and help;
+it imports nothing heavy) and a handler module with what it runs. The parser sets ``func`` (called
+with the parsed namespace, returns an exit code) to a :class:`benchmarks.cli.commands.Handler`, which
+imports the handler module only when the command runs. Both are named in a dispatch table
+(:data:`benchmarks.cli.commands.COMMANDS`) and only the chosen command's parser module is imported,
+so the overview (``--help``), a command's own ``--help`` and an argument error answer without
+importing torch (``benchmarks/results/cli/startup_after.json``).
 
 Errors: every expected failure (:class:`sapiens2.errors.BenchError`, any ``OSError`` such as a
 missing, read-only or wrong-kind path, ``ValueError``, ``KeyError``, ``RuntimeError``, a missing
@@ -91,9 +92,9 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
     """Build the top-level parser.
 
     Args:
-        commands: the commands whose modules are imported and whose full parsers are built (None:
-            every command, as the docs and tests need); the others are listed by name and one-line
-            help only, which is all the overview (``sapiens2-bench --help``) shows.
+        commands: the commands whose parser modules are imported and whose full parsers are built
+            (None: every command, as the docs and tests need); the others are listed by name and
+            one-line help only, which is all the overview (``sapiens2-bench --help``) shows.
     """
     parser = argparse.ArgumentParser(
         prog="sapiens2-bench",
@@ -101,11 +102,11 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
     )
     parser.add_argument("--version", action="version", version=f"sapiens2-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in COMMANDS.items():
+    for name, entry in COMMANDS.items():
         if commands is None or name in commands:
-            importlib.import_module(module).register(sub)
+            importlib.import_module(entry.parser).register(sub)
         else:
-            sub.add_parser(name, help=help_text)
+            sub.add_parser(name, help=entry.help)
     _common_options(parser)
     return parser
 

@@ -1,25 +1,16 @@
-"""``sapiens2-bench parity DIR``: run a golden set and exit non-zero on any failure."""
+"""The handler of ``sapiens2-bench parity``: ``run(args)``, imported only when the command runs.
+
+Its arguments and help text: :mod:`benchmarks.cli.parsers.parity`.
+"""
 
 from __future__ import annotations
 
 import math
 
-from benchmarks.cli.commands import command_help
 from evaluators.parity import run_codec_case, run_metric_case
 from sapiens2.models.parity import run_model_case
 from sapiens2.parity import golden_set_dirs, run_golden_set
 from sapiens2.utils_io import write_json_atomic
-
-
-def register(sub) -> None:
-    p = sub.add_parser("parity", help=command_help("parity"))
-    p.add_argument(
-        "dir", help="golden folder with manifest.json, or a folder of such folders (each is run)"
-    )
-    p.add_argument("--json", dest="json_out", metavar="OUT", help="write the results as JSON")
-    p.add_argument("--case", action="append", help="run only this case (repeatable)")
-    p.add_argument("--debug", action="store_true", help="print tracebacks of failing handlers")
-    p.set_defaults(func=run)
 
 
 def _fmt(x) -> str:

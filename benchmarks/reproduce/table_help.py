@@ -9,7 +9,7 @@ Example:
 from __future__ import annotations
 
 from benchmarks.reproduce.sources import HUB_TASKS, IN_HOUSE_DATA, PRETRAIN_SIZES
-from benchmarks.reproduce.tables import OFFICIAL_INPUT, SIZE_4K, SIZES, TABLE_TASKS, TASKS_4K, table_sizes
+from benchmarks.reproduce.table_rows import OFFICIAL_INPUT, SIZE_4K, SIZES, TABLE_TASKS, TASKS_4K, table_sizes
 
 _NAMES = {"pose": "308-keypoint pose", "seg": "29-class body-part segmentation", "pointmap": "pointmaps",
           "normal": "surface normals", "albedo": "albedo"}

@@ -41,6 +41,15 @@ from pathlib import Path
 
 from benchmarks.reproduce.evaluate import updates, vocabulary_adapter
 from benchmarks.reproduce.sources import repo_for
+from benchmarks.reproduce.table_rows import (  # noqa: F401  (the tables' rows, re-exported)
+    INPUT_4K,
+    OFFICIAL_INPUT,
+    SIZE_4K,
+    SIZES,
+    TABLE_TASKS,
+    TASKS_4K,
+    table_sizes,
+)
 from evaluators.metric_decl import record_declarations
 from evaluators.registry import build_evaluator
 from evaluators.runner import run_evaluation
@@ -55,13 +64,6 @@ from sapiens2.reference import official_task_configs
 from sapiens2.tasks import get_task
 from sapiens2.utils_io import atomic_write, file_sha256
 
-TABLE_TASKS = {"table3": "pose", "table4": "seg", "table5": "pointmap", "table6": "normal",
-               "table7": "albedo"}
-SIZES = ("0.4b", "0.8b", "1b", "5b")
-SIZE_4K = "1b-4k"
-TASKS_4K = ("seg", "normal")  # the paper's 1B-4K rows: Table 4 and Table 6
-OFFICIAL_INPUT = (1024, 768)
-INPUT_4K = (4096, 3072)
 MEAN = (123.675, 116.28, 103.53)
 STD = (58.395, 57.12, 57.375)
 
@@ -93,11 +95,6 @@ def size_key(size: str) -> str:
 def is_4k(size: str) -> bool:
     """Whether ``size`` names the 1B-4K model."""
     return size_key(size) == size_key(SIZE_4K)
-
-
-def table_sizes(task: str) -> tuple[str, ...]:
-    """The sizes a task table has rows for (the 1B-4K rows only for seg and normal)."""
-    return SIZES + ((SIZE_4K,) if task in TASKS_4K else ())
 
 
 def official_input(size: str) -> tuple[int, int]:

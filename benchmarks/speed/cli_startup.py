@@ -3,10 +3,12 @@
 Each command line runs ``--repeats`` times as ``python -m benchmarks.cli.main ARGS`` with the code of
 ``--root`` (default: this checkout) first on ``PYTHONPATH``; the median and the spread of the wall
 times are printed and, with ``--json``, written as a measurement file. ``--root`` lets one run time
-another checkout (e.g. the commit before a change) with this script.
+another checkout (e.g. the commit before a change) with this script. ``--every-command`` adds
+``CMD --help`` for every command of the dispatch table (``benchmarks/cli/commands.py``, this
+checkout's: the names are the same at the commits compared).
 
 Usage:
-    .venv/bin/python benchmarks/speed/cli_startup.py --repeats 5 \
+    .venv/bin/python benchmarks/speed/cli_startup.py --repeats 5 --every-command \
         --json benchmarks/results/cli/cli_startup.json
 """
 
@@ -22,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script
 
+from benchmarks.cli.commands import COMMANDS
 from benchmarks.results import start_measurement, write_measurement
 
 # What a user types first: the overview, one command's help, and the torch-free pose evaluation's help.
@@ -61,6 +64,8 @@ def main() -> None:
                     help="what --root holds, kept in the file (its part before ':' ends the name)")
     ap.add_argument("--every-module", action="store_true",
                     help="also time build_parser() with every command module imported")
+    ap.add_argument("--every-command", action="store_true",
+                    help="also time CMD --help for every command of the dispatch table")
     ap.add_argument("--json", default=None, help="write the numbers here (a measurement file)")
     args = ap.parse_args()
     if args.repeats < 1:
@@ -68,11 +73,13 @@ def main() -> None:
     started = start_measurement()
     rows = {}
     lines = {line: line.split() for line in COMMAND_LINES}
+    if args.every_command:
+        lines.update({f"{name} --help": [name, "--help"] for name in COMMANDS})
     if args.every_module:
         lines["build_parser() with every command module"] = ["-c", EVERY_MODULE]
     for line, argv in lines.items():
         rows[line] = time_command(args.root.resolve(), argv, args.repeats)
-        print(f"{line:<40} median {rows[line]['median_s']:.3f} s "
+        print(f"{line:<42} median {rows[line]['median_s']:.3f} s "
               f"(min {rows[line]['min_s']:.3f}, max {rows[line]['max_s']:.3f})", flush=True)
     if args.json:
         numbers = {"root": args.label or str(args.root), "commands": rows}

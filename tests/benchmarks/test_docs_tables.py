@@ -222,7 +222,7 @@ def test_readme_extras_table_lists_exactly_the_declared_extras():
 
 
 def test_leaderboard_doc_lists_exactly_the_reproducible_tables():
-    from benchmarks.cli.reproduce import TABLES
+    from benchmarks.reproduce.table_rows import TABLES
 
     rows = [line for line in (ROOT / "docs" / "leaderboard.md").read_text(encoding="utf-8").splitlines()
             if line.startswith("| `table")]

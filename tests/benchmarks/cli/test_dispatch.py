@@ -1,5 +1,6 @@
 """The command table (benchmarks/cli/commands.py): the overview imports no command module, a command
-imports only its own, and the table's help lines are the commands' own."""
+imports only its own, every command's parser (its --help and argument errors) imports no torch, every
+handler a parser names exists, and the table's help lines are the commands' own."""
 
 from __future__ import annotations
 
@@ -9,18 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.cli.commands import COMMANDS, command_help
-from benchmarks.cli.main import _subparsers, build_parser, chosen_command
+from benchmarks.cli.commands import COMMANDS, Handler, command_help, handler
+from benchmarks.cli.main import _all_parsers, _subparsers, build_parser, chosen_command
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _modules_after(argv: list[str]) -> tuple[int, set[str]]:
-    """Exit code of ``sapiens2-bench ARGV`` in a child interpreter and the project and torch modules it
+    """Exit code of ``sapiens2-bench ARGV`` in a child interpreter and the CLI, torch and numpy modules it
     had imported by then."""
     code = ("import sys\nfrom benchmarks.cli.main import main\ntry:\n    code = main(sys.argv[1:])\n"
             "except SystemExit as e:\n    code = e.code\n"
-            "print('MODULES', *(m for m in sys.modules if m.startswith(('benchmarks.cli.', 'torch'))))\n"
+            "print('MODULES', *(m for m in sys.modules\n"
+            "                   if m.startswith(('benchmarks.cli.', 'torch', 'numpy'))))\n"
             "sys.exit(code)\n")
     proc = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("MODULES"))
@@ -33,12 +35,53 @@ def test_the_overview_imports_no_command_module_and_no_torch():
     assert modules == {"benchmarks.cli.main", "benchmarks.cli.commands", "benchmarks.cli.examples"}, modules
 
 
-def test_a_command_imports_its_own_module_only():
+def test_a_command_imports_its_own_modules_only():
     code, modules = _modules_after(["leaderboard", "schema"])
     assert code == 0
-    commands = {m for m in modules if m in {module for module, _ in COMMANDS.values()}}
-    # the leaderboard command's module, and none of the others' (they are not run)
-    assert commands == {"benchmarks.cli.leaderboard"}, commands
+    commands = {m for m in modules if m in {module for entry in COMMANDS.values() for module in entry[:2]}}
+    # the leaderboard command's parser and handler modules, and none of the others' (they are not run)
+    assert commands == {"benchmarks.cli.parsers.leaderboard", "benchmarks.cli.leaderboard"}, commands
+
+
+SHORT_ANSWERS = [[name, "--help"] for name in COMMANDS] + [
+    ["eval", "pose", "--help"], ["data", "synth", "--help"], ["reproduce", "table4", "--help"],
+    ["probe", "--workers", "two"], ["run", "--no-such-flag"],
+]
+
+
+@pytest.mark.parametrize("argv", SHORT_ANSWERS, ids=" ".join)
+def test_a_command_help_or_argument_error_imports_no_torch_and_no_handler(argv):
+    """``sapiens2-bench CMD --help`` (and an argument error) builds the command's parser only: neither
+    torch, numpy nor the command's handler module is imported, so the answer does not wait for them."""
+    code, modules = _modules_after(argv)
+    assert code == (0 if "--help" in argv else 2)
+    assert not {m for m in modules if m.split(".")[0] in ("torch", "numpy")}, argv
+    handlers = {entry.handler for entry in COMMANDS.values()}
+    assert not modules & handlers, modules & handlers
+
+
+def test_every_parser_names_a_handler_that_exists():
+    """Each (sub)command's ``func`` is a Handler of its own command's handler module, and the function it
+    names is there (so a renamed function cannot leave a command that fails only when run)."""
+    named = []
+    for p in _all_parsers(build_parser()):
+        func = p.get_default("func")
+        if isinstance(func, Handler):
+            command = p.prog.split()[1]
+            assert func.module == COMMANDS[command].handler, (p.prog, func)
+            assert callable(func.resolve()), (p.prog, func)
+            named.append(p.prog)
+    leaves = [p.prog for p in _all_parsers(build_parser()) if _subparsers(p) is None]
+    assert sorted(named) == sorted(leaves)
+
+
+def test_a_handler_calls_the_function_its_module_holds_when_called(monkeypatch):
+    """The function is looked up at call time: replacing it in the handler module is heard."""
+    seen = []
+    monkeypatch.setattr("benchmarks.cli.compare.run", lambda args: seen.append(args) or 7)
+    assert handler("compare")("ARGS") == 7 and seen == ["ARGS"]
+    with pytest.raises(AttributeError, match="benchmarks.cli.compare has no function 'nothing'"):
+        handler("compare", "nothing")("ARGS")
 
 
 def test_the_table_names_every_command_with_its_own_help_line():

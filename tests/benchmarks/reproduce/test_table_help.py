@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.cli.main import main
-from benchmarks.cli.reproduce import TABLES
 from benchmarks.reproduce.sources import IN_HOUSE_DATA
+from benchmarks.reproduce.table_rows import TABLES
 
 
 def _help(capsys, *argv) -> str:

@@ -151,7 +151,7 @@ def test_real_inference_on_astronaut():
 
 @pytest.mark.mediapipe
 def test_cli_writes_valid_records(split, tmp_path):
-    from benchmarks.cli import system
+    from benchmarks.cli.parsers import system
     from sapiens2.records.results import read_record
 
     p = argparse.ArgumentParser()
