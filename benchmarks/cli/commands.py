@@ -10,7 +10,7 @@ A dispatch table rather than imports. Each command is two modules:
 
 :func:`benchmarks.cli.main.build_parser` imports (with :mod:`importlib`) only the parser module of the
 command being run; the parser sets ``func`` to a :class:`Handler`, which imports the handler module
-when the command runs (``benchmarks/results/cli/startup_after.json``). Each parser takes its help line
+when the command runs (``benchmarks/results/cli/command_help_after.json``). Each parser takes its help line
 from here, so the overview and the command agree.
 """
 

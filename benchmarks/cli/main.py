@@ -6,7 +6,7 @@ with the parsed namespace, returns an exit code) to a :class:`benchmarks.cli.com
 imports the handler module only when the command runs. Both are named in a dispatch table
 (:data:`benchmarks.cli.commands.COMMANDS`) and only the chosen command's parser module is imported,
 so the overview (``--help``), a command's own ``--help`` and an argument error answer without
-importing torch (``benchmarks/results/cli/startup_after.json``).
+importing torch (``benchmarks/results/cli/command_help_after.json``).
 
 Errors: every expected failure (:class:`sapiens2.errors.BenchError`, any ``OSError`` such as a
 missing, read-only or wrong-kind path, ``ValueError``, ``KeyError``, ``RuntimeError``, a missing
