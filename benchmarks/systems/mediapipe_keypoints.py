@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sapiens2.vocab import KeypointSet, keypoint_set, normalise_keypoint_name
+from sapiens2.vocab import KeypointSet, VocabError, keypoint_set, normalise_keypoint_name
 from sapiens2.vocab_mapping import keypoint_mapping
 
 KEYPOINTS308 = "keypoints308"
@@ -127,7 +127,11 @@ class SharedSubset:
             VocabError: the set declares no OKS sigmas (e.g. Human3.6M).
         """
         ks = self.keypoint_set
-        sigmas = ks.require_sigmas(f"MediaPipe's shared-keypoint AP on {ks.name}")
+        if ks.sigmas is None:
+            why = f" ({ks.note})" if ks.note else ""
+            raise VocabError(f"keypoint set {ks.name} declares no OKS sigmas{why}: MediaPipe's pose AP on "
+                             "its shared keypoints is undefined")
+        sigmas = ks.sigmas
         parts: dict[str, list[int]] = {}
         for j, row in enumerate(self.rows):
             parts.setdefault(row[3], []).append(j)
