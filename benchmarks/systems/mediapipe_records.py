@@ -85,7 +85,7 @@ def run_mediapipe(out, data=None, n: int | None = None, input_size_hw: tuple[int
                      else f"not comparable with {ks.num_keypoints}-keypoint AP")
             absent = [row[1] for row in M.LANDMARK_MAP if row not in subset.rows]
             if absent:  # mapped landmarks the split's keypoint set has no keypoint for
-                conventions[f"not_in_{ks.name}"] = absent
+                conventions["not_in_keypoint_set"] = absent
             rec = make_record(
                 model={"name": M.POSE_MODEL_NAME, "backbone": "BlazePose GHUM full", "params": None,
                        "weights": weights,

@@ -308,7 +308,7 @@ def test_cli_on_real_coco_scores_the_coco17_subset(real_splits, tmp_path, capsys
     assert pose["protocol"]["protocol_id"] == "shared17-coco17-gtbox-v1"
     assert pose["conventions"]["keypoint_set"] == "coco17-shared-mediapipe17"
     assert pose["conventions"]["keypoint_subset"]["LEFT_WRIST"] == "left_wrist"
-    assert len(pose["conventions"]["not_in_coco17"]) == 10  # feet, mouth, hands
+    assert len(pose["conventions"]["not_in_keypoint_set"]) == 10  # feet, mouth, hands
     assert 0.0 < pose["metrics"]["AP"] <= 1.0 and pose["dataset"]["num_samples"] >= 10
 
 
