@@ -18,6 +18,7 @@ from sapiens2.records.paths import public_path
 from sapiens2.records.results import make_record, write_record
 
 SYSTEM_TASKS = ("pose", "seg")
+INTERVAL_RESAMPLES = 1000  # bootstrap resamples of the test images for the 95 % intervals of AP
 
 
 def _dataset(data: Path, n: int | None, num_samples: int) -> dict:
@@ -86,6 +87,10 @@ def run_mediapipe(out, data=None, n: int | None = None, input_size_hw: tuple[int
             absent = [row[1] for row in M.LANDMARK_MAP if row not in subset.rows]
             if absent:  # mapped landmarks the split's keypoint set has no keypoint for
                 conventions["not_in_keypoint_set"] = absent
+            ev, keys = info["evaluator"], ["AP", *(f"{p}/AP" for p in subset.meta()["parts"])]
+            bounds = ev.bootstrap_intervals(keys, resamples=INTERVAL_RESAMPLES, seed=0)
+            intervals = {"level": 0.95, "method": "bootstrap", "resamples": INTERVAL_RESAMPLES, "seed": 0,
+                         "n": int(ev.num_images), "bounds": {k: list(v) for k, v in bounds.items()}}
             rec = make_record(
                 model={"name": M.POSE_MODEL_NAME, "backbone": "BlazePose GHUM full", "params": None,
                        "weights": weights,
@@ -94,7 +99,7 @@ def run_mediapipe(out, data=None, n: int | None = None, input_size_hw: tuple[int
                 protocol={"kind": "eval", "protocol_id": subset.protocol_id,
                           "description": f"AP on the {count} keypoints MediaPipe shares with {ks.name}, "
                                          f"GT boxes; {scope}"},
-                metrics=metrics, conventions=conventions,
+                metrics=metrics, conventions=conventions, intervals=intervals,
                 # input_size: the crop (w, h), as the pose reader takes it
                 config={**base_config, "task": "pose", "input_size": list(size), "model_files": files},
                 seeds=[0], timings={"eval_s": info["seconds"]},
@@ -103,7 +108,8 @@ def run_mediapipe(out, data=None, n: int | None = None, input_size_hw: tuple[int
             written.append(write_record(out / "mediapipe_pose.json", rec))
             parts = subset.meta()["parts"]
             print(f"pose ({count} keypoints shared with {ks.name}, {info['num_instances']} persons, "
-                  f"{info['missed_instances']} missed): AP {metrics['AP']:.4f}  AR {metrics['AR']:.4f}"
+                  f"{info['missed_instances']} missed): AP {metrics['AP']:.4f} "
+                  f"[{bounds['AP'][0]:.4f}, {bounds['AP'][1]:.4f}]  AR {metrics['AR']:.4f}"
                   + "".join(f"  {p} AP {metrics[p + '/AP']:.4f}" for p in parts if len(parts) > 1))
         if "seg" in tasks:
             results, info = M.evaluate_masks(data, system, n, progress=progress)

@@ -251,8 +251,9 @@ def evaluate_pose(split_dir, system: MediaPipeSystem, n: int | None = None,
     that set's sigmas (:func:`~benchmarks.systems.mediapipe_keypoints.shared_subset`).
 
     Returns:
-        (``PoseEvaluator.compute()`` output, info with counts, seconds and ``subset``, the
-        :class:`~benchmarks.systems.mediapipe_keypoints.SharedSubset` scored).
+        (``PoseEvaluator.compute()`` output, info with counts, seconds, ``subset`` (the
+        :class:`~benchmarks.systems.mediapipe_keypoints.SharedSubset` scored) and ``evaluator``
+        (the filled ``PoseEvaluator``, e.g. for its bootstrap intervals)).
 
     Raises:
         NoSharedKeypoints: the split's keypoint set has none of MediaPipe's landmarks.
@@ -287,7 +288,7 @@ def evaluate_pose(split_dir, system: MediaPipeSystem, n: int | None = None,
     result = run_evaluation(ev, produce(), progress=progress, desc="mediapipe pose", total=len(todo))
     missed = len(todo) - result.updates
     info = {"num_instances": len(todo), "num_images": len(gt["images"]), "missed_instances": missed,
-            "seconds": result.seconds, "subset": subset}
+            "seconds": result.seconds, "subset": subset, "evaluator": ev}
     return result.metrics, info
 
 

@@ -19,9 +19,8 @@ from sapiens2.errors import BenchError
 
 from . import scene as scene_module
 from .bodies import anny_model, anny_problem
-from .occluders import MAX_COVER
-from .people import PeopleSettings, sample_people
-from .poses import PHOTO_POSE_WEIGHTS, POSES
+from .mixes import SCENE_MIXES, SCENES
+from .people import sample_people
 from .render import render_all
 from .variant import choose_variant, load_mitsuba, require_mitsuba
 
@@ -30,65 +29,6 @@ MODES = ("fast", "path")
 MAX_PEOPLE = 4
 MAX_SPP = 4096
 MIN_SIDE = 16
-SIMPLE_POSES = ("stand", "walk")
-# People in the "photo" scenes stand more beside than behind one another (the placement disc's depth
-# extent relative to its width), so they overlap in the image less often.
-PHOTO_DEPTH_RATIO = 0.35
-# Share of people in the "photo" scenes turned towards the camera (yaw within about +-40 degrees of
-# it), as most people in photos are.
-FACING_SHARE = 0.75
-
-
-@dataclass(frozen=True)
-class SceneMix:
-    """What the scenes of one ``scenes`` name hold (see :data:`SCENE_MIXES`).
-
-    Attributes:
-        pose_names: the named poses people take.
-        pose_weights: relative frequency by pose name (None: all equally often).
-        facing_share: share of people turned towards the camera (the rest face any direction).
-        depth_ratio: placement disc depth over width (below 1: people beside rather than behind
-            one another).
-        framing: one camera framing for every image, or None for the sampled mix.
-        max_objects: at most this many occluding objects per image.
-        max_cover: the largest share of the framed person's image box one object may cover.
-    """
-
-    pose_names: tuple[str, ...] = tuple(POSES)
-    pose_weights: dict[str, float] | None = None
-    facing_share: float = 0.0
-    depth_ratio: float = 1.0
-    framing: str | None = None
-    max_objects: int = 2
-    max_cover: float = MAX_COVER
-
-
-# "default": the benchmark's scenes: every pose of the pose set equally often, people facing any
-# direction and placed anywhere around the first, every framing, occluding objects; "photo": the
-# same with photo-like pose frequencies (poses.PHOTO_POSE_WEIGHTS: lying rare), most people turned
-# towards the camera and standing beside rather than behind one another (a measured variant,
-# docs/synthetic_data.md);
-# "simple": a control for measurements, not a benchmark split: people standing or walking, the
-# whole first person in view, no occluding objects (what a typical full-body photo holds)
-SCENE_MIXES: dict[str, SceneMix] = {
-    "default": SceneMix(),
-    "photo": SceneMix(pose_weights=PHOTO_POSE_WEIGHTS, facing_share=FACING_SHARE,
-                      depth_ratio=PHOTO_DEPTH_RATIO),
-    "simple": SceneMix(pose_names=SIMPLE_POSES, framing="full_body", max_objects=0),
-    "exp_a": SceneMix(pose_weights=PHOTO_POSE_WEIGHTS, facing_share=FACING_SHARE,
-                      depth_ratio=PHOTO_DEPTH_RATIO, max_objects=1, max_cover=0.3),
-    "exp_b": SceneMix(pose_names=SIMPLE_POSES, framing="full_body", max_objects=0,
-                      facing_share=FACING_SHARE, depth_ratio=PHOTO_DEPTH_RATIO),
-    "exp_c": SceneMix(pose_weights=PHOTO_POSE_WEIGHTS, facing_share=FACING_SHARE,
-                      depth_ratio=PHOTO_DEPTH_RATIO, framing="full_body", max_objects=0),
-    "matched": SceneMix(pose_weights={"stand": 0.25, "walk": 0.25, "arms_up": 0.2 / 3, "wave": 0.2 / 3,
-                                      "reach": 0.2 / 3, "crouch": 0.1, "point": 0.1, "hands_on_hips": 0.1,
-                                      "sit_floor": 0.0, "kneel": 0.0, "lie": 0.0, "lie_side": 0.0},
-                        facing_share=0.65, framing="full_body"),
-    "exp_d": SceneMix(pose_names=SIMPLE_POSES, max_objects=0,
-                      facing_share=FACING_SHARE, depth_ratio=PHOTO_DEPTH_RATIO),
-}
-SCENES = tuple(SCENE_MIXES)
 _STREAM = 0x5EA1  # keeps the realistic and the procedural streams of one (seed, index) apart
 
 
@@ -191,11 +131,7 @@ def realistic_scene(rng: np.random.Generator, hw: tuple[int, int], settings: Rea
 
 def people_settings(scenes: str):
     """How :func:`~.people.sample_people` draws the people of ``scenes`` (one of :data:`SCENES`)."""
-    mix = SCENE_MIXES[scenes]
-    names = mix.pose_names
-    weights = None if mix.pose_weights is None else tuple(mix.pose_weights[k] for k in names)
-    return PeopleSettings(pose_names=names, pose_weights=weights, facing_share=mix.facing_share,
-                          depth_ratio=mix.depth_ratio)
+    return SCENE_MIXES[scenes].people_settings()
 
 
 def sample_rng(seed: int, index: int) -> np.random.Generator:
