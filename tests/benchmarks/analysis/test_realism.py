@@ -283,3 +283,20 @@ def test_a_detection_that_matches_another_person_of_its_image_is_counted(tmp_pat
     assert B.wrong_person_share(split, hw, exact) == {"detected": len(exact), "wrong_person": 1}
     exact[b] = None  # a missed person is not a detection
     assert B.wrong_person_share(split, hw, exact) == {"detected": len(exact) - 1, "wrong_person": 1}
+
+
+def test_the_scene_mix_sheet_draws_every_condition_and_names_a_missing_split(tmp_path):
+    from benchmarks.analysis import scene_mix_sheet as S
+    from benchmarks.results import write_measurement
+    from sapiens2.datasets.synth.writer import generate_split
+
+    row = {"condition": "procedural", "size": "64x48", "n_images": 2, "body_AP": 0.5,
+           "body_AP_95": [0.4, 0.6]}
+    write_measurement(tmp_path / "m.json", "test", {"conditions": [row]})
+    with pytest.raises(FileNotFoundError, match="procedural_64x48_n2_s0: expected at least 2 images"):
+        S.sheet(tmp_path, tmp_path / "m.json", tmp_path / "sheet.png", images=2)
+    generate_split(tmp_path / "procedural_64x48_n2_s0", n=2, seed=0, size=(64, 48), progress=False)
+    out = S.sheet(tmp_path, tmp_path / "m.json", tmp_path / "sheet.png", images=2)
+    from PIL import Image
+
+    assert Image.open(out).size[0] > 100
