@@ -258,6 +258,23 @@ def mediapipe_landmarks_table() -> str:
     return "\n".join(lines)
 
 
+MEDIAPIPE_REAL = RESULTS_DIR / "references" / "mediapipe_real_fixtures.json"
+
+
+def mediapipe_real_table() -> str:
+    """MediaPipe on the real fixture photos (from its measurement): n, misses, AP, PCK per fixture."""
+    rec = read_measurement(MEDIAPIPE_REAL)
+    rel = MEDIAPIPE_REAL.relative_to(ROOT).as_posix()
+    lines = [f"Measured at commit {rec['commit']} ([`{rel}`](../{rel})):", "",
+             "| fixture | keypoints scored (protocol) | images | people | missed | AP | PCK@0.1 |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rec["numbers"]["fixtures"]:
+        lines.append(f"| {r['fixture']} | {len(r['keypoints_scored'])} of {r['keypoint_set']} "
+                     f"(`eval:{r['protocol_id']}`) | {r['n_images']} | {r['n_people']} | "
+                     f"{r['missed_people']} | {r['AP']:.3f} | {r['PCK@0.1']:.3f} |")
+    return "\n".join(lines)
+
+
 def mediapipe_left_out_table() -> str:
     """MediaPipe's landmarks with no keypoints308 counterpart, and why."""
     lines = ["| MediaPipe landmark | why |", "|---|---|"]
@@ -285,6 +302,7 @@ BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "mediapipe-models": (ROOT / "docs" / "reference_systems.md", mediapipe_models_table),
     "mediapipe-landmarks": (ROOT / "docs" / "reference_systems.md", mediapipe_landmarks_table),
     "mediapipe-left-out": (ROOT / "docs" / "reference_systems.md", mediapipe_left_out_table),
+    "mediapipe-real": (ROOT / "docs" / "reference_systems.md", mediapipe_real_table),
     "realism-mediapipe": (ROOT / "docs" / "synthetic_data.md", realism_table),
     "realistic-limits": (ROOT / "docs" / "synthetic_data.md", realistic_limits),
     "split-leaderboards": (ROOT / "docs" / "realistic_leaderboard.md", split_leaderboards),

@@ -1,8 +1,8 @@
 """The generated tables of docs/synthetic_data.md (blocks of :mod:`benchmarks.docs_tables`).
 
-``realism-mediapipe``: the realism measurement (MediaPipe on the realistic split, the same-pose
-capsule ablation and the procedural split); ``realistic-limits``: every seg class and keypoint the
-realistic generator cannot produce, with the reason.
+``realism-mediapipe``: the realism measurement (MediaPipe on the realistic generator's scene mixes,
+the same-pose capsule ablation and the procedural split); ``realistic-limits``: every seg class and
+keypoint the realistic generator cannot produce, with the reason.
 """
 
 from __future__ import annotations
@@ -18,28 +18,36 @@ ROOT = Path(__file__).resolve().parents[1]
 REALISM_FILE = "benchmarks/results/references/mediapipe_realistic.json"
 
 
+def _render_cell(render: dict | None) -> str:
+    if render is None:
+        return "procedural ray caster"
+    return f"{render['mode']}, {render['spp']} spp" if render["mode"] == "path" else render["mode"]
+
+
 def realism_table(rel: str = REALISM_FILE) -> str:
     """The realism measurement ``rel`` (relative to the repository): conditions, then misses by group."""
     rec = read_measurement(ROOT / rel)
     rows = rec["numbers"]["conditions"]
-    lines = [f"Measured at commit {rec['commit']} ([`{rel}`](../{rel})):", "",
-             "| condition | size | render | images | people | body AP | PCK@0.1 | persons missed | "
-             "detections of another person | images where nobody is found | person IoU (pose mask) | "
-             "person IoU (selfie) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"Measured at commit {rec['commit']} ([`{rel}`](../{rel})); body AP with its 95 % "
+             "bootstrap interval over the images:", "",
+             "| condition | what the scenes hold | size | render | images | people | body AP [95 %] | "
+             "PCK@0.1 | persons missed | detections of another person | images where nobody is found | "
+             "person IoU (pose mask) | person IoU (selfie) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        render = row["render"]
-        wrong = row.get("detections_of_another_person")
-        other = "-" if wrong is None else f"{wrong['wrong_person']} of {wrong['detected']}"
-        shown = "procedural ray caster" if render is None else (
-            f"{render['mode']}, {render['spp']} spp" if render["mode"] == "path" else render["mode"])
+        wrong = row["detections_of_another_person"]
+        lo, hi = row["body_AP_95"]
+        what = row["label"].split(": ", 1)[-1]
         lines.append(
-            f"| {row['label']} | {row['size']} | {shown} | {row['n_images']} | {row['n_people']} | "
-            f"{row['body_AP']:.3f} | {row['PCK@0.1']:.3f} | {row['missed_people']} | {other} | "
+            f"| `{row['condition']}` | {what} | {row['size']} | {_render_cell(row['render'])} | "
+            f"{row['n_images']} | {row['n_people']} | {row['body_AP']:.3f} [{lo:.3f}, {hi:.3f}] | "
+            f"{row['PCK@0.1']:.3f} | {row['missed_people']} | "
+            f"{wrong['wrong_person']} of {wrong['detected']} | "
             f"{row['images_nobody_found']} of {row['n_images']} | {row['pose_mask_person_IoU']:.3f} | "
             f"{row['selfie_mask_person_IoU']:.3f} |")
     groups = list(rows[0]["by_group"])
-    lines += ["", "Persons missed of persons, and body AP, by group (`person_groups` in the script):", "",
+    lines += ["", "Persons missed of persons, and body AP, by group (`person_groups` in "
+              "`benchmarks/analysis/realism_breakdown.py`):", "",
               "| condition | " + " | ".join(groups) + " |", "|---" * (len(groups) + 1) + "|"]
     for row in rows:
         cells = []
@@ -47,18 +55,7 @@ def realism_table(rel: str = REALISM_FILE) -> str:
             d = row["by_group"][g]
             ap = "-" if d["body_AP"] is None else f"{d['body_AP']:.3f}"
             cells.append(f"{d['missed']} of {d['people']} missed, AP {ap}")
-        name = f"{row['condition']} {row['size']}, {row['n_images']} images"
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    prev = rec["numbers"].get("previous")
-    if prev:
-        lines += ["", f"With the generator's earlier defaults (measured at commit "
-                  f"{prev['commit']}; changed since: {prev['what_changed']}):", "",
-                  "| condition | size | images | people | body AP | PCK@0.1 | persons missed | "
-                  "images where nobody is found |", "|---|---|---|---|---|---|---|---|"]
-        for r in prev["conditions"]:
-            lines.append(f"| {r['condition']} | {r['size']} | {r['n_images']} | {r['n_people']} | "
-                         f"{r['body_AP']:.3f} | {r['PCK@0.1']:.3f} | {r['missed_people']} | "
-                         f"{r['images_nobody_found']} of {r['n_images']} |")
+        lines.append(f"| `{row['condition']}` {row['size']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -7,7 +7,8 @@ package lazily, so this package imports without them.
 
 - ``mediapipe``: MediaPipe 0.10.21 pose landmarker (33 landmarks + person mask) and selfie
   segmentation (:mod:`benchmarks.systems.mediapipe_system`; install with
-  ``bash scripts/install_mediapipe.sh``).
+  ``bash scripts/install_mediapipe.sh``); which of its landmarks a split's keypoint set shares:
+  :mod:`benchmarks.systems.mediapipe_keypoints`.
 """
 
 from __future__ import annotations

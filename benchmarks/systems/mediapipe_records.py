@@ -18,6 +18,7 @@ from sapiens2.records.paths import public_path
 from sapiens2.records.results import make_record, write_record
 
 SYSTEM_TASKS = ("pose", "seg")
+INTERVAL_RESAMPLES = 1000  # bootstrap resamples of the test images for the 95 % intervals of AP
 
 
 def _dataset(data: Path, n: int | None, num_samples: int) -> dict:
@@ -68,35 +69,48 @@ def run_mediapipe(out, data=None, n: int | None = None, input_size_hw: tuple[int
         base_config = {"system": "mediapipe", **system.config, "data": str(data), "n": n}
         if "pose" in tasks:
             metrics, info = M.evaluate_pose(data, system, n, size, progress=progress)
+            subset, count = info["subset"], len(info["subset"].rows)
+            ks = subset.keypoint_set
             files = M.model_files_info(system.mp, M.POSE_MODEL_FILES)
             conventions = {
                 **metrics["conventions"],
-                "keypoint_subset": {mp_name: ours for _, mp_name, ours, _ in M.LANDMARK_MAP},
+                # MediaPipe landmark -> the split's keypoint it is scored as (with the set's sigma)
+                "keypoint_subset": subset.landmark_names(),
                 "left_out": dict(M.LEFT_OUT),
                 "protocol": "top-down on GT person boxes (UDP crop, padding 1.25), one MediaPipe pose per "
                             "crop; a crop without a detection is a missed person",
                 "keypoint_scores": "MediaPipe landmark visibility",
                 "coordinates": "MediaPipe normalised x * W - 0.5 (pixel centres at integers)",
             }
+            scope = (f"all of {ks.name}, with its sigmas" if count == ks.num_keypoints
+                     else f"not comparable with {ks.num_keypoints}-keypoint AP")
+            absent = [row[1] for row in M.LANDMARK_MAP if row not in subset.rows]
+            if absent:  # mapped landmarks the split's keypoint set has no keypoint for
+                conventions["not_in_keypoint_set"] = absent
+            ev, keys = info["evaluator"], ["AP", *(f"{p}/AP" for p in subset.meta()["parts"])]
+            bounds = ev.bootstrap_intervals(keys, resamples=INTERVAL_RESAMPLES, seed=0)
+            intervals = {"level": 0.95, "method": "bootstrap", "resamples": INTERVAL_RESAMPLES, "seed": 0,
+                         "n": int(ev.num_images), "bounds": {k: list(v) for k, v in bounds.items()}}
             rec = make_record(
                 model={"name": M.POSE_MODEL_NAME, "backbone": "BlazePose GHUM full", "params": None,
                        "weights": weights,
                        "checkpoint": {"path": files[1]["path"], "sha256": files[1]["sha256"]}},
                 task="pose", dataset=_dataset(data, n, info["num_instances"]),
-                protocol={"kind": "eval", "protocol_id": M.POSE_PROTOCOL_ID,
-                          "description": f"AP on the {len(M.LANDMARK_MAP)} keypoints MediaPipe shares with "
-                                         "keypoints308, GT boxes; not comparable with 308-keypoint AP"},
-                metrics=metrics, conventions=conventions,
+                protocol={"kind": "eval", "protocol_id": subset.protocol_id,
+                          "description": f"AP on the {count} keypoints MediaPipe shares with {ks.name}, "
+                                         f"GT boxes; {scope}"},
+                metrics=metrics, conventions=conventions, intervals=intervals,
                 # input_size: the crop (w, h), as the pose reader takes it
                 config={**base_config, "task": "pose", "input_size": list(size), "model_files": files},
                 seeds=[0], timings={"eval_s": info["seconds"]},
                 notes=f"{info['missed_instances']} of {info['num_instances']} persons not detected",
             )
             written.append(write_record(out / "mediapipe_pose.json", rec))
-            print(f"pose ({len(M.LANDMARK_MAP)} shared keypoints, {info['num_instances']} persons, "
-                  f"{info['missed_instances']} missed): AP {metrics['AP']:.4f}  AR {metrics['AR']:.4f}  "
-                  + "  ".join(f"{p} AP {metrics[p + '/AP']:.4f}" for p in ("body", "foot", "face",
-                                                                           "left_hand", "right_hand")))
+            parts = subset.meta()["parts"]
+            print(f"pose ({count} keypoints shared with {ks.name}, {info['num_instances']} persons, "
+                  f"{info['missed_instances']} missed): AP {metrics['AP']:.4f} "
+                  f"[{bounds['AP'][0]:.4f}, {bounds['AP'][1]:.4f}]  AR {metrics['AR']:.4f}"
+                  + "".join(f"  {p} AP {metrics[p + '/AP']:.4f}" for p in parts if len(parts) > 1))
         if "seg" in tasks:
             results, info = M.evaluate_masks(data, system, n, progress=progress)
             for key, name, rels in (("pose", M.POSE_MODEL_NAME, M.POSE_MODEL_FILES),

@@ -9,9 +9,11 @@ downloaded at run time.
 
 What MediaPipe shares with our vocabularies is evaluated with our evaluators:
 
-- pose: the landmarks in :data:`LANDMARK_MAP` (27 of 33, mapped by name onto ``keypoints308``),
-  scored with ``PoseEvaluator`` on a keypoint subset (own names, sigmas and parts), top-down on
-  the ground-truth person boxes like the official Sapiens2 protocol;
+- pose: the landmarks in :data:`LANDMARK_MAP` (27 of 33, mapped by name onto ``keypoints308``)
+  that the split's keypoint set has (all 27 on ``keypoints308``, the 17 body points on COCO-17;
+  :mod:`benchmarks.systems.mediapipe_keypoints`), scored with ``PoseEvaluator`` on that subset
+  (the set's names, sigmas and flip pairs), top-down on the ground-truth person boxes like the
+  official Sapiens2 protocol;
 - segmentation: person vs background (GT: label > 0), ``SegEvaluator`` with 2 classes, for the
   pose landmarker's mask (one person per image) and the selfie segmenter.
 
@@ -27,11 +29,17 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.systems.mediapipe_keypoints import (
+    KEYPOINTS308,
+    KEYPOINTS308_PROTOCOL_ID,
+    LANDMARK_MAP,
+    shared_subset,
+)
+from benchmarks.systems.mediapipe_keypoints import LEFT_OUT as LEFT_OUT  # re-exported (records, docs)
 from evaluators.pose import PoseEvaluator
 from evaluators.runner import Update, dense_update, run_evaluation
 from evaluators.seg import SegEvaluator
 from sapiens2.datasets import open_split
-from sapiens2.reference import keypoints308
 
 MEDIAPIPE_VERSION = "0.10.21"
 INSTALL_HINT = (
@@ -39,7 +47,8 @@ INSTALL_HINT = (
     "(installs the wheel without the declared deps that cannot be installed beside the rest, "
     "see scripts/requirements-mediapipe.txt)"
 )
-POSE_PROTOCOL_ID = "shared27-gtbox-v1"
+# The protocol of keypoints308 splits (other keypoint sets: SharedSubset.protocol_id).
+POSE_PROTOCOL_ID = KEYPOINTS308_PROTOCOL_ID
 SEG_PROTOCOL_ID = "person-vs-background-v1"
 POSE_MODEL_NAME = f"mediapipe-pose-landmarker-full ({MEDIAPIPE_VERSION})"
 SELFIE_MODEL_NAME = f"mediapipe-selfie-segmentation ({MEDIAPIPE_VERSION})"
@@ -50,79 +59,18 @@ POSE_MODEL_FILES = (
 )
 SELFIE_MODEL_FILES = ("mediapipe/modules/selfie_segmentation/selfie_segmentation.tflite",)
 
-# (MediaPipe landmark index, MediaPipe PoseLandmark name, keypoints308 name, our part).
-# Left/right are the subject's in both vocabularies. Hands: BlazePose's pinky/index landmarks
-# are the first knuckles (MCP joints), i.e. our "*_third_joint" (counted from the fingertip).
-LANDMARK_MAP: tuple[tuple[int, str, str, str], ...] = (
-    (0, "NOSE", "nose", "body"),
-    (2, "LEFT_EYE", "left_eye", "body"),
-    (5, "RIGHT_EYE", "right_eye", "body"),
-    (7, "LEFT_EAR", "left_ear", "body"),
-    (8, "RIGHT_EAR", "right_ear", "body"),
-    (11, "LEFT_SHOULDER", "left_shoulder", "body"),
-    (12, "RIGHT_SHOULDER", "right_shoulder", "body"),
-    (13, "LEFT_ELBOW", "left_elbow", "body"),
-    (14, "RIGHT_ELBOW", "right_elbow", "body"),
-    (15, "LEFT_WRIST", "left_wrist", "body"),
-    (16, "RIGHT_WRIST", "right_wrist", "body"),
-    (23, "LEFT_HIP", "left_hip", "body"),
-    (24, "RIGHT_HIP", "right_hip", "body"),
-    (25, "LEFT_KNEE", "left_knee", "body"),
-    (26, "RIGHT_KNEE", "right_knee", "body"),
-    (27, "LEFT_ANKLE", "left_ankle", "body"),
-    (28, "RIGHT_ANKLE", "right_ankle", "body"),
-    (29, "LEFT_HEEL", "left_heel", "foot"),
-    (30, "RIGHT_HEEL", "right_heel", "foot"),
-    (31, "LEFT_FOOT_INDEX", "left_big_toe", "foot"),
-    (32, "RIGHT_FOOT_INDEX", "right_big_toe", "foot"),
-    (9, "MOUTH_LEFT", "l_outer_corner_of_mouth", "face"),
-    (10, "MOUTH_RIGHT", "r_outer_corner_of_mouth", "face"),
-    (17, "LEFT_PINKY", "left_pinky_finger_third_joint", "left_hand"),
-    (19, "LEFT_INDEX", "left_forefinger_third_joint", "left_hand"),
-    (18, "RIGHT_PINKY", "right_pinky_finger_third_joint", "right_hand"),
-    (20, "RIGHT_INDEX", "right_forefinger_third_joint", "right_hand"),
-)
-# MediaPipe landmarks with no unambiguous counterpart in keypoints308, and why.
-LEFT_OUT: dict[str, str] = {
-    "LEFT_EYE_INNER": "our eye corners come as both lash-line and eyelid-line ends; no single point",
-    "LEFT_EYE_OUTER": "our eye corners come as both lash-line and eyelid-line ends; no single point",
-    "RIGHT_EYE_INNER": "our eye corners come as both lash-line and eyelid-line ends; no single point",
-    "RIGHT_EYE_OUTER": "our eye corners come as both lash-line and eyelid-line ends; no single point",
-    "LEFT_THUMB": "BlazePose's 'thumb #2 knuckle' may be the MCP or the IP joint (thumb2 or thumb3)",
-    "RIGHT_THUMB": "BlazePose's 'thumb #2 knuckle' may be the MCP or the IP joint (thumb2 or thumb3)",
-}
+def shared_meta(keypoints=KEYPOINTS308) -> dict:
+    """Keypoint metadata of the shared subset on keypoint set ``keypoints`` for ``PoseEvaluator``.
 
-
-def shared_meta() -> dict:
-    """Keypoint metadata of the shared subset for ``PoseEvaluator`` (names, sigmas, parts, flips).
-
-    The subset keeps the order of :data:`LANDMARK_MAP`; sigmas are those of ``keypoints308``.
+    The subset keeps the order of :data:`LANDMARK_MAP`; names, sigmas and flip pairs are the set's
+    (:meth:`~benchmarks.systems.mediapipe_keypoints.SharedSubset.meta`).
     """
-    vocab = keypoints308()
-    ids = {k["name"]: k["id"] for k in vocab["keypoints"]}
-    names = [ours for _, _, ours, _ in LANDMARK_MAP]
-    missing = [n for n in names if n not in ids]
-    if missing:
-        raise KeyError(f"LANDMARK_MAP names not in keypoints308: {missing}")
-    parts: dict[str, list[int]] = {}
-    for j, (_, _, _, part) in enumerate(LANDMARK_MAP):
-        parts.setdefault(part, []).append(j)
-    pos = {n: j for j, n in enumerate(names)}
-    swap = {k["name"]: k["swap"] for k in vocab["keypoints"]}
-    flips = [(pos[n], pos[swap[n]]) for n in names if swap.get(n) in pos]
-    return {
-        "name": f"keypoints308-shared-mediapipe{len(names)}",
-        "keypoints": names,
-        "sigmas": [vocab["sigmas"][ids[n]] for n in names],
-        "parts": parts,
-        "flip_pairs": flips,
-    }
+    return shared_subset(keypoints).meta()
 
 
-def vocabulary_ids() -> list[int]:
-    """keypoints308 ids of the shared subset, in subset order."""
-    ids = {k["name"]: k["id"] for k in keypoints308()["keypoints"]}
-    return [ids[ours] for _, _, ours, _ in LANDMARK_MAP]
+def vocabulary_ids(keypoints=KEYPOINTS308) -> list[int]:
+    """Ids of the shared subset in keypoint set ``keypoints``, in subset order."""
+    return list(shared_subset(keypoints).set_ids)
 
 
 def require_mediapipe():
@@ -196,9 +144,10 @@ class PoseResult:
     visibility: np.ndarray
     mask: np.ndarray | None
 
-    def shared(self) -> tuple[np.ndarray, np.ndarray]:
-        """(K x 2 keypoints, K scores) of the shared subset, in :data:`LANDMARK_MAP` order."""
-        idx = [m for m, _, _, _ in LANDMARK_MAP]
+    def shared(self, landmark_ids: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(K x 2 keypoints, K scores) of the landmarks ``landmark_ids`` (default: all of
+        :data:`LANDMARK_MAP`, in its order; a split's subset: ``SharedSubset.landmark_ids``)."""
+        idx = [m for m, _, _, _ in LANDMARK_MAP] if landmark_ids is None else list(landmark_ids)
         return self.landmarks[idx], self.visibility[idx]
 
 
@@ -267,9 +216,16 @@ def first_image_ids(coco: dict, n: int | None) -> set:
     return set(ids if n is None else ids[:n])
 
 
-def shared_gt(coco: dict, anns: list[dict], keep_images: set) -> dict:
-    """COCO GT restricted to the shared keypoints and to ``keep_images``."""
-    vids = vocabulary_ids()
+def shared_gt(coco: dict, anns: list[dict], keep_images: set, set_ids: list[int] | None = None) -> dict:
+    """COCO GT restricted to the shared keypoints and to ``keep_images``.
+
+    Args:
+        coco: the split's COCO dict (its ``images``).
+        anns: its annotations (keypoints in the split's keypoint set).
+        keep_images: the image ids to keep.
+        set_ids: the shared keypoints' ids in the split's set (default: keypoints308's, for a 308 split).
+    """
+    vids = vocabulary_ids() if set_ids is None else list(set_ids)
     out = []
     for ann in anns:
         if ann["image_id"] not in keep_images:
@@ -291,13 +247,22 @@ def evaluate_pose(split_dir, system: MediaPipeSystem, n: int | None = None,
     ``input_size`` (w, h)); MediaPipe runs on the crop; a crop where it detects nobody gives no
     prediction (a miss for that person).
 
+    The keypoints scored are those of :data:`LANDMARK_MAP` that the split's keypoint set has, with
+    that set's sigmas (:func:`~benchmarks.systems.mediapipe_keypoints.shared_subset`).
+
     Returns:
-        (``PoseEvaluator.compute()`` output, info with counts and seconds).
+        (``PoseEvaluator.compute()`` output, info with counts, seconds, ``subset`` (the
+        :class:`~benchmarks.systems.mediapipe_keypoints.SharedSubset` scored) and ``evaluator``
+        (the filled ``PoseEvaluator``, e.g. for its bootstrap intervals)).
+
+    Raises:
+        NoSharedKeypoints: the split's keypoint set has none of MediaPipe's landmarks.
     """
     ds = open_split(split_dir, "pose", input_size=tuple(input_size))
+    subset = shared_subset(ds.keypoint_set, where=str(split_dir))
     keep = first_image_ids(ds.coco, n)
-    gt = shared_gt(ds.coco, ds.anns, keep)
-    ev = PoseEvaluator(meta=shared_meta(), gt=gt)
+    gt = shared_gt(ds.coco, ds.anns, keep, subset.set_ids)
+    ev = PoseEvaluator(meta=subset.meta(), gt=gt)
     todo = [i for i, ann in enumerate(ds.anns) if ann["image_id"] in keep]
     if not todo:
         raise ValueError(f"{split_dir}: no person with a labelled keypoint in the images evaluated")
@@ -307,7 +272,7 @@ def evaluate_pose(split_dir, system: MediaPipeSystem, n: int | None = None,
         res = system.pose(s["image"])
         if res is None:
             return None  # a missed person
-        kps, scores = res.shared()
+        kps, scores = res.shared(subset.landmark_ids)
         return Update((kps[None], scores[None]), dict(
             image_ids=[s["image_id"]], index=[i], bbox_scores=[s["bbox_score"]], areas=[s["area"]],
             affine=s["crop"]["inv_affine"][None]))
@@ -323,7 +288,7 @@ def evaluate_pose(split_dir, system: MediaPipeSystem, n: int | None = None,
     result = run_evaluation(ev, produce(), progress=progress, desc="mediapipe pose", total=len(todo))
     missed = len(todo) - result.updates
     info = {"num_instances": len(todo), "num_images": len(gt["images"]), "missed_instances": missed,
-            "seconds": result.seconds}
+            "seconds": result.seconds, "subset": subset, "evaluator": ev}
     return result.metrics, info
 
 

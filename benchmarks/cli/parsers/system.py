@@ -2,8 +2,9 @@
 
 ``system mediapipe --data DIR --out DIR [--n N]`` runs MediaPipe 0.10.21 (pose landmarker and
 selfie segmenter, the models its wheel ships) on a split folder and writes leaderboard result
-records: pose AP on the keypoints MediaPipe shares with our vocabulary (protocol
-``eval:shared27-gtbox-v1``) and person-vs-background segmentation (``eval:person-vs-background-v1``).
+records: pose AP on the keypoints MediaPipe shares with the split's keypoint set (protocol
+``eval:shared27-gtbox-v1`` on keypoints308, ``eval:shared{K}-{set}-gtbox-v1`` on another set, e.g.
+``shared17-coco17-gtbox-v1``) and person-vs-background segmentation (``eval:person-vs-background-v1``).
 These protocols are their own leaderboard tables, never ranked with full-vocabulary results.
 Mapping and caveats: docs/reference_systems.md.
 """

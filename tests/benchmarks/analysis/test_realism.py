@@ -15,6 +15,7 @@ import pytest
 from _realistic_standin import standin_person
 
 from benchmarks.analysis import capsule_people as C
+from benchmarks.analysis import realism_breakdown as B
 from benchmarks.analysis import realism_mediapipe as R
 from sapiens2.reference import keypoints308, seg_classes29
 
@@ -139,12 +140,20 @@ def test_cover_fraction_of_a_wall_in_front_is_one_and_of_nothing_nearby_zero():
 
 
 def test_conditions_parse_and_errors_name_the_flag():
-    assert R.parse_conditions("realistic:512x384:24, capsule", 64) == [("realistic", (512, 384), 24),
-                                                                      ("capsule", (256, 192), 64)]
+    C = R.Condition
+    assert R.parse_conditions("realistic:512x384:24, capsule", 64) == [C("default", (512, 384), 24),
+                                                                      C("capsule", (256, 192), 64)]
+    assert R.parse_conditions("photo_full_body@16,procedural", 8) == [C("photo_full_body", (256, 192), 8, 16),
+                                                                     C("procedural", (256, 192), 8)]
+    assert C("default", spp=16).key == "default@16" and C("default").key == "default"
+    assert "simple, photo facing" in C("simple_facing").label() and "capsules" in C("capsule").label()
     with pytest.raises(ValueError, match="--conditions 'studio:256x192': unknown condition"):
         R.parse_conditions("studio:256x192", 8)
-    for bad in ("realistic:big", "realistic:256x192:many", "realistic:256x192:8:9"):
-        with pytest.raises(ValueError, match=r"expected NAME\[:HxW\[:N\]\]"):
+    for bad in ("realistic:big", "realistic:256x192:many", "realistic:256x192:8:9", "default@many"):
+        with pytest.raises(ValueError, match=r"expected NAME\[@SPP\]\[:HxW\[:N\]\]"):
+            R.parse_conditions(bad, 8)
+    for bad in ("procedural@16", "default@0"):
+        with pytest.raises(ValueError, match="samples per pixel"):
             R.parse_conditions(bad, 8)
     with pytest.raises(ValueError, match="at least one image"):
         R.parse_conditions("realistic:256x192:0", 8)
@@ -188,44 +197,44 @@ def _exact_results(split, hw, shift_of_side: float = 0.0):
 def test_pck_counts_exact_points_as_hits_and_missed_people_as_misses(tiny_split):
     hw = (256, 192)
     exact, shifted = _exact_results(tiny_split, hw), _exact_results(tiny_split, hw, 0.2)
-    assert R.pck_of_crops(tiny_split, exact, hw)["pck"] == pytest.approx(1.0)
-    assert R.pck_of_crops(tiny_split, shifted, hw)["pck"] == 0.0
+    assert B.pck_of_crops(tiny_split, exact, hw)["pck"] == pytest.approx(1.0)
+    assert B.pck_of_crops(tiny_split, shifted, hw)["pck"] == 0.0
     half = [r if i % 2 == 0 else None for i, r in enumerate(exact)]
-    got = R.pck_of_crops(tiny_split, half, hw)
+    got = B.pck_of_crops(tiny_split, half, hw)
     assert got["pck_detected"] == pytest.approx(1.0) and got["pck"] < 1.0
     with pytest.raises(RuntimeError, match="MediaPipe results for"):
-        R.pck_of_crops(tiny_split, exact[:-1], hw)
+        B.pck_of_crops(tiny_split, exact[:-1], hw)
 
 
 def test_groups_cover_every_person_once_and_subset_ap_scores_their_own_predictions(tiny_split):
     from sapiens2.datasets import open_split
 
     hw = (256, 192)
-    groups = R.person_groups(tiny_split, hw)
+    groups = B.person_groups(tiny_split, hw)
     members = sorted(i for g in groups.values() for i in g)
     n = len(open_split(tiny_split, "pose", input_size=(hw[1], hw[0])).anns)
     assert members == list(range(n))
     exact = _exact_results(tiny_split, hw)
-    assert R.subset_body_ap(tiny_split, hw, exact, members) == pytest.approx(1.0)
-    assert R.subset_body_ap(tiny_split, hw, [None] * n, members) == 0.0
-    got = R.breakdown(tiny_split, hw, exact)
+    assert B.subset_body_ap(tiny_split, hw, exact, members) == pytest.approx(1.0)
+    assert B.subset_body_ap(tiny_split, hw, [None] * n, members) == 0.0
+    got = B.breakdown(tiny_split, hw, exact)
     assert sum(g["people"] for g in got.values()) == n and all(g["missed"] == 0 for g in got.values())
 
 
 def test_keypoint_errors_are_zero_for_exact_points_and_scale_with_the_shift(tiny_split):
     hw = (256, 192)
-    exact = R.keypoint_errors(tiny_split, hw, _exact_results(tiny_split, hw))
+    exact = B.keypoint_errors(tiny_split, hw, _exact_results(tiny_split, hw))
     assert all(e["median_error"] == pytest.approx(0, abs=1e-3) and e["oks_at_median"] == pytest.approx(1.0)
                for e in exact.values() if e["points"])
     assert list(exact)[:2] == ["nose", "left_eye"] and len(exact) == 17
-    none = R.keypoint_errors(tiny_split, hw, [None] * len(_exact_results(tiny_split, hw)))
+    none = B.keypoint_errors(tiny_split, hw, [None] * len(_exact_results(tiny_split, hw)))
     assert all(e["points"] == 0 and e["median_error"] is None for e in none.values())
-    shifted = R.keypoint_errors(tiny_split, hw, _exact_results(tiny_split, hw, 0.2))
+    shifted = B.keypoint_errors(tiny_split, hw, _exact_results(tiny_split, hw, 0.2))
     assert all(e["median_error"] > 0.05 and e["oks_at_median"] < 1 for e in shifted.values() if e["points"])
 
 
 def test_class_census_counts_images_per_class(tiny_split):
-    counts = R.class_census(tiny_split)
+    counts = B.class_census(tiny_split)
     assert counts["Background"] == 2 and max(counts.values()) <= 2
     assert sum(v > 0 for v in counts.values()) > 5
 
@@ -238,6 +247,8 @@ def test_a_condition_is_measured_once_and_then_read_back(tiny_split):
         row = R.evaluate_condition(tiny_split, (256, 192), system)
     assert row["n_images"] == 2 and row["n_people"] >= 2
     assert 0 <= row["body_AP"] <= 1 and 0 <= row["PCK@0.1"] <= row["PCK@0.1_detected"] <= 1
+    lo, hi = row["body_AP_95"]
+    assert 0 <= lo <= row["body_AP"] <= hi <= 1
     assert row["whole_image_detection_rate"] == 1 - row["images_nobody_found"] / 2
 
     class Refuses:
@@ -250,7 +261,7 @@ def test_a_condition_is_measured_once_and_then_read_back(tiny_split):
 def test_the_simple_condition_parses_and_the_definition_script_names_a_missing_split(tmp_path):
     from benchmarks.analysis import realism_keypoint_definitions as D
 
-    assert R.parse_conditions("simple:256x192:8", 64) == [("simple", (256, 192), 8)]
+    assert R.parse_conditions("simple:256x192:8", 64) == [R.Condition("simple", (256, 192), 8)]
     with pytest.raises(FileNotFoundError, match="--split"):
         D.main(["--split", str(tmp_path / "nowhere")])
 
@@ -263,12 +274,29 @@ def test_a_detection_that_matches_another_person_of_its_image_is_counted(tmp_pat
     hw = (256, 192)
     split = generate_split(tmp_path / "two", n=2, seed=0, progress=False)  # two people per image
     exact = _exact_results(split, hw)
-    assert R.wrong_person_share(split, hw, exact) == {"detected": len(exact), "wrong_person": 0}
+    assert B.wrong_person_share(split, hw, exact) == {"detected": len(exact), "wrong_person": 0}
     ds = open_split(split, "pose", input_size=(hw[1], hw[0]))
     a, b = (i for i, ann in enumerate(ds.anns) if ann["image_id"] == ds.anns[0]["image_id"])
     gt_b = np.asarray(ds.anns[b]["keypoints"], float).reshape(-1, 3)[vocabulary_ids()]
     fwd_a = np.linalg.inv(np.vstack([np.asarray(ds[a]["crop"]["inv_affine"], float), [0, 0, 1]]))[:2]
     exact[a] = _Result(gt_b[:, :2] @ fwd_a[:, :2].T + fwd_a[:, 2])  # person a's crop read as b
-    assert R.wrong_person_share(split, hw, exact) == {"detected": len(exact), "wrong_person": 1}
+    assert B.wrong_person_share(split, hw, exact) == {"detected": len(exact), "wrong_person": 1}
     exact[b] = None  # a missed person is not a detection
-    assert R.wrong_person_share(split, hw, exact) == {"detected": len(exact) - 1, "wrong_person": 1}
+    assert B.wrong_person_share(split, hw, exact) == {"detected": len(exact) - 1, "wrong_person": 1}
+
+
+def test_the_scene_mix_sheet_draws_every_condition_and_names_a_missing_split(tmp_path):
+    from benchmarks.analysis import scene_mix_sheet as S
+    from benchmarks.results import write_measurement
+    from sapiens2.datasets.synth.writer import generate_split
+
+    row = {"condition": "procedural", "size": "64x48", "n_images": 2, "body_AP": 0.5,
+           "body_AP_95": [0.4, 0.6]}
+    write_measurement(tmp_path / "m.json", "test", {"conditions": [row]})
+    with pytest.raises(FileNotFoundError, match="procedural_64x48_n2_s0: expected at least 2 images"):
+        S.sheet(tmp_path, tmp_path / "m.json", tmp_path / "sheet.png", images=2)
+    generate_split(tmp_path / "procedural_64x48_n2_s0", n=2, seed=0, size=(64, 48), progress=False)
+    out = S.sheet(tmp_path, tmp_path / "m.json", tmp_path / "sheet.png", images=2)
+    from PIL import Image
+
+    assert Image.open(out).size[0] > 100

@@ -19,8 +19,8 @@ from sapiens2.errors import BenchError
 
 from . import scene as scene_module
 from .bodies import anny_model, anny_problem
-from .people import PeopleSettings, sample_people
-from .poses import PHOTO_POSE_WEIGHTS, POSES
+from .mixes import SCENE_MIXES, SCENES
+from .people import sample_people
 from .render import render_all
 from .variant import choose_variant, load_mitsuba, require_mitsuba
 
@@ -29,21 +29,6 @@ MODES = ("fast", "path")
 MAX_PEOPLE = 4
 MAX_SPP = 4096
 MIN_SIDE = 16
-# "default": the benchmark's scenes: every pose of the pose set equally often, people facing any
-# direction and placed anywhere around the first, every framing, occluding objects; "photo": the
-# same with photo-like pose frequencies (poses.PHOTO_POSE_WEIGHTS: lying rare), most people turned
-# towards the camera and standing beside rather than behind one another (a measured variant,
-# docs/synthetic_data.md);
-# "simple": a control for measurements, not a benchmark split: people standing or walking, the
-# whole first person in view, no occluding objects (what a typical full-body photo holds)
-SCENES = ("default", "photo", "simple")
-SIMPLE_POSES = ("stand", "walk")
-# People in the "photo" scenes stand more beside than behind one another (the placement disc's depth
-# extent relative to its width), so they overlap in the image less often.
-PHOTO_DEPTH_RATIO = 0.35
-# Share of people in the "photo" scenes turned towards the camera (yaw within about +-40 degrees of
-# it), as most people in photos are.
-FACING_SHARE = 0.75
 _STREAM = 0x5EA1  # keeps the realistic and the procedural streams of one (seed, index) apart
 
 
@@ -134,26 +119,19 @@ def realistic_scene(rng: np.random.Generator, hw: tuple[int, int], settings: Rea
                     people_fn=None):
     """The scene of one sample, drawn from the sample's ``rng`` (see :func:`realistic_sample`)."""
     n_people = int(rng.integers(1, settings.max_people + 1))
-    simple = settings.scenes == "simple"
+    mix = SCENE_MIXES[settings.scenes]
     if people_fn is None:
         people = sample_people(rng, n_people, people_settings(settings.scenes))
     else:
         people = people_fn(rng, n_people)
     # looked up at call time: the capsule ablation (benchmarks/analysis/capsule_people.py) swaps it
-    if simple:
-        return scene_module.compose_scene(rng, tuple(hw), people, framing="full_body", max_objects=0)
-    return scene_module.compose_scene(rng, tuple(hw), people)
+    return scene_module.compose_scene(rng, tuple(hw), people, framing=mix.framing,
+                                      max_objects=mix.max_objects, max_cover=mix.max_cover)
 
 
 def people_settings(scenes: str):
     """How :func:`~.people.sample_people` draws the people of ``scenes`` (one of :data:`SCENES`)."""
-    if scenes == "simple":
-        return PeopleSettings(pose_names=SIMPLE_POSES)
-    if scenes == "default":
-        return PeopleSettings()
-    names = tuple(POSES)
-    return PeopleSettings(pose_names=names, pose_weights=tuple(PHOTO_POSE_WEIGHTS[k] for k in names),
-                          facing_share=FACING_SHARE, depth_ratio=PHOTO_DEPTH_RATIO)
+    return SCENE_MIXES[scenes].people_settings()
 
 
 def sample_rng(seed: int, index: int) -> np.random.Generator:

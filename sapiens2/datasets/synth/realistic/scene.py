@@ -13,7 +13,7 @@ import numpy as np
 
 from .camera import Camera, sample_camera
 from .environment import Environment, mirrored, mitsuba_emitters, sample_environment
-from .occluders import SceneMesh, back_wall, ground, sample_occluders
+from .occluders import MAX_COVER, SceneMesh, back_wall, ground, sample_occluders
 from .people import PeopleSettings, sample_people
 
 MIRROR_X = np.diag([-1.0, 1.0, 1.0, 1.0])
@@ -66,7 +66,8 @@ def person_keypoints(person) -> PersonKeypoints:
 
 
 def compose_scene(rng: np.random.Generator, hw: tuple[int, int], people: list, framing: str | None = None,
-                  environment: str | None = None, max_objects: int = 2) -> RealisticScene:
+                  environment: str | None = None, max_objects: int = 2,
+                  max_cover: float = MAX_COVER) -> RealisticScene:
     """Put ``people`` (PersonMesh objects) into a scene with a sampled camera, occluders and lighting.
 
     Args:
@@ -76,6 +77,7 @@ def compose_scene(rng: np.random.Generator, hw: tuple[int, int], people: list, f
         framing: camera framing name (:data:`camera.FRAMINGS`) or None to sample one.
         environment: lighting kind (:data:`environment.KINDS`) or None to sample one.
         max_objects: at most this many occluding objects.
+        max_cover: the largest share of the framed person's image box one object may cover.
     """
     if not people:
         raise ValueError("a realistic scene needs at least one person")
@@ -89,7 +91,7 @@ def compose_scene(rng: np.random.Generator, hw: tuple[int, int], people: list, f
     if rng.random() < 0.6:  # a back wall behind everyone
         far = min(float(m.vertices[:, 2].min()) for m in meshes[: len(people)])
         meshes.append(back_wall(rng, far - rng.uniform(0.8, 3.0)))
-    meshes += sample_occluders(rng, feet, cam.centre(), max_objects, cam, main)
+    meshes += sample_occluders(rng, feet, cam.centre(), max_objects, cam, main, max_cover)
     env = sample_environment(rng, feet, environment)
     return RealisticScene(meshes, [person_keypoints(p) for p in people], cam, env)
 

@@ -58,37 +58,6 @@ def test_an_undefined_keypoint_without_a_reason_is_an_error(tmp_path, monkeypatc
         limits.undefined_keypoints()
 
 
-def _row(condition, body_ap, render):
-    groups = {g: {"people": 2, "missed": 1, "body_AP": 0.5} for g in ("cut", "lying", "hidden", "clear")}
-    return {"condition": condition, "label": f"{condition} label", "size": "256x192", "render": render,
-            "n_images": 4, "n_people": 8, "missed_people": 4, "body_AP": body_ap, "PCK@0.1": 0.75,
-            "images_nobody_found": 1, "pose_mask_person_IoU": 0.7, "selfie_mask_person_IoU": 0.8,
-            "by_group": groups}
-
-
-def test_the_realism_table_shows_every_condition_of_the_measurement(tmp_path, monkeypatch):
-    from benchmarks import synthetic_docs_tables as T
-    from benchmarks.results import write_measurement
-
-    monkeypatch.setattr(T, "ROOT", tmp_path)
-    path_render = {"mode": "path", "spp": 64, "max_people": 2}
-    rows = [_row("realistic", 0.6789, path_render), _row("procedural", 0.2, None)]
-    rows[0]["detections_of_another_person"] = {"detected": 4, "wrong_person": 3}
-    kept = {k: v for k, v in rows[0].items()
-            if k not in ("label", "render", "by_group", "detections_of_another_person")}
-    previous = {"commit": "abc1234", "date": "2026-12-03", "command": "x", "what_changed": "the occluders",
-                "conditions": [kept]}
-    write_measurement(tmp_path / "m.json", "test", {"conditions": rows, "previous": previous})
-    table = T.realism_table("m.json")
-    assert ("| realistic label | 256x192 | path, 64 spp | 4 | 8 | 0.679 | 0.750 | 4 | 3 of 4 | 1 of 4 | "
-            "0.700 | 0.800 |") in table
-    assert ("| procedural label | 256x192 | procedural ray caster | 4 | 8 | 0.200 | 0.750 | 4 | - | "
-            "1 of 4 |") in table
-    assert table.count("1 of 2 missed, AP 0.500") == 8
-    assert "commit abc1234; changed since: the occluders" in table
-    assert "| realistic | 256x192 | 4 | 8 | 0.679 | 0.750 | 4 | 1 of 4 |" in table
-
-
 @pytest.mark.anny
 def test_sampled_people_never_carry_the_listed_classes_or_points():
     from sapiens2.datasets.synth.realistic.people import PeopleSettings, sample_people

@@ -1,0 +1,71 @@
+"""A picture of the realism measurement's conditions: the first images of each condition's split.
+
+One row per condition (its name, body AP and interval from the measurement file on the left), the
+first ``--images`` images of its split, so a reader sees what "default", "simple_facing" or
+"capsule" scenes look like beside the numbers.
+
+Usage::
+    python -m benchmarks.analysis.scene_mix_sheet --work WORK --measurement M.json \\
+        --out docs/img/scene_mixes.png
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from benchmarks.results import read_measurement  # noqa: E402
+from sapiens2.datasets.io import read_rgb  # noqa: E402
+from sapiens2.utils_io import atomic_write  # noqa: E402
+
+
+def condition_folder(work: Path, row: dict, n: int, seed: int) -> Path:
+    """The split folder ``realism_mediapipe`` rendered the condition of ``row`` into."""
+    return work / f"{row['condition'].replace('@', '-spp')}_{row['size']}_n{n}_s{seed}"
+
+
+def sheet(work: Path, measurement: Path, out: Path, images: int = 6, seed: int = 0) -> Path:
+    """Draw the sheet of every condition of ``measurement`` (splits under ``work``) into ``out``."""
+    rows = read_measurement(measurement)["numbers"]["conditions"]
+    fig, axes = plt.subplots(len(rows), images, figsize=(1.6 * images + 2.2, 2.1 * len(rows)), squeeze=False)
+    for r, row in enumerate(rows):
+        split = condition_folder(work, row, row["n_images"], seed)
+        files = sorted((split / "images").glob("*.png"))[:images]
+        if len(files) < images:
+            raise FileNotFoundError(f"{split}: expected at least {images} images under images/, "
+                                    f"found {len(files)} (render it with realism_mediapipe first)")
+        for c, ax in enumerate(axes[r]):
+            ax.imshow(read_rgb(files[c]))
+            ax.set_xticks([])
+            ax.set_yticks([])
+        lo, hi = row["body_AP_95"]
+        axes[r][0].set_ylabel(f"{row['condition']}\n{row['size']}\nbody AP {row['body_AP']:.2f}\n"
+                              f"[{lo:.2f}, {hi:.2f}]", rotation=0, ha="right", va="center", fontsize=8)
+    fig.suptitle(f"MediaPipe body AP per condition ({measurement.name}; first {images} images of each split)",
+                 fontsize=9)
+    fig.tight_layout()
+    try:
+        return atomic_write(out, lambda tmp: fig.savefig(tmp, format="png", dpi=80))
+    finally:
+        plt.close(fig)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--work", required=True, help="the folder realism_mediapipe rendered the splits into")
+    p.add_argument("--measurement", required=True, help="realism_mediapipe's measurement file")
+    p.add_argument("--out", required=True, help="PNG to write")
+    p.add_argument("--images", type=int, default=6, help="images per condition (default 6)")
+    p.add_argument("--seed", type=int, default=0, help="the splits' seed (default 0)")
+    args = p.parse_args(argv)
+    print(sheet(Path(args.work), Path(args.measurement), Path(args.out), args.images, args.seed))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
