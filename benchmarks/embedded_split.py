@@ -25,14 +25,15 @@ from sapiens2.errors import BenchError
 
 
 def split_generator(name: str | None = None, quick: bool = False, render: str | None = None,
-                    spp: int | None = None, people: int | None = None):
+                    spp: int | None = None, people: int | None = None, scenes: str | None = None):
     """The synthetic writer's ``generator`` for a generator name and the realistic render flags.
 
     Args:
         name: ``realistic`` / ``procedural``; None: ``procedural`` when ``quick``, else ``realistic``.
         quick: the quick protocol's default (procedural: the tests' speed).
-        render, spp, people: the realistic generator's ``--render`` / ``--spp`` / ``--people``
-            (None: :data:`SPLIT_RENDER`, :data:`SPLIT_SPP`, the generator's own people count).
+        render, spp, people, scenes: the realistic generator's ``--render`` / ``--spp`` / ``--people``
+            / ``--scenes`` (None: :data:`SPLIT_RENDER`, :data:`SPLIT_SPP`, the generator's own people
+            count and its ``default`` scene mix).
 
     Returns:
         None for the procedural generator, else a validated ``RealisticSettings``.
@@ -45,7 +46,7 @@ def split_generator(name: str | None = None, quick: bool = False, render: str | 
     name = name or ("procedural" if quick else "realistic")
     if name != "realistic":
         resolve_generator(name)  # an unknown name: an error naming --generator
-        given = {"--render": render, "--spp": spp, "--people": people}
+        given = {"--render": render, "--spp": spp, "--people": people, "--scenes": scenes}
         for flag, value in given.items():
             if value is not None:
                 raise ValueError(f"{flag} applies to --generator realistic only (not {name})")
@@ -53,7 +54,7 @@ def split_generator(name: str | None = None, quick: bool = False, render: str | 
 
     people = RealisticSettings().max_people if people is None else people
     settings = RealisticSettings(mode=render or SPLIT_RENDER, spp=SPLIT_SPP if spp is None else spp,
-                                 max_people=people)
+                                 max_people=people, scenes=scenes or "default")
     settings.check()
     return settings
 

@@ -46,7 +46,8 @@ def run_synth(args) -> int:
 
 def _generator(args):
     """The writer's ``generator`` argument from the flags (errors name the flag)."""
-    settings = split_generator(args.generator, render=args.render, spp=args.spp, people=args.people)
+    settings = split_generator(args.generator, render=args.render, spp=args.spp, people=args.people,
+                               scenes=args.scenes)
     if settings is not None:
         settings.check(args.size)
     return settings

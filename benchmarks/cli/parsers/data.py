@@ -38,6 +38,10 @@ def register(sub) -> None:
                    help=f"samples per pixel of --render path (default {SPLIT_SPP}, the main job's)")
     s.add_argument("--people", type=int, default=None,
                    help="realistic: 1..PEOPLE people per image (default 2)")
+    s.add_argument("--scenes", default=None,
+                   help="realistic: the scene mix (default 'default', the benchmark's; the others are the "
+                        "realism measurement's controls, each easier in one respect: "
+                        "sapiens2/datasets/synth/realistic/mixes.py, docs/synthetic_data.md)")
     s.add_argument("--shard", default=None,
                    help="i/N: render only shard i of N (scenes i, i+N, ...) into OUT.shard-i-of-N; "
                         "then --merge-shards N makes the split")

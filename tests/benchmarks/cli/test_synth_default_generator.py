@@ -79,9 +79,15 @@ def test_the_cache_key_differs_by_generator_and_render_settings():
         "path64": split_key("probe", 384, hw, 0, RealisticSettings(mode="path", spp=64)),
         "fast": split_key("probe", 384, hw, 0, RealisticSettings(mode="fast")),
         "people1": split_key("probe", 384, hw, 0, split_generator(people=1)),
+        "photo": split_key("probe", 384, hw, 0, split_generator(scenes="photo")),
     }
     assert len(set(keys.values())) == len(keys), keys
     assert split_key("probe", 384, hw, 0, split_generator()) == keys["default"], "the key is not stable"
+    assert split_generator(scenes="default") == split_generator(), "naming the default mix is the default"
+    with pytest.raises(ValueError, match="--scenes applies to --generator realistic only"):
+        split_generator("procedural", scenes="photo")
+    with pytest.raises(ValueError, match="--scenes 'hard'"):
+        split_generator(scenes="hard")
 
 
 def test_default_data_dir_asks_the_cache_for_the_generator(monkeypatch, tmp_path):

@@ -62,7 +62,7 @@ class RealisticSettings:
             raise RealisticSettingError(f"--people {self.max_people}: people per image must be "
                                         f"1..{MAX_PEOPLE}")
         if self.scenes not in SCENES:
-            raise RealisticSettingError(f"scenes {self.scenes!r}: expected one of {', '.join(SCENES)}")
+            raise RealisticSettingError(f"--scenes {self.scenes!r}: expected one of {', '.join(SCENES)}")
         if hw is not None and min(hw) < MIN_SIDE:
             raise RealisticSettingError(f"--size {hw[0]}x{hw[1]}: the realistic generator needs H, W >= "
                                         f"{MIN_SIDE}")
