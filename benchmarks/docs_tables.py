@@ -266,12 +266,13 @@ def mediapipe_real_table() -> str:
     rec = read_measurement(MEDIAPIPE_REAL)
     rel = MEDIAPIPE_REAL.relative_to(ROOT).as_posix()
     lines = [f"Measured at commit {rec['commit']} ([`{rel}`](../{rel})):", "",
-             "| fixture | keypoints scored (protocol) | images | people | missed | AP | PCK@0.1 |",
+             "| fixture | keypoints scored (protocol) | images | people | missed | AP [95 %] | PCK@0.1 |",
              "|---|---|---|---|---|---|---|"]
     for r in rec["numbers"]["fixtures"]:
         lines.append(f"| {r['fixture']} | {len(r['keypoints_scored'])} of {r['keypoint_set']} "
                      f"(`eval:{r['protocol_id']}`) | {r['n_images']} | {r['n_people']} | "
-                     f"{r['missed_people']} | {r['AP']:.3f} | {r['PCK@0.1']:.3f} |")
+                     f"{r['missed_people']} | {r['AP']:.3f} [{r['AP_95'][0]:.3f}, {r['AP_95'][1]:.3f}] | "
+                     f"{r['PCK@0.1']:.3f} |")
     return "\n".join(lines)
 
 
