@@ -6,7 +6,7 @@ first ``--images`` images of its split, so a reader sees what "default", "simple
 
 Usage::
     python -m benchmarks.analysis.scene_mix_sheet --work WORK --measurement M.json \\
-        --out docs/img/scene_mixes.png
+        --out docs/img/scene_mixes.jpg
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def condition_folder(work: Path, row: dict, n: int, seed: int) -> Path:
     return work / f"{row['condition'].replace('@', '-spp')}_{row['size']}_n{n}_s{seed}"
 
 
-def sheet(work: Path, measurement: Path, out: Path, images: int = 6, seed: int = 0) -> Path:
+def sheet(work: Path, measurement: Path, out: Path, images: int = 5, seed: int = 0) -> Path:
     """Draw the sheet of every condition of ``measurement`` (splits under ``work``) into ``out``."""
     rows = read_measurement(measurement)["numbers"]["conditions"]
     fig, axes = plt.subplots(len(rows), images, figsize=(1.6 * images + 2.2, 2.1 * len(rows)), squeeze=False)
@@ -48,9 +48,12 @@ def sheet(work: Path, measurement: Path, out: Path, images: int = 6, seed: int =
                               f"[{lo:.2f}, {hi:.2f}]", rotation=0, ha="right", va="center", fontsize=8)
     fig.suptitle(f"MediaPipe body AP per condition ({measurement.name}; first {images} images of each split)",
                  fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
+    # JPEG for .jpg/.jpeg: path-traced grain makes a PNG of this sheet several MB
+    jpeg = out.suffix.lower() in (".jpg", ".jpeg")
+    kw = {"format": "jpeg", "pil_kwargs": {"quality": 85}} if jpeg else {"format": "png"}
     try:
-        return atomic_write(out, lambda tmp: fig.savefig(tmp, format="png", dpi=80))
+        return atomic_write(out, lambda tmp: fig.savefig(tmp, dpi=72, **kw))
     finally:
         plt.close(fig)
 
@@ -59,8 +62,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--work", required=True, help="the folder realism_mediapipe rendered the splits into")
     p.add_argument("--measurement", required=True, help="realism_mediapipe's measurement file")
-    p.add_argument("--out", required=True, help="PNG to write")
-    p.add_argument("--images", type=int, default=6, help="images per condition (default 6)")
+    p.add_argument("--out", required=True, help="image to write (.png, or .jpg for a small file)")
+    p.add_argument("--images", type=int, default=5, help="images per condition (default 5)")
     p.add_argument("--seed", type=int, default=0, help="the splits' seed (default 0)")
     args = p.parse_args(argv)
     print(sheet(Path(args.work), Path(args.measurement), Path(args.out), args.images, args.seed))
