@@ -27,6 +27,7 @@ from benchmarks.systems.mediapipe_records import run_mediapipe
 from sapiens2.datasets import open_split
 from sapiens2.datasets.importers import import_dataset
 from sapiens2.records.results import read_record
+from sapiens2.records.view import RecordView
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "references" / "mediapipe_real_fixtures.json"
@@ -79,22 +80,22 @@ def pck(split: Path, results: list, landmark_ids: list[int], set_ids: list[int])
 def measure(name: str, split: Path, records: Path, system) -> dict:
     """``system mediapipe`` on ``split`` (its record), and PCK from a second, recorded pass."""
     run_mediapipe(records, data=split, input_size_hw=INPUT_HW, tasks=["pose"], progress=False)
-    rec = read_record(records / "mediapipe_pose.json")
+    rec = RecordView(read_record(records / "mediapipe_pose.json"))
     recorder = RecordingSystem(system)
     metrics, info = M.evaluate_pose(split, recorder, None, (INPUT_HW[1], INPUT_HW[0]), progress=False)
-    if abs(metrics["AP"] - rec["metrics"]["AP"]) > 1e-9:
+    if abs(metrics["AP"] - rec.metric("AP")) > 1e-9:
         raise RuntimeError(f"{name}: the recorded pass gives AP {metrics['AP']}, system mediapipe "
-                           f"{rec['metrics']['AP']}: MediaPipe is not deterministic here")
+                           f"{rec.metric('AP')}: MediaPipe is not deterministic here")
     subset = info["subset"]
+    ap = rec.interval("AP")
     return {
         "fixture": name, "keypoint_set": subset.keypoint_set.name,
-        "protocol_id": rec["protocol"]["protocol_id"], "keypoints_scored": subset.names,
+        "protocol_id": rec.protocol.id, "keypoints_scored": subset.names,
         "n_images": int(info["num_images"]), "n_people": int(info["num_instances"]),
         "missed_people": int(info["missed_instances"]),
-        "AP": round(float(rec["metrics"]["AP"]), 4),
-        "AP_95": [round(float(v), 4) for v in rec["intervals"]["bounds"]["AP"]],
-        "AR": round(float(rec["metrics"]["AR"]), 4),
-        "body_AP": round(float(rec["metrics"]["body/AP"]), 4),
+        "AP": round(float(ap.value), 4), "AP_95": [round(ap.lo, 4), round(ap.hi, 4)],
+        "AR": round(float(rec.metric("AR")), 4),
+        "body_AP": round(float(rec.metric("body/AP")), 4),
         **pck(split, recorder.results, subset.landmark_ids, list(subset.set_ids)),
     }
 
