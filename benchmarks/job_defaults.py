@@ -21,10 +21,12 @@ QUICK_SPLIT_IMAGES = 96
 
 # The embedded split's generators: realistic (anny bodies path-traced by Mitsuba) is the default;
 # procedural (ray-cast capsule people, no extra dependency) stays by name and under --quick, which
-# the tests run. The realistic split's image: path tracing at 16 samples per pixel, chosen so
-# that a fresh main job on two cores stays near ten minutes (64 spp costs about 1.6x its render CPU:
-# benchmarks/results/realistic_render_speed.txt). Render processes: one per core, at most two.
+# the tests run. The realistic split's image: path tracing at 64 samples per pixel. 16 left visible
+# grain that a real pretrained model trips on (MediaPipe: more people missed, lower body AP and
+# person-mask IoU than at 64, while 256 gains nothing: docs/synthetic_data.md, "How real do they
+# look?"); 64 costs about 1.6x the render CPU of 16 (benchmarks/results/realistic_render_speed.txt).
+# Render processes: one per core, at most two.
 SPLIT_GENERATORS = ("realistic", "procedural")
 SPLIT_RENDER = "path"
-SPLIT_SPP = 16
+SPLIT_SPP = 64
 SPLIT_WORKERS = 2

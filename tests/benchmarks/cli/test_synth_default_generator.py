@@ -25,7 +25,7 @@ def test_data_synth_renders_the_realistic_split_by_default_with_the_main_jobs_se
 
     settings = _generator(_synth_args())
     assert settings is not None, "data synth's default generator is not the realistic one"
-    assert (settings.mode, settings.spp) == (SPLIT_RENDER, SPLIT_SPP) == ("path", 16)
+    assert (settings.mode, settings.spp) == (SPLIT_RENDER, SPLIT_SPP) == ("path", 64)
     assert _generator(_synth_args("--render", "fast")).mode == "fast"
     assert _generator(_synth_args("--spp", "64")).spp == 64
     assert _generator(_synth_args("--generator", "procedural")) is None
