@@ -76,7 +76,7 @@ def test_the_cache_key_differs_by_generator_and_render_settings():
     keys = {
         "procedural": split_key("probe", 384, hw, 0, None),
         "default": split_key("probe", 384, hw, 0, split_generator()),
-        "path64": split_key("probe", 384, hw, 0, RealisticSettings(mode="path", spp=64)),
+        "path32": split_key("probe", 384, hw, 0, RealisticSettings(mode="path", spp=32)),
         "fast": split_key("probe", 384, hw, 0, RealisticSettings(mode="fast")),
         "people1": split_key("probe", 384, hw, 0, split_generator(people=1)),
         "photo": split_key("probe", 384, hw, 0, split_generator(scenes="photo")),
