@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks.analysis.capsule_people import capsule_scenes
 from benchmarks.analysis.realism_breakdown import (
     breakdown,
@@ -43,6 +45,7 @@ from benchmarks.analysis.realism_breakdown import (
 )
 from benchmarks.results import start_measurement, write_measurement
 from benchmarks.systems import mediapipe_system as M
+from evaluators.bootstrap import percentile_interval
 from sapiens2.datasets.identity import split_identity
 from sapiens2.datasets.synth.realistic.mixes import SCENE_MIXES, SCENES
 from sapiens2.datasets.synth.realistic.sample import MAX_SPP, RealisticSettings
@@ -53,7 +56,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "references" / "mediapipe_realistic.json"
 SYNONYMS = {"realistic": "default"}
 CONDITIONS = (*SCENES, "capsule", "procedural", *SYNONYMS)
-EVAL_VERSION = 5  # bump when evaluate_condition's result changes (kept results are then remade)
+EVAL_VERSION = 6  # bump when evaluate_condition's result changes (kept results are then remade)
 INTERVAL_RESAMPLES = 1000  # bootstrap resamples of the images for the body AP's 95 % interval
 LABELS = {
     "capsule": "same-pose ablation: capsules on the anny skeletons of the default scenes",
@@ -149,11 +152,16 @@ class RecordingSystem:
         return res
 
 
-def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> dict:
+def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> tuple[dict, list[float]]:
     """Body AP, PCK@0.1, whole-image detection rate and mask IoUs of MediaPipe on ``split``.
 
     The result is kept beside the split (``<split>.eval.json``) and reused while the split and the
     crop size are unchanged.
+
+    Returns:
+        (the condition's row, its body AP on each of :data:`INTERVAL_RESAMPLES` bootstrap resamples
+        of the images: resample ``r`` draws the same image positions for every split of the same
+        image count, so two conditions of the same scenes can be compared paired).
     """
 
     cache = split.with_name(split.name + ".eval.json")
@@ -161,7 +169,7 @@ def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> dict:
     if cache.is_file():
         kept = read_json(cache)
         if kept.get("key") == key:
-            return kept["result"]
+            return kept["result"], kept["body_AP_resampled"]
 
     start = time.monotonic()
     recorder = RecordingSystem(system)
@@ -170,12 +178,13 @@ def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> dict:
     pck = pck_of_crops(split, recorder.results, crop_hw)
     masks, minfo = M.evaluate_masks(split, system, None, progress=False)
     n_images = int(minfo["num_images"])
+    resampled = info["evaluator"].bootstrap_distribution(["body/AP"], resamples=INTERVAL_RESAMPLES,
+                                                         seed=0)["body/AP"]
     result = {
         "n_images": n_images, "n_people": int(info["num_instances"]),
         "missed_people": int(info["missed_instances"]),
         "body_AP": round(float(metrics["body/AP"]), 4),
-        "body_AP_95": [round(float(v), 4) for v in info["evaluator"].bootstrap_intervals(
-            ["body/AP"], resamples=INTERVAL_RESAMPLES, seed=0)["body/AP"]],
+        "body_AP_95": [round(v, 4) for v in percentile_interval(resampled)],
         "AP_shared27": round(float(metrics["AP"]), 4),
         "PCK@0.1": round(pck["pck"], 4), "PCK@0.1_detected": round(pck["pck_detected"], 4),
         "visible_points": pck["visible_points"],
@@ -189,8 +198,34 @@ def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> dict:
         "keypoint_errors": keypoint_errors(split, crop_hw, recorder.results),
         "images_with_class": class_census(split),
     }
-    write_json_atomic(cache, {"key": key, "result": result})
-    return result
+    kept = [round(float(v), 6) for v in resampled]
+    write_json_atomic(cache, {"key": key, "result": result, "body_AP_resampled": kept})
+    return result, kept
+
+
+def paired_with_first(conditions: list[Condition], rows: list[dict],
+                      resampled: list[list[float]]) -> list[dict]:
+    """Body AP of each later condition of the first one's scenes minus the first's, with the 95 %
+    paired bootstrap interval (same resampled images): what a change of render (samples per pixel,
+    size) or of bodies (``capsule``) alone does to the same scenes."""
+    ref_scenes = _scenes_of(conditions[0])
+    out = []
+    for cond, row, values in zip(conditions[1:], rows[1:], resampled[1:]):
+        if _scenes_of(cond) != ref_scenes or row["n_images"] != rows[0]["n_images"]:
+            continue
+        diff = np.asarray(values, float) - np.asarray(resampled[0], float)
+        out.append({"condition": row["condition"], "size": row["size"], "reference": rows[0]["condition"],
+                    "difference": round(row["body_AP"] - rows[0]["body_AP"], 4),
+                    "difference_95": [round(v, 4) for v in percentile_interval(diff)],
+                    "n_images": row["n_images"]})
+    return out
+
+
+def _scenes_of(cond: Condition) -> str | None:
+    """The scene mix a condition renders (the capsule ablation: the default's); None: procedural."""
+    if cond.name == "procedural":
+        return None
+    return "default" if cond.name == "capsule" else cond.name
 
 
 def main(argv=None) -> int:
@@ -218,23 +253,25 @@ def main(argv=None) -> int:
     M.require_mediapipe()
     started = start_measurement()
     work = Path(args.work)
-    rows = []
+    rows, resampled = [], []
     with M.MediaPipeSystem() as system:
         for cond in conditions:
             hw = cond.hw
             split = work / f"{cond.key.replace('@', '-spp')}_{hw[0]}x{hw[1]}_n{cond.count}_s{args.seed}"
             render_s = render_condition(cond, split, args.seed, base, args.workers)
             settings = condition_settings(cond, base)
+            result, values = evaluate_condition(split, hw, system)
+            resampled.append(values)
             row = {"condition": cond.key, "label": cond.label(), "size": f"{hw[0]}x{hw[1]}",
                    "render": None if settings is None else settings.record(),
-                   "render_s": round(render_s, 1) if render_s else None,
-                   **evaluate_condition(split, hw, system)}
+                   "render_s": round(render_s, 1) if render_s else None, **result}
             brief = ("condition", "n_people", "missed_people", "body_AP", "body_AP_95", "PCK@0.1")
             print({k: row[k] for k in brief}, flush=True)
             rows.append(row)
+    paired = paired_with_first(conditions, rows, resampled)
     write_measurement(args.out, f"MediaPipe {M.installed_version()} on the realistic synthetic split's scene "
                       "mixes, the same-pose capsule ablation and the procedural split",
-                      {"conditions": rows}, started=started, notes=NOTES)
+                      {"conditions": rows, "paired_with_first": paired}, started=started, notes=NOTES)
     print(f"wrote {args.out}")
     return 0
 
