@@ -56,6 +56,16 @@ def realism_table(rel: str = REALISM_FILE) -> str:
             ap = "-" if d["body_AP"] is None else f"{d['body_AP']:.3f}"
             cells.append(f"{d['missed']} of {d['people']} missed, AP {ap}")
         lines.append(f"| `{row['condition']}` {row['size']} | " + " | ".join(cells) + " |")
+    paired = rec["numbers"].get("paired_with_first") or []
+    if paired:
+        ref = f"`{paired[0]['reference']}` {rows[0]['size']}"
+        lines += ["", f"The same scenes as {ref} rendered otherwise, or with other bodies: body AP minus "
+                  f"{ref}'s, with its 95 % paired bootstrap interval (the same resampled images):", "",
+                  "| condition | size | body AP difference [95 %] | images |", "|---|---|---|---|"]
+        for p in paired:
+            lo, hi = p["difference_95"]
+            lines.append(f"| `{p['condition']}` | {p['size']} | {p['difference']:+.3f} "
+                         f"[{lo:+.3f}, {hi:+.3f}] | {p['n_images']} |")
     return "\n".join(lines)
 
 

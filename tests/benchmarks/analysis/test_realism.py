@@ -244,7 +244,7 @@ def test_a_condition_is_measured_once_and_then_read_back(tiny_split):
     from benchmarks.systems.mediapipe_system import MediaPipeSystem
 
     with MediaPipeSystem() as system:
-        row = R.evaluate_condition(tiny_split, (256, 192), system)
+        row, resampled = R.evaluate_condition(tiny_split, (256, 192), system)
     assert row["n_images"] == 2 and row["n_people"] >= 2
     assert 0 <= row["body_AP"] <= 1 and 0 <= row["PCK@0.1"] <= row["PCK@0.1_detected"] <= 1
     lo, hi = row["body_AP_95"]
@@ -255,7 +255,8 @@ def test_a_condition_is_measured_once_and_then_read_back(tiny_split):
         def pose(self, image):
             raise AssertionError("the kept result should have been read back")
 
-    assert R.evaluate_condition(tiny_split, (256, 192), Refuses()) == row
+    assert len(resampled) == R.INTERVAL_RESAMPLES and all(0 <= v <= 1 for v in resampled)
+    assert R.evaluate_condition(tiny_split, (256, 192), Refuses()) == (row, resampled)
 
 
 def test_the_simple_condition_parses_and_the_definition_script_names_a_missing_split(tmp_path):
