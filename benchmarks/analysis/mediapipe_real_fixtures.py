@@ -38,19 +38,6 @@ INPUT_HW = (256, 192)  # system mediapipe's default crop
 PCK_THRESHOLD = 0.1
 
 
-class RecordingSystem:
-    """A MediaPipe system that keeps each pose result, in call order."""
-
-    def __init__(self, system) -> None:
-        self.system = system
-        self.results: list = []
-
-    def pose(self, image):
-        res = self.system.pose(image)
-        self.results.append(res)
-        return res
-
-
 def pck(split: Path, results: list, landmark_ids: list[int], set_ids: list[int]) -> dict:
     """PCK@0.1 over the labelled (v > 0) shared GT points of every person (missed persons: all misses),
     and over the detected persons only."""
@@ -81,7 +68,7 @@ def measure(name: str, split: Path, records: Path, system) -> dict:
     """``system mediapipe`` on ``split`` (its record), and PCK from a second, recorded pass."""
     run_mediapipe(records, data=split, input_size_hw=INPUT_HW, tasks=["pose"], progress=False)
     rec = RecordView(read_record(records / "mediapipe_pose.json"))
-    recorder = RecordingSystem(system)
+    recorder = M.RecordingSystem(system)
     metrics, info = M.evaluate_pose(split, recorder, None, (INPUT_HW[1], INPUT_HW[0]), progress=False)
     if abs(metrics["AP"] - rec.metric("AP")) > 1e-9:
         raise RuntimeError(f"{name}: the recorded pass gives AP {metrics['AP']}, system mediapipe "

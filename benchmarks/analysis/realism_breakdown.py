@@ -2,7 +2,7 @@
 
 Each function takes the split, the top-down crop size and MediaPipe's per-person results (one
 ``PoseResult`` or None per pose annotation, in annotation order, as
-:class:`benchmarks.analysis.realism_mediapipe.RecordingSystem` records them) and scores the COCO-17
+:class:`benchmarks.systems.mediapipe_system.RecordingSystem` records them) and scores the COCO-17
 body points: PCK@0.1, persons by what makes them hard, per-point errors, detections that matched
 another person, and which seg classes occur.
 """

@@ -116,10 +116,8 @@ def parse_conditions(text: str, n: int) -> list[Condition]:
 
 def condition_settings(cond: Condition, base: RealisticSettings) -> RealisticSettings | None:
     """The realistic generator's settings of ``cond`` (None for the procedural generator)."""
-    if cond.name == "procedural":
-        return None
-    scenes = "default" if cond.name == "capsule" else cond.name
-    return replace(base, scenes=scenes, spp=cond.spp or base.spp)
+    scenes = _scenes_of(cond)
+    return None if scenes is None else replace(base, scenes=scenes, spp=cond.spp or base.spp)
 
 
 def render_condition(cond: Condition, out: Path, seed: int, base: RealisticSettings,
@@ -137,19 +135,6 @@ def render_condition(cond: Condition, out: Path, seed: int, base: RealisticSetti
         with capsule_scenes():
             generate_split(out, n=cond.count, seed=seed, size=cond.hw, workers=1, generator=settings)
     return time.monotonic() - start
-
-
-class RecordingSystem:
-    """A MediaPipe system that remembers each pose result, in call order."""
-
-    def __init__(self, system):
-        self.system = system
-        self.results = []
-
-    def pose(self, image):
-        res = self.system.pose(image)
-        self.results.append(res)
-        return res
 
 
 def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> tuple[dict, list[float]]:
@@ -172,7 +157,7 @@ def evaluate_condition(split: Path, crop_hw: tuple[int, int], system) -> tuple[d
             return kept["result"], kept["body_AP_resampled"]
 
     start = time.monotonic()
-    recorder = RecordingSystem(system)
+    recorder = M.RecordingSystem(system)
     # evaluate_pose takes the crop as (w, h)
     metrics, info = M.evaluate_pose(split, recorder, None, (crop_hw[1], crop_hw[0]), progress=False)
     pck = pck_of_crops(split, recorder.results, crop_hw)

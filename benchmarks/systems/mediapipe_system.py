@@ -210,6 +210,20 @@ class MediaPipeSystem:
         self.close()
 
 
+class RecordingSystem:
+    """A pose system (:class:`MediaPipeSystem` or a stand-in) that keeps each pose result, in call
+    order: :func:`evaluate_pose` calls it once per person, so ``results[i]`` is annotation ``i``'s."""
+
+    def __init__(self, system) -> None:
+        self.system = system
+        self.results: list[PoseResult | None] = []
+
+    def pose(self, image) -> PoseResult | None:
+        res = self.system.pose(image)
+        self.results.append(res)
+        return res
+
+
 def first_image_ids(coco: dict, n: int | None) -> set:
     """Ids of the first ``n`` images of a COCO dict (all when n is None)."""
     ids = [im["id"] for im in coco["images"]]

@@ -301,3 +301,13 @@ def test_the_scene_mix_sheet_draws_every_condition_and_names_a_missing_split(tmp
     from PIL import Image
 
     assert Image.open(out).size[0] > 100
+
+
+def test_condition_settings_render_the_capsules_in_the_default_scenes():
+    from sapiens2.datasets.synth.realistic.sample import RealisticSettings
+
+    base = RealisticSettings(mode="path", spp=64)
+    assert R.condition_settings(R.Condition("procedural"), base) is None
+    assert R.condition_settings(R.Condition("capsule"), base).scenes == "default"
+    got = R.condition_settings(R.Condition("photo", spp=16), base)
+    assert (got.scenes, got.spp, got.mode) == ("photo", 16, "path")
