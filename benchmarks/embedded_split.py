@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 
-from benchmarks.job_defaults import (  # noqa: F401  (the split's settings, re-exported)
+from benchmarks.job_defaults import (
     DEFAULT_SPLIT_IMAGES,
     QUICK_SPLIT_IMAGES,
-    SPLIT_GENERATORS,
     SPLIT_RENDER,
     SPLIT_SPP,
     SPLIT_WORKERS,

@@ -26,7 +26,6 @@ QUICK_SPLIT_IMAGES = 96
 # person-mask IoU than at 64, while 256 gains nothing: docs/synthetic_data.md, "How real do they
 # look?"); 64 costs about 1.6x the render CPU of 16 (benchmarks/results/realistic_render_speed.txt).
 # Render processes: one per core, at most two.
-SPLIT_GENERATORS = ("realistic", "procedural")
 SPLIT_RENDER = "path"
 SPLIT_SPP = 64
 SPLIT_WORKERS = 2

@@ -16,16 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.embedded_split import (  # noqa: F401  (the main job's data defaults, re-exported)
-    DEFAULT_SPLIT_IMAGES,
-    QUICK_SPLIT_IMAGES,
-    SPLIT_GENERATORS,
-    SPLIT_RENDER,
-    SPLIT_SPP,
-    SPLIT_WORKERS,
-    default_data_dir,
-    split_generator,
-)
+from benchmarks.embedded_split import default_data_dir
 from benchmarks.job_defaults import DEFAULT_BACKBONES, QUICK_BACKBONES
 from benchmarks.probe.api import RunOptions, run_probe
 from benchmarks.probe.backbones import (

@@ -276,7 +276,7 @@ def test_evaluator_metric_table_lists_metrics_the_evaluators_compute():
 
 
 def test_probing_split_and_small_n_numbers_are_the_code_constants():
-    from benchmarks.mainjob import DEFAULT_SPLIT_IMAGES, QUICK_SPLIT_IMAGES
+    from benchmarks.job_defaults import DEFAULT_SPLIT_IMAGES, QUICK_SPLIT_IMAGES
     from benchmarks.probe.api import MIN_INTERVAL_IMAGES
     from benchmarks.probe.protocol import default_protocol
 

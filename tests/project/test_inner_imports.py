@@ -70,21 +70,27 @@ def inner_imports(path: Path) -> list[tuple[ast.stmt, str | None, str]]:
     return found
 
 
-def problems(root: Path = ROOT) -> list[str]:
-    """``file:line: why`` for each in-function project import without a valid reason."""
-    out, optional = [], None
+def project_inner_imports(root: Path = ROOT):
+    """``(relative path, node, kind, why)`` of every in-function project import under ``root``."""
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
             for node, kind, why in inner_imports(path):
-                where = f"{rel}:{node.lineno}: {ast.unparse(node)}"
-                if kind is None:
-                    out.append(f"{where}: inside a function without '# optional: PACKAGE' or "
-                               "'# cycle: WHY' (move it to the module's top)")
-                elif kind == "optional" and _requirement_name(why) not in (
-                        optional := optional if optional is not None else optional_packages(root)):
-                    out.append(f"{where}: '# optional: {why}' names no optional dependency of "
-                               f"pyproject.toml (known: {', '.join(sorted(optional))})")
+                yield rel, node, kind, why
+
+
+def problems(root: Path = ROOT) -> list[str]:
+    """``file:line: why`` for each in-function project import without a valid reason."""
+    out, optional = [], None
+    for rel, node, kind, why in project_inner_imports(root):
+        where = f"{rel}:{node.lineno}: {ast.unparse(node)}"
+        if kind is None:
+            out.append(f"{where}: inside a function without '# optional: PACKAGE' or "
+                       "'# cycle: WHY' (move it to the module's top)")
+        elif kind == "optional" and _requirement_name(why) not in (
+                optional := optional if optional is not None else optional_packages(root)):
+            out.append(f"{where}: '# optional: {why}' names no optional dependency of "
+                       f"pyproject.toml (known: {', '.join(sorted(optional))})")
     return out
 
 
@@ -97,22 +103,20 @@ def false_optional_claims(root: Path = ROOT) -> list[str]:
     """``file:line: why`` for each ``# optional: PACKAGE`` import whose module imports without PACKAGE
     (checked in a child interpreter in which importing PACKAGE fails)."""
     out = []
-    for package in PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            for node, kind, why in inner_imports(path):
-                if kind != "optional":
-                    continue
-                where = f"{path.relative_to(root).as_posix()}:{node.lineno}"
-                if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
-                    out.append(f"{where}: write an optional import as 'from package.module import name'")
-                    continue
-                blocked = why.split()[0]
-                code = (f"import sys; sys.modules[{blocked!r}] = None\ntry:\n    import {node.module}\n"
-                        "except ImportError:\n    sys.exit(0)\nsys.exit(1)\n")
-                proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
-                if proc.returncode != 0:
-                    out.append(f"{where}: {node.module} imports without {blocked}, so the import needs no "
-                               f"reason (move it to the top){proc.stderr.strip()[-300:]}")
+    for rel, node, kind, why in project_inner_imports(root):
+        if kind != "optional":
+            continue
+        where = f"{rel}:{node.lineno}"
+        if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+            out.append(f"{where}: write an optional import as 'from package.module import name'")
+            continue
+        blocked = why.split()[0]
+        code = (f"import sys; sys.modules[{blocked!r}] = None\ntry:\n    import {node.module}\n"
+                "except ImportError:\n    sys.exit(0)\nsys.exit(1)\n")
+        proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+        if proc.returncode != 0:
+            out.append(f"{where}: {node.module} imports without {blocked}, so the import needs no "
+                       f"reason (move it to the top){proc.stderr.strip()[-300:]}")
     return out
 
 
@@ -121,10 +125,15 @@ def test_each_optional_reason_is_true():
     assert not bad, "\n".join(bad)
 
 
-def test_a_false_optional_claim_is_caught(tmp_path):
+def _empty_packages(root: Path) -> None:
+    """The project's packages as empty folders under ``root`` (a tree to plant imports in)."""
     for package in PACKAGES:
-        (tmp_path / package).mkdir()
-        (tmp_path / package / "__init__.py").write_text("")
+        (root / package).mkdir()
+        (root / package / "__init__.py").write_text("")
+
+
+def test_a_false_optional_claim_is_caught(tmp_path):
+    _empty_packages(tmp_path)
     (tmp_path / "sapiens2" / "needs.py").write_text("import json\n")  # needs no optional package
     (tmp_path / "sapiens2" / "uses.py").write_text(
         "def f():\n    from sapiens2.needs import json  # optional: anny\n    return json\n")
@@ -136,9 +145,7 @@ def test_a_false_optional_claim_is_caught(tmp_path):
 
 def test_the_scanner_catches_a_planted_import(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[project.optional-dependencies]\nrealistic = ["anny>=0.6"]\n')
-    for package in PACKAGES:
-        (tmp_path / package).mkdir()
-        (tmp_path / package / "__init__.py").write_text("")
+    _empty_packages(tmp_path)
     (tmp_path / "sapiens2" / "a.py").write_text(
         "import os\n\n"
         "def f():\n    import json\n    from sapiens2 import b\n    return os, json, b\n\n"  # line 5: caught

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from benchmarks.cli.main import main
-from benchmarks.embedded_split import SPLIT_RENDER, SPLIT_SPP, default_data_dir, split_generator
+from benchmarks.embedded_split import default_data_dir, split_generator
+from benchmarks.job_defaults import SPLIT_RENDER, SPLIT_SPP
 from benchmarks.probe.protocol import default_protocol, quick_protocol
 
 
