@@ -114,6 +114,11 @@ def parse_conditions(text: str, n: int) -> list[Condition]:
     return out
 
 
+def split_folder(work: Path, key: str, size: str, count: int, seed: int) -> Path:
+    """Where the split of condition ``key`` (``name`` or ``name@spp``) at ``size`` ("HxW") is kept."""
+    return work / f"{key.replace('@', '-spp')}_{size}_n{count}_s{seed}"
+
+
 def condition_settings(cond: Condition, base: RealisticSettings) -> RealisticSettings | None:
     """The realistic generator's settings of ``cond`` (None for the procedural generator)."""
     scenes = _scenes_of(cond)
@@ -242,7 +247,7 @@ def main(argv=None) -> int:
     with M.MediaPipeSystem() as system:
         for cond in conditions:
             hw = cond.hw
-            split = work / f"{cond.key.replace('@', '-spp')}_{hw[0]}x{hw[1]}_n{cond.count}_s{args.seed}"
+            split = split_folder(work, cond.key, f"{hw[0]}x{hw[1]}", cond.count, args.seed)
             render_s = render_condition(cond, split, args.seed, base, args.workers)
             settings = condition_settings(cond, base)
             result, values = evaluate_condition(split, hw, system)

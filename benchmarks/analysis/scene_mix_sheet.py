@@ -19,14 +19,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from benchmarks.analysis.realism_mediapipe import split_folder  # noqa: E402
 from benchmarks.results import read_measurement  # noqa: E402
 from sapiens2.datasets.io import read_rgb  # noqa: E402
 from sapiens2.utils_io import atomic_write  # noqa: E402
-
-
-def condition_folder(work: Path, row: dict, n: int, seed: int) -> Path:
-    """The split folder ``realism_mediapipe`` rendered the condition of ``row`` into."""
-    return work / f"{row['condition'].replace('@', '-spp')}_{row['size']}_n{n}_s{seed}"
 
 
 def sheet(work: Path, measurement: Path, out: Path, images: int = 5, seed: int = 0) -> Path:
@@ -34,7 +30,7 @@ def sheet(work: Path, measurement: Path, out: Path, images: int = 5, seed: int =
     rows = read_measurement(measurement)["numbers"]["conditions"]
     fig, axes = plt.subplots(len(rows), images, figsize=(1.6 * images + 2.2, 2.1 * len(rows)), squeeze=False)
     for r, row in enumerate(rows):
-        split = condition_folder(work, row, row["n_images"], seed)
+        split = split_folder(work, row["condition"], row["size"], row["n_images"], seed)
         files = sorted((split / "images").glob("*.png"))[:images]
         if len(files) < images:
             raise FileNotFoundError(f"{split}: expected at least {images} images under images/, "
